@@ -1,0 +1,312 @@
+//! Facts about the host: kernel, preemption model, CPUs, virtualisation, clocksource.
+//!
+//! Every read goes through a root directory (normally `/`), so tests can point it at
+//! a fixture tree of `/proc` and `/sys`.
+
+use flate2::read::GzDecoder;
+use latlab_model::run::{HostFacts, Preemption};
+use latlab_model::spec::format_cpu_list;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Reads host facts from the file system under `root`.
+#[derive(Debug, Clone)]
+pub struct FactReader {
+    root: PathBuf,
+}
+
+impl FactReader {
+    /// Reads the live system.
+    pub fn system() -> FactReader {
+        FactReader::at("/")
+    }
+
+    /// Reads a tree rooted at `root` (for fixtures).
+    pub fn at(root: impl Into<PathBuf>) -> FactReader {
+        FactReader { root: root.into() }
+    }
+
+    fn path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    /// A file's contents, trimmed; `None` if unreadable.
+    pub fn read(&self, abs: &str) -> Option<String> {
+        fs::read_to_string(self.path(abs))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    /// The kernel configuration (`/proc/config.gz`, else `/boot/config-RELEASE`).
+    pub fn kernel_config(&self) -> Option<(String, String)> {
+        if let Ok(file) = fs::File::open(self.path("/proc/config.gz")) {
+            let mut text = String::new();
+            if GzDecoder::new(file).read_to_string(&mut text).is_ok() {
+                return Some(("/proc/config.gz".to_string(), text));
+            }
+        }
+        let release = self.read("/proc/sys/kernel/osrelease")?;
+        let path = format!("/boot/config-{release}");
+        self.read(&path).map(|text| (path, text))
+    }
+
+    /// Gathers every fact.
+    pub fn gather(&self) -> HostFacts {
+        let config = self.kernel_config();
+        let config_value = |key: &str| -> Option<String> {
+            let (_, text) = config.as_ref()?;
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .map(|v| v.trim_matches('"').to_string())
+        };
+        let online = self.read("/sys/devices/system/cpu/online").unwrap_or_default();
+        let online_cpus = parse_kernel_cpu_list(&online);
+        HostFacts {
+            hostname: self.read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            kernel_release: self.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            kernel_version: self.read("/proc/sys/kernel/version").unwrap_or_default(),
+            architecture: std::env::consts::ARCH.to_string(),
+            preemption: self.preemption(config.as_ref().map(|(p, t)| (p.as_str(), t.as_str()))),
+            cpu_model: self.cpu_model().unwrap_or_else(|| "unknown".to_string()),
+            cpus_online: online_cpus.len(),
+            cpus_online_list: format_cpu_list(&online_cpus),
+            virtualization: self.virtualization(),
+            clocksource: self
+                .read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+            hz: config_value("CONFIG_HZ").and_then(|v| v.parse().ok()),
+        }
+    }
+
+    /// Decides the preemption model from `/sys/kernel/realtime`, `uname -v`, the
+    /// scheduler's debugfs file and the kernel configuration, recording each piece read.
+    pub fn preemption(&self, config: Option<(&str, &str)>) -> Preemption {
+        let mut evidence = Vec::new();
+        let realtime = self.read("/sys/kernel/realtime");
+        if let Some(v) = &realtime {
+            evidence.push(format!("/sys/kernel/realtime = {v}"));
+        }
+        let version = self.read("/proc/sys/kernel/version").unwrap_or_default();
+        evidence.push(format!("uname -v = {version}"));
+        let words: Vec<&str> = version.split_whitespace().collect();
+        let has = |w: &str| words.contains(&w);
+        let config_set = |key: &str| {
+            config.is_some_and(|(_, text)| text.lines().any(|l| l == format!("{key}=y")))
+        };
+        let debugfs_mode = self.read("/sys/kernel/debug/sched/preempt").and_then(|line| {
+            evidence.push(format!("/sys/kernel/debug/sched/preempt = {line}"));
+            // The mode in force is the one in parentheses: "none voluntary (full) lazy".
+            let start = line.find('(')?;
+            let end = line[start..].find(')')? + start;
+            Some(line[start + 1..end].to_string())
+        });
+        let model = if realtime.as_deref() == Some("1") || has("PREEMPT_RT") {
+            "PREEMPT_RT"
+        } else if has("PREEMPT_DYNAMIC") {
+            "dynamic"
+        } else if has("PREEMPT_LAZY") {
+            "lazy"
+        } else if has("PREEMPT") {
+            "full"
+        } else if config_set("CONFIG_PREEMPT_VOLUNTARY") {
+            "voluntary"
+        } else if config_set("CONFIG_PREEMPT_NONE") {
+            "none"
+        } else {
+            "unknown"
+        };
+        let mut dynamic_mode = None;
+        if model == "dynamic" {
+            dynamic_mode = debugfs_mode.or_else(|| self.boot_preempt_mode(config, &mut evidence));
+        }
+        Preemption {
+            model: model.to_string(),
+            dynamic_mode,
+            evidence,
+        }
+    }
+
+    /// For PREEMPT_DYNAMIC without debugfs: the boot mode from `preempt=` on the
+    /// command line, else the configured default.
+    fn boot_preempt_mode(
+        &self,
+        config: Option<(&str, &str)>,
+        evidence: &mut Vec<String>,
+    ) -> Option<String> {
+        let cmdline = self.read("/proc/cmdline").unwrap_or_default();
+        if let Some(mode) = cmdline
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("preempt="))
+        {
+            evidence.push(format!("/proc/cmdline has preempt={mode}"));
+            return Some(mode.to_string());
+        }
+        let (path, text) = config?;
+        let default = [
+            ("CONFIG_PREEMPT_NONE=y", "none"),
+            ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+            ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+            ("CONFIG_PREEMPT=y", "full"),
+        ]
+        .into_iter()
+        .find(|(line, _)| text.lines().any(|l| l == *line))?;
+        evidence.push(format!(
+            "{path} has {} and /proc/cmdline has no preempt=: boot default {} \
+             (debugfs not mounted, mode not read directly)",
+            default.0, default.1
+        ));
+        Some(default.1.to_string())
+    }
+
+    fn cpu_model(&self) -> Option<String> {
+        let info = self.read("/proc/cpuinfo")?;
+        ["model name", "Hardware", "Processor", "cpu model", "uarch"]
+            .iter()
+            .find_map(|key| {
+                info.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.trim() == *key).then(|| v.trim().to_string())
+                })
+            })
+    }
+
+    /// The hypervisor (and container) the host runs in, if any is visible.
+    pub fn virtualization(&self) -> Option<String> {
+        let info = self.read("/proc/cpuinfo").unwrap_or_default();
+        let flagged = info
+            .lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+        let mut parts = Vec::new();
+        if let Some(t) = self.read("/sys/hypervisor/type") {
+            parts.push(t);
+        } else if let Some(v) = self.read("/sys/class/dmi/id/sys_vendor") {
+            if flagged {
+                parts.push(v);
+            }
+        }
+        if flagged && parts.is_empty() {
+            let vendor = if self.root == Path::new("/") {
+                latlab_rt::cpuid::hypervisor_vendor()
+            } else {
+                None
+            };
+            parts.push(match vendor.as_deref() {
+                Some("KVMKVMKVM") => "kvm".to_string(),
+                Some("Microsoft Hv") => "hyper-v".to_string(),
+                Some("VMwareVMware") => "vmware".to_string(),
+                Some("XenVMMXenVMM") => "xen".to_string(),
+                Some(other) => other.to_string(),
+                None => "hypervisor (cpuinfo flag)".to_string(),
+            });
+        }
+        if self.path("/.dockerenv").exists() {
+            parts.push("docker container".to_string());
+        } else if self.path("/run/.containerenv").exists() {
+            parts.push("podman container".to_string());
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
+/// Parses the kernel's CPU list format (`0-3,5`).
+pub fn parse_kernel_cpu_list(text: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let p = dir.path().join(path.trim_start_matches('/'));
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, content).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn preempt_rt_from_sysfs() {
+        let t = tree(&[
+            ("/sys/kernel/realtime", "1\n"),
+            ("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Thu Jan 1"),
+        ]);
+        let p = FactReader::at(t.path()).preemption(None);
+        assert_eq!(p.model, "PREEMPT_RT");
+        assert!(p.evidence.iter().any(|e| e.contains("/sys/kernel/realtime = 1")));
+    }
+
+    #[test]
+    fn dynamic_mode_from_debugfs_or_boot_default() {
+        let t = tree(&[
+            ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0"),
+            ("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy\n"),
+        ]);
+        let p = FactReader::at(t.path()).preemption(None);
+        assert_eq!((p.model.as_str(), p.dynamic_mode.as_deref()), ("dynamic", Some("full")));
+
+        let t = tree(&[("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0")]);
+        let p = FactReader::at(t.path())
+            .preemption(Some(("/proc/config.gz", "CONFIG_PREEMPT_NONE=y\n")));
+        assert_eq!(p.dynamic_mode.as_deref(), Some("none"));
+
+        let t = tree(&[
+            ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0"),
+            ("/proc/cmdline", "root=/dev/vda preempt=voluntary"),
+        ]);
+        let p = FactReader::at(t.path()).preemption(Some(("c", "CONFIG_PREEMPT_NONE=y")));
+        assert_eq!(p.dynamic_mode.as_deref(), Some("voluntary"));
+    }
+
+    #[test]
+    fn voluntary_and_none_from_config() {
+        let t = tree(&[("/proc/sys/kernel/version", "#1 SMP Debian 6.1")]);
+        let r = FactReader::at(t.path());
+        assert_eq!(r.preemption(Some(("c", "CONFIG_PREEMPT_VOLUNTARY=y"))).model, "voluntary");
+        assert_eq!(r.preemption(Some(("c", "CONFIG_PREEMPT_NONE=y"))).model, "none");
+        assert_eq!(r.preemption(None).model, "unknown");
+    }
+
+    #[test]
+    fn gathers_a_vm_fixture() {
+        let t = tree(&[
+            ("/proc/sys/kernel/hostname", "rig7\n"),
+            ("/proc/sys/kernel/osrelease", "6.18.0\n"),
+            ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
+            ("/proc/cpuinfo", "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu hypervisor\n"),
+            ("/sys/devices/system/cpu/online", "0-3\n"),
+            ("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n"),
+            ("/boot/config-6.18.0", "CONFIG_HZ=250\nCONFIG_PREEMPT_NONE=y\n"),
+        ]);
+        let f = FactReader::at(t.path()).gather();
+        assert_eq!(f.hostname, "rig7");
+        assert_eq!(f.cpu_model, "AMD EPYC");
+        assert_eq!(f.cpus_online, 4);
+        assert_eq!(f.cpus_online_list, "0-3");
+        assert_eq!(f.clocksource.as_deref(), Some("tsc"));
+        assert_eq!(f.hz, Some(250));
+        assert_eq!(f.virtualization.as_deref(), Some("hypervisor (cpuinfo flag)"));
+        assert_eq!(f.preemption.dynamic_mode.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn kernel_cpu_lists() {
+        assert_eq!(parse_kernel_cpu_list("0-2,5\n"), vec![0, 1, 2, 5]);
+        assert_eq!(parse_kernel_cpu_list(""), Vec::<usize>::new());
+    }
+}

@@ -1,0 +1,16 @@
+//! Measurement on the machine latlab runs on: probes, the runner that hosts them,
+//! live statistics for the display, warnings, and host facts.
+//!
+//! Data flows one way: a [`runner::RunRequest`] plus a [`probe::Probe`] go in, a
+//! [`runner::RunOutcome`] (streams in the Run format, events, warnings, conditions)
+//! comes out. All kernel access goes through `latlab-rt`.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod facts;
+pub mod live;
+pub mod notice;
+pub mod probe;
+pub mod record;
+pub mod runner;

@@ -1,0 +1,205 @@
+//! Warnings a run raises, each telling the user what to do about it.
+
+use latlab_model::run::{Stream, Warning};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
+use std::fmt;
+
+/// Something about a run that deserves attention.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// The real-time policy was refused; the thread measured at what was allowed.
+    NotRealtime {
+        /// Requested.
+        wanted: SchedSpec,
+        /// In force.
+        got: SchedSpec,
+        /// Thread index.
+        thread: usize,
+        /// The kernel's reason, with the fix.
+        reason: String,
+    },
+    /// The user asked for a non-real-time policy.
+    NonRealtimeRequested {
+        /// The policy.
+        policy: SchedSpec,
+    },
+    /// `mlockall` failed.
+    MemoryNotLocked {
+        /// The error.
+        reason: String,
+        /// RLIMIT_MEMLOCK in bytes, if limited.
+        limit: Option<u64>,
+    },
+    /// `--no-mlock` was given.
+    MemoryLockSkipped,
+    /// `/dev/cpu_dma_latency` could not be held.
+    DmaLatencyUnavailable {
+        /// The error.
+        reason: String,
+    },
+    /// `--breaktrace` without a usable tracefs.
+    BreakTraceUnavailable {
+        /// The error.
+        reason: String,
+    },
+    /// SCHED_DEADLINE threads run unpinned.
+    DeadlineUnpinned,
+    /// The kernel woke threads before their deadline.
+    EarlyWakes {
+        /// Total early wakes.
+        count: u64,
+        /// The earliest, negative.
+        earliest: Nanos,
+    },
+    /// Periods passed without a wake-up.
+    MissedPeriods {
+        /// Total missed.
+        count: u64,
+        /// Per stream label.
+        worst: String,
+    },
+    /// Samples beyond the histogram's range were clamped.
+    Clamped {
+        /// How many.
+        count: u64,
+    },
+}
+
+impl Notice {
+    /// A stable code for the Run file.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Notice::NotRealtime { .. } => "not-realtime",
+            Notice::NonRealtimeRequested { .. } => "non-realtime-policy",
+            Notice::MemoryNotLocked { .. } => "memory-not-locked",
+            Notice::MemoryLockSkipped => "memory-lock-skipped",
+            Notice::DmaLatencyUnavailable { .. } => "dma-latency-unavailable",
+            Notice::BreakTraceUnavailable { .. } => "breaktrace-unavailable",
+            Notice::DeadlineUnpinned => "deadline-unpinned",
+            Notice::EarlyWakes { .. } => "early-wakes",
+            Notice::MissedPeriods { .. } => "missed-periods",
+            Notice::Clamped { .. } => "clamped-samples",
+        }
+    }
+
+    /// True when the run's results must not be read as real-time results.
+    pub fn degrades(&self) -> bool {
+        matches!(
+            self,
+            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. }
+        )
+    }
+
+    /// As stored in the Run.
+    pub fn to_warning(&self) -> Warning {
+        Warning {
+            code: self.code().to_string(),
+            message: self.to_string(),
+            degrades: self.degrades(),
+        }
+    }
+
+    /// The notices that follow from what the streams measured.
+    pub fn from_streams(streams: &[Stream]) -> Vec<Notice> {
+        let mut out = Vec::new();
+        let early: u64 = streams.iter().map(|s| s.early_wakes).sum();
+        if early > 0 {
+            let earliest = streams
+                .iter()
+                .filter_map(|s| s.stats.min_ns)
+                .min()
+                .unwrap_or_default();
+            out.push(Notice::EarlyWakes {
+                count: early,
+                earliest,
+            });
+        }
+        let missed: u64 = streams.iter().map(|s| s.missed_periods).sum();
+        if missed > 0 {
+            let worst = streams
+                .iter()
+                .filter(|s| s.missed_periods > 0)
+                .map(|s| format!("{}: {}", s.label(), s.missed_periods))
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(Notice::MissedPeriods {
+                count: missed,
+                worst,
+            });
+        }
+        let clamped: u64 = streams.iter().map(|s| s.histogram.clamped).sum();
+        if clamped > 0 {
+            out.push(Notice::Clamped { count: clamped });
+        }
+        out
+    }
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::NotRealtime {
+                wanted,
+                got,
+                thread,
+                reason,
+            } => write!(
+                f,
+                "{wanted} was refused for measuring thread {thread}, which ran at {got}: \
+                 {reason}. Results are NOT real-time results"
+            ),
+            Notice::NonRealtimeRequested { policy } => write!(
+                f,
+                "measuring at {policy} as requested: any other task can delay these threads, \
+                 so these are not real-time results (use -P f:95 for those)"
+            ),
+            Notice::MemoryNotLocked { reason, limit } => {
+                write!(f, "memory could not be locked ({reason})")?;
+                if let Some(limit) = limit {
+                    write!(f, " with RLIMIT_MEMLOCK at {limit} bytes")?;
+                }
+                write!(
+                    f,
+                    ": page faults can land in the measurement. Run as root, grant \
+                     CAP_IPC_LOCK, or raise the limit (ulimit -l unlimited)"
+                )
+            }
+            Notice::MemoryLockSkipped => write!(
+                f,
+                "memory not locked (--no-mlock): page faults can land in the measurement"
+            ),
+            Notice::DmaLatencyUnavailable { reason } => write!(
+                f,
+                "could not hold /dev/cpu_dma_latency ({reason}): CPUs may enter deep idle \
+                 states and add their exit latency; run as root, or pass --no-tune to leave \
+                 power management alone on purpose"
+            ),
+            Notice::BreakTraceUnavailable { reason } => write!(
+                f,
+                "--breaktrace cannot use tracefs ({reason}): the run still stops at the \
+                 first sample over the limit, but no trace marker is written; run as root \
+                 with tracefs mountable"
+            ),
+            Notice::DeadlineUnpinned => write!(
+                f,
+                "SCHED_DEADLINE threads cannot be pinned to single CPUs (the kernel requires \
+                 their affinity to span the root domain): threads ran unpinned"
+            ),
+            Notice::EarlyWakes { count, earliest } => write!(
+                f,
+                "the kernel woke threads early {count} times (earliest {earliest} before \
+                 the deadline): a POSIX violation of the sleep's guarantee"
+            ),
+            Notice::MissedPeriods { count, worst } => write!(
+                f,
+                "{count} periods passed without a wake-up because wakes came more than one \
+                 period late ({worst}); the period may be too short for this system"
+            ),
+            Notice::Clamped { count } => write!(
+                f,
+                "{count} samples exceeded the histogram's 60 s range and were recorded as 60 s"
+            ),
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Probes: measurement methods, each in its own file behind one lifecycle.
+//!
+//! The runner (`crate::runner`) owns what every probe shares — one thread per
+//! placement, pinning, scheduling policy, timer slack, stack prefault, a common start
+//! instant, stopping, collection — and calls the probe's steps in order:
+//!
+//! 1. [`Probe::prepare`] on the measuring thread, after pinning and policy: allocate
+//!    everything the loop needs and return a [`Worker`];
+//! 2. [`Worker::measure`] once every thread is ready, until the window ends or the
+//!    stop flag is raised;
+//! 3. [`Worker::finish`] to turn what was kept into a Run stream.
+//!
+//! Adding a probe means one new file here plus one line where probes are built.
+
+pub mod timer;
+
+use crate::live::LiveStats;
+use latlab_model::run::{Event, Stream};
+use latlab_rt::clock::Clock;
+use latlab_rt::RtError;
+use std::sync::atomic::AtomicBool;
+
+/// Where and how one worker runs.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Thread index, from 0.
+    pub thread: usize,
+    /// The CPU it is pinned to, if any.
+    pub cpu: Option<usize>,
+    /// The scheduling policy actually in force.
+    pub policy: latlab_model::spec::SchedSpec,
+    /// Timer slack of the thread, ns.
+    pub timer_slack_ns: u64,
+}
+
+/// The span a worker measures, on the probe's clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// The common start instant of all workers.
+    pub start: i64,
+    /// Samples due at or before this are warm-up and discarded.
+    pub warm_up_end: i64,
+    /// No sample is due after this (`None` = until stopped).
+    pub end: Option<i64>,
+}
+
+/// A measurement method.
+pub trait Probe: Sync {
+    /// The probe's name in results (`timer`).
+    fn name(&self) -> &'static str;
+
+    /// The clock the probe's window is expressed on.
+    fn clock(&self) -> Clock;
+
+    /// Builds a worker on its measuring thread (allocations happen here).
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError>;
+}
+
+/// One measuring thread's state.
+pub trait Worker: Send {
+    /// Measures until the window ends or `stop` is raised.
+    fn measure(&mut self, window: &Window, stop: &AtomicBool, live: &LiveStats)
+        -> Result<(), RtError>;
+
+    /// Produces the stream (and any events) for phase `phase`.
+    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>);
+}

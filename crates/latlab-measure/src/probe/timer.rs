@@ -1,0 +1,644 @@
+//! The timer probe: periodic wake-up latency.
+//!
+//! Each sample spans two instants on the probe's clock: the instant the thread was due
+//! to wake (its deadline) and the first clock read after it ran again. The sample is
+//! `t_wake − t_due`, signed: a negative sample is the kernel waking the thread early, a
+//! POSIX violation, counted as an early wake and never hidden. This is cyclictest's
+//! measurement (absolute deadlines) and, with `rel`, the Wilshire test Rapid Reaction
+//! Linux was judged by: `t_due` is then the clock read before a relative sleep plus
+//! the period, and the accumulated lag is reported as drift.
+//!
+//! When a wake lands past the following deadline, the periods that passed are counted
+//! as missed and the loop continues at the next future deadline (cyclictest skips them
+//! silently). `samples + missed_periods` always equals the periods elapsed.
+
+use super::{Placement, Probe, Window, Worker};
+use crate::live::LiveStats;
+use crate::record::{RecorderLimits, SampleRecorder, TIMELINE_SLOTS};
+use latlab_model::run::{EncodedHistogram, Event, Statistics, Stream, TimerSettings};
+use latlab_model::spec::{ClockName, TimerMethod};
+use latlab_model::Nanos;
+use latlab_rt::clock::Clock;
+use latlab_rt::trace::BreakTrace;
+use latlab_rt::wake::{Method, Sleeper, WaitError, WakeSource};
+use latlab_rt::RtError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The timer probe with its settings.
+#[derive(Debug)]
+pub struct TimerProbe {
+    settings: TimerSettings,
+    expected_span: Option<i64>,
+    breaktrace: Option<Arc<BreakTrace>>,
+    stop_all: Arc<AtomicBool>,
+}
+
+impl TimerProbe {
+    /// A probe for `settings`. `expected_span` (warm-up + duration) sizes the timeline;
+    /// a fired break trace raises `stop_all`.
+    pub fn new(
+        settings: TimerSettings,
+        expected_span: Option<Nanos>,
+        breaktrace: Option<Arc<BreakTrace>>,
+        stop_all: Arc<AtomicBool>,
+    ) -> TimerProbe {
+        TimerProbe {
+            settings,
+            expected_span: expected_span.map(|n| n.0),
+            breaktrace,
+            stop_all,
+        }
+    }
+}
+
+/// The kernel clock for a clock name.
+pub fn clock_of(name: ClockName) -> Clock {
+    match name {
+        ClockName::Monotonic => Clock::Monotonic,
+        ClockName::Realtime => Clock::Realtime,
+        ClockName::Boottime => Clock::Boottime,
+        ClockName::Tai => Clock::Tai,
+    }
+}
+
+/// The sleep method for a method name.
+pub fn method_of(method: TimerMethod) -> Method {
+    match method {
+        TimerMethod::Abs => Method::Abs,
+        TimerMethod::Rel => Method::Rel,
+        TimerMethod::Timerfd => Method::Timerfd,
+        TimerMethod::PosixTimer => Method::PosixTimer,
+        TimerMethod::Spin => Method::Spin,
+        TimerMethod::Hybrid => Method::Hybrid,
+    }
+}
+
+impl Probe for TimerProbe {
+    fn name(&self) -> &'static str {
+        "timer"
+    }
+
+    fn clock(&self) -> Clock {
+        clock_of(self.settings.clock)
+    }
+
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+        let s = &self.settings;
+        let interval = s.timeline_interval_ns.0.max(1);
+        let slots = match self.expected_span {
+            Some(span) => (span / interval + 2) as usize,
+            None => TIMELINE_SLOTS,
+        };
+        let recorder = SampleRecorder::new(RecorderLimits {
+            top: s.top_spikes,
+            spike_threshold: s.spike_threshold_ns.map(|n| n.0),
+            spike_capacity: s.spike_capacity,
+            timeline_interval: interval,
+            timeline_slots: slots,
+        });
+        let sleeper = Sleeper::new(method_of(s.method), self.clock(), s.hybrid_margin_ns.0);
+        Ok(Box::new(TimerWorker {
+            settings: s.clone(),
+            placement: placement.clone(),
+            sleeper,
+            recorder,
+            summary: LoopSummary::default(),
+            breaktrace: self.breaktrace.clone(),
+            stop_all: self.stop_all.clone(),
+        }))
+    }
+}
+
+struct TimerWorker {
+    settings: TimerSettings,
+    placement: Placement,
+    sleeper: Sleeper,
+    recorder: SampleRecorder,
+    summary: LoopSummary,
+    breaktrace: Option<Arc<BreakTrace>>,
+    stop_all: Arc<AtomicBool>,
+}
+
+impl Worker for TimerWorker {
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let config = LoopConfig {
+            period: self.settings.period_ns.0,
+            relative: self.settings.method.is_relative(),
+            window: *window,
+            breaktrace: self.settings.breaktrace_ns.map(|n| n.0),
+            thread: self.placement.thread,
+        };
+        let result = measure_loop(
+            &mut self.sleeper,
+            &config,
+            &mut self.recorder,
+            live,
+            stop,
+            self.breaktrace.as_deref(),
+            &mut self.summary,
+        );
+        if self.summary.breaktrace.is_some() {
+            self.stop_all.store(true, Ordering::Relaxed);
+        }
+        live.finish();
+        result
+    }
+
+    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        let s = &self.summary;
+        let rec = &self.recorder;
+        let period = self.settings.period_ns.0;
+        let drift = self.settings.method.is_relative().then(|| {
+            // Where a drift-free schedule would have put the last wake-up.
+            Nanos(s.last_wake - (s.origin + s.sleeps as i64 * period))
+        });
+        let stream = Stream {
+            probe: "timer".to_string(),
+            method: self.settings.method.name().to_string(),
+            phase: phase.to_string(),
+            thread: self.placement.thread,
+            cpu: self.placement.cpu,
+            policy: self.placement.policy,
+            period_ns: self.settings.period_ns,
+            samples: rec.samples(),
+            missed_periods: s.missed_periods,
+            overrun_wakes: s.overrun_wakes,
+            early_wakes: rec.early_wakes(),
+            first_sample_ns: s.first_sample.map(Nanos),
+            warm_up_samples: s.warm_up_samples,
+            drift_ns: drift.filter(|_| s.sleeps > 0),
+            elapsed_ns: Nanos((s.last_wake - s.measured_from).max(0)),
+            timer_slack_ns: self.placement.timer_slack_ns,
+            stats: Statistics::compute(rec.sums(), rec.histogram()),
+            histogram: EncodedHistogram::from_histogram(rec.histogram()),
+            spikes: rec.spikes(self.settings.spike_threshold_ns),
+            timeline: rec.timeline(),
+        };
+        let events = s
+            .breaktrace
+            .map(|(at, value)| Event {
+                kind: "breaktrace".to_string(),
+                at_ns: Nanos(at),
+                thread: self.placement.thread,
+                cpu: self.placement.cpu,
+                value_ns: Some(Nanos(value)),
+                message: format!(
+                    "{} woke {} late, above the break-trace limit of {}: run stopped{}",
+                    stream.label(),
+                    Nanos(value),
+                    self.settings.breaktrace_ns.unwrap_or_default(),
+                    match &self.breaktrace {
+                        Some(bt) if bt.has_fired() => format!(
+                            ", trace marker written and tracing stopped (read {}/trace)",
+                            bt.root().display()
+                        ),
+                        _ => String::new(),
+                    }
+                ),
+            })
+            .into_iter()
+            .collect();
+        (stream, events)
+    }
+}
+
+/// Inputs of the measuring loop.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopConfig {
+    /// Period, ns.
+    pub period: i64,
+    /// Relative sleeps (deadline = clock read before the sleep + period).
+    pub relative: bool,
+    /// The span to measure.
+    pub window: Window,
+    /// Stop when a sample exceeds this many ns.
+    pub breaktrace: Option<i64>,
+    /// Thread index (for the trace marker).
+    pub thread: usize,
+}
+
+/// What the loop counted besides the samples themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopSummary {
+    /// Samples discarded as warm-up.
+    pub warm_up_samples: u64,
+    /// Periods that passed without a wake-up.
+    pub missed_periods: u64,
+    /// Wakes that missed at least one period.
+    pub overrun_wakes: u64,
+    /// The very first sample (even if in the warm-up).
+    pub first_sample: Option<i64>,
+    /// Clock reading of the schedule's origin (window start, or the first clock read
+    /// before a relative sleep).
+    pub origin: i64,
+    /// Sleeps completed (warm-up included).
+    pub sleeps: u64,
+    /// Start of the measured span.
+    pub measured_from: i64,
+    /// The last wake-up.
+    pub last_wake: i64,
+    /// Offset and value of the sample that fired the break trace.
+    pub breaktrace: Option<(i64, i64)>,
+}
+
+/// The measuring loop, written once for every sleep method.
+///
+/// Between `arm` and the end it allocates nothing, takes no lock, prints nothing and
+/// calls the kernel only to sleep and (through the vDSO) to read the clock; the break
+/// trace, when it fires, writes twice to tracefs and ends the loop.
+pub fn measure_loop<S: WakeSource>(
+    source: &mut S,
+    config: &LoopConfig,
+    recorder: &mut SampleRecorder,
+    live: &LiveStats,
+    stop: &AtomicBool,
+    breaktrace: Option<&BreakTrace>,
+    summary: &mut LoopSummary,
+) -> Result<(), RtError> {
+    let period = config.period;
+    let window = config.window;
+    let measured_from = window.warm_up_end;
+    let end = window.end.unwrap_or(i64::MAX);
+    let mut next = window.start + period;
+    *summary = LoopSummary {
+        origin: window.start,
+        measured_from,
+        last_wake: measured_from,
+        ..LoopSummary::default()
+    };
+    source.arm(next, period)?;
+    let mut origin_set = !config.relative;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let expected = if config.relative {
+            let before = source.now_ns();
+            if !origin_set {
+                summary.origin = before;
+                origin_set = true;
+            }
+            before + period
+        } else {
+            next
+        };
+        if expected > end {
+            return Ok(());
+        }
+        let wake = match source.wait(expected, stop) {
+            Ok(wake) => wake,
+            Err(WaitError::Interrupted) => continue,
+            Err(WaitError::Failed(e)) => return Err(e),
+        };
+        let sample = wake.at_ns - expected;
+        // Periods consumed by this wake: the kernel's count for periodic timers,
+        // otherwise every whole period the wake came late.
+        let consumed = match wake.expirations {
+            Some(n) => n.max(1),
+            None => 1 + (sample.max(0) / period) as u64,
+        };
+        let missed = consumed - 1;
+        summary.sleeps += 1;
+        summary.last_wake = wake.at_ns;
+        if summary.first_sample.is_none() {
+            summary.first_sample = Some(sample);
+        }
+        next = expected + consumed as i64 * period;
+        if expected <= measured_from {
+            summary.warm_up_samples += 1;
+            continue;
+        }
+        let at = expected - measured_from;
+        recorder.record(sample, at);
+        live.publish(sample, missed);
+        if missed > 0 {
+            summary.missed_periods += missed;
+            summary.overrun_wakes += 1;
+        }
+        if let Some(limit) = config.breaktrace {
+            if sample > limit {
+                summary.breaktrace = Some((at, sample));
+                if let Some(bt) = breaktrace {
+                    let mut marker = MarkerBuf::new();
+                    marker.push(b"latlab breaktrace: thread ");
+                    marker.push_int(config.thread as i64);
+                    marker.push(b" latency ");
+                    marker.push_int(sample);
+                    marker.push(b" ns > limit ");
+                    marker.push_int(limit);
+                    marker.push(b" ns\n");
+                    bt.fire(marker.as_bytes());
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A fixed buffer for the trace marker, so firing allocates nothing.
+struct MarkerBuf {
+    bytes: [u8; 128],
+    len: usize,
+}
+
+impl MarkerBuf {
+    fn new() -> Self {
+        MarkerBuf {
+            bytes: [0; 128],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, s: &[u8]) {
+        let n = s.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+    }
+
+    fn push_int(&mut self, v: i64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut n = v.unsigned_abs();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if v < 0 {
+            self.push(b"-");
+        }
+        self.push(&digits[i..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_rt::wake::Wake;
+    use std::cell::Cell;
+    use std::collections::VecDeque;
+
+    /// A simulated clock: each wait wakes `latency` after the later of the expected
+    /// instant and now, taking latencies from a script. With `periodic` it behaves like
+    /// a kernel interval timer and reports how many periods expired.
+    struct SimulatedTimer {
+        now: Cell<i64>,
+        latencies: VecDeque<i64>,
+        periodic: Option<(i64, i64)>, // (next expiry, period)
+        loop_cost: i64,
+    }
+
+    impl SimulatedTimer {
+        fn new(latencies: &[i64]) -> Self {
+            SimulatedTimer {
+                now: Cell::new(0),
+                latencies: latencies.iter().copied().collect(),
+                periodic: None,
+                loop_cost: 0,
+            }
+        }
+    }
+
+    impl WakeSource for SimulatedTimer {
+        fn now_ns(&self) -> i64 {
+            let t = self.now.get();
+            self.now.set(t + self.loop_cost);
+            t
+        }
+
+        fn arm(&mut self, first: i64, period: i64) -> Result<(), RtError> {
+            if self.periodic.is_some() {
+                self.periodic = Some((first, period));
+            }
+            Ok(())
+        }
+
+        fn wait(&mut self, expected: i64, _stop: &AtomicBool) -> Result<Wake, WaitError> {
+            let latency = self.latencies.pop_front().unwrap_or(0);
+            match &mut self.periodic {
+                None => {
+                    let at = self.now.get().max(expected) + latency;
+                    self.now.set(at);
+                    Ok(Wake {
+                        at_ns: at,
+                        expirations: None,
+                    })
+                }
+                Some((next, period)) => {
+                    let at = self.now.get().max(*next) + latency;
+                    let expired = 1 + (at - *next) / *period;
+                    *next += expired * *period;
+                    self.now.set(at);
+                    Ok(Wake {
+                        at_ns: at,
+                        expirations: Some(expired as u64),
+                    })
+                }
+            }
+        }
+    }
+
+    const P: i64 = 1_000_000;
+
+    fn run(
+        source: &mut SimulatedTimer,
+        relative: bool,
+        warm_up: i64,
+        periods: i64,
+    ) -> (SampleRecorder, LoopSummary) {
+        let config = LoopConfig {
+            period: P,
+            relative,
+            window: Window {
+                start: 0,
+                warm_up_end: warm_up,
+                end: Some(warm_up + periods * P),
+            },
+            breaktrace: None,
+            thread: 0,
+        };
+        let mut recorder = SampleRecorder::new(RecorderLimits {
+            top: 4,
+            spike_threshold: None,
+            spike_capacity: 0,
+            timeline_interval: 10 * P,
+            timeline_slots: 100,
+        });
+        let mut summary = LoopSummary::default();
+        let live = LiveStats::default();
+        let stop = AtomicBool::new(false);
+        measure_loop(
+            source,
+            &config,
+            &mut recorder,
+            &live,
+            &stop,
+            None,
+            &mut summary,
+        )
+        .unwrap();
+        assert_eq!(live.snapshot().samples, recorder.samples());
+        (recorder, summary)
+    }
+
+    #[test]
+    fn late_wake_counts_missed_periods_and_skips_to_the_next_future_deadline() {
+        // Wake 3 is 2.5 periods late: the deadlines at +1 P and +2 P are missed.
+        let mut sim = SimulatedTimer::new(&[10, 10, 2 * P + P / 2, 10, 10]);
+        let (rec, sum) = run(&mut sim, false, 0, 20);
+        assert_eq!(sum.missed_periods, 2);
+        assert_eq!(sum.overrun_wakes, 1);
+        assert_eq!(rec.samples() + sum.missed_periods, 20);
+        assert_eq!(rec.sums().max, 2 * P + P / 2);
+        assert_eq!(rec.early_wakes(), 0);
+        assert_eq!(sum.first_sample, Some(10));
+    }
+
+    #[test]
+    fn periodic_timer_count_decides_the_next_deadline() {
+        let mut sim = SimulatedTimer::new(&[5, 3 * P + 7, 5, 5, 5, 5, 5, 5, 5]);
+        sim.periodic = Some((0, 0));
+        let (rec, sum) = run(&mut sim, false, 0, 12);
+        assert_eq!(sum.missed_periods, 3);
+        assert_eq!(rec.samples() + sum.missed_periods, 12);
+        // After the overrun every sample is measured against the kernel's deadline.
+        assert_eq!(rec.sums().min, 5);
+        assert_eq!(rec.samples(), 9);
+    }
+
+    #[test]
+    fn early_wakes_are_counted_not_hidden() {
+        let mut sim = SimulatedTimer::new(&[-300, 20, -1, 20]);
+        let (rec, _) = run(&mut sim, false, 0, 4);
+        assert_eq!(rec.early_wakes(), 2);
+        assert_eq!(rec.sums().min, -300);
+        assert_eq!(rec.histogram().len(), 4);
+    }
+
+    #[test]
+    fn relative_sleeps_accumulate_drift() {
+        // Each relative sleep oversleeps; the schedule slides by the sum of the lags
+        // plus the loop's own cost between wake and next sleep.
+        let mut sim = SimulatedTimer::new(&[100, 200, 300, 400]);
+        sim.loop_cost = 50;
+        let (rec, sum) = run(&mut sim, true, 0, 4);
+        let drift = sum.last_wake - (sum.origin + sum.sleeps as i64 * P);
+        assert!(rec.samples() <= 4);
+        let lags: i64 = [100, 200, 300, 400][..rec.samples() as usize].iter().sum();
+        assert!(drift >= lags, "drift {drift} < lags {lags}");
+        assert_eq!(rec.sums().sum, lags as i128);
+    }
+
+    #[test]
+    fn relative_overrun_counts_whole_periods_lost() {
+        let mut sim = SimulatedTimer::new(&[10, 2 * P + 1, 10]);
+        let (_, sum) = run(&mut sim, true, 0, 10);
+        assert_eq!(sum.missed_periods, 2);
+        assert_eq!(sum.overrun_wakes, 1);
+    }
+
+    #[test]
+    fn warm_up_is_discarded_but_the_first_sample_is_kept() {
+        let mut sim = SimulatedTimer::new(&[9_999, 1, 2, 3, 4, 5]);
+        let (rec, sum) = run(&mut sim, false, 2 * P, 4);
+        assert_eq!(sum.warm_up_samples, 2);
+        assert_eq!(rec.samples(), 4);
+        assert_eq!(sum.first_sample, Some(9_999));
+        assert_eq!(rec.sums().max, 5);
+    }
+
+    #[test]
+    fn stop_flag_ends_the_loop_at_once() {
+        let mut sim = SimulatedTimer::new(&[]);
+        let config = LoopConfig {
+            period: P,
+            relative: false,
+            window: Window {
+                start: 0,
+                warm_up_end: 0,
+                end: None,
+            },
+            breaktrace: None,
+            thread: 0,
+        };
+        let mut rec = SampleRecorder::new(RecorderLimits {
+            top: 1,
+            spike_threshold: None,
+            spike_capacity: 0,
+            timeline_interval: P,
+            timeline_slots: 1,
+        });
+        let stop = AtomicBool::new(true);
+        let mut summary = LoopSummary::default();
+        measure_loop(
+            &mut sim,
+            &config,
+            &mut rec,
+            &LiveStats::default(),
+            &stop,
+            None,
+            &mut summary,
+        )
+        .unwrap();
+        assert_eq!(rec.samples(), 0);
+    }
+
+    #[test]
+    fn breaktrace_stops_at_the_first_sample_over_the_limit() {
+        let mut sim = SimulatedTimer::new(&[10, 20, 5_000, 10, 10]);
+        let config = LoopConfig {
+            period: P,
+            relative: false,
+            window: Window {
+                start: 0,
+                warm_up_end: 0,
+                end: Some(100 * P),
+            },
+            breaktrace: Some(1_000),
+            thread: 0,
+        };
+        let mut rec = SampleRecorder::new(RecorderLimits {
+            top: 1,
+            spike_threshold: None,
+            spike_capacity: 0,
+            timeline_interval: P,
+            timeline_slots: 200,
+        });
+        let mut summary = LoopSummary::default();
+        measure_loop(
+            &mut sim,
+            &config,
+            &mut rec,
+            &LiveStats::default(),
+            &AtomicBool::new(false),
+            None,
+            &mut summary,
+        )
+        .unwrap();
+        assert_eq!(rec.samples(), 3);
+        assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
+    }
+
+    #[test]
+    fn marker_formats_integers() {
+        let mut m = MarkerBuf::new();
+        m.push(b"x ");
+        m.push_int(-1203);
+        m.push(b" ");
+        m.push_int(0);
+        assert_eq!(m.as_bytes(), b"x -1203 0");
+    }
+}

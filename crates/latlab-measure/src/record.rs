@@ -1,0 +1,258 @@
+//! Everything a measuring thread keeps about its samples, allocated up front.
+//!
+//! [`SampleRecorder::record`] is called once per sample from the measuring loop: it
+//! updates the histogram, exact sums, the top-K spikes, the bounded list of samples
+//! above the spike threshold and the timeline — all in memory allocated before the
+//! loop started. Nothing here allocates, locks or calls the kernel.
+
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
+use latlab_model::Nanos;
+
+/// Timeline slots kept before intervals are merged pairwise (and doubled).
+pub const TIMELINE_SLOTS: usize = 4096;
+
+/// Sizes of the recorder's bounded buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct RecorderLimits {
+    /// How many of the largest samples to keep.
+    pub top: usize,
+    /// Keep every sample above this (up to `spike_capacity`).
+    pub spike_threshold: Option<i64>,
+    /// Bound on samples kept above the threshold.
+    pub spike_capacity: usize,
+    /// Timeline interval in ns.
+    pub timeline_interval: i64,
+    /// Timeline slots to allocate (the run's expected span, capped).
+    pub timeline_slots: usize,
+}
+
+/// The per-thread sample store.
+#[derive(Debug)]
+pub struct SampleRecorder {
+    histogram: LatencyHistogram,
+    sums: ExactSums,
+    early_wakes: u64,
+    top: Vec<Spike>,
+    top_capacity: usize,
+    top_floor: i64,
+    spike_threshold: i64,
+    above: Vec<Spike>,
+    above_dropped: u64,
+    timeline_interval: i64,
+    timeline_max: Vec<i64>,
+    timeline_count: Vec<u64>,
+}
+
+const NO_SAMPLE: i64 = i64::MIN;
+
+impl SampleRecorder {
+    /// Allocates everything the recorder will ever need.
+    pub fn new(limits: RecorderLimits) -> SampleRecorder {
+        let slots = limits.timeline_slots.clamp(1, TIMELINE_SLOTS);
+        let mut timeline_max = Vec::with_capacity(slots);
+        timeline_max.resize(slots, NO_SAMPLE);
+        let mut timeline_count = Vec::with_capacity(slots);
+        timeline_count.resize(slots, 0);
+        SampleRecorder {
+            histogram: LatencyHistogram::new(),
+            sums: ExactSums::default(),
+            early_wakes: 0,
+            top: Vec::with_capacity(limits.top),
+            top_capacity: limits.top,
+            top_floor: i64::MIN,
+            spike_threshold: limits.spike_threshold.unwrap_or(i64::MAX),
+            above: Vec::with_capacity(if limits.spike_threshold.is_some() {
+                limits.spike_capacity
+            } else {
+                0
+            }),
+            above_dropped: 0,
+            timeline_interval: limits.timeline_interval.max(1),
+            timeline_max,
+            timeline_count,
+        }
+    }
+
+    /// Records one sample due at `at` (ns since the start of the measured span).
+    #[inline]
+    pub fn record(&mut self, sample: i64, at: i64) {
+        self.histogram.record(sample);
+        self.sums.add(sample);
+        if sample < 0 {
+            self.early_wakes += 1;
+        }
+        if sample > self.top_floor || self.top.len() < self.top_capacity {
+            self.keep_top(sample, at);
+        }
+        if sample > self.spike_threshold {
+            if self.above.len() < self.above.capacity() {
+                self.above.push(Spike {
+                    value_ns: Nanos(sample),
+                    at_ns: Nanos(at),
+                });
+            } else {
+                self.above_dropped += 1;
+            }
+        }
+        self.note_in_timeline(sample, at);
+    }
+
+    #[inline]
+    fn keep_top(&mut self, sample: i64, at: i64) {
+        if self.top_capacity == 0 {
+            return;
+        }
+        let spike = Spike {
+            value_ns: Nanos(sample),
+            at_ns: Nanos(at),
+        };
+        if self.top.len() < self.top_capacity {
+            self.top.push(spike); // within the capacity reserved in `new`
+        } else {
+            let (i, _) = self
+                .top
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.value_ns)
+                .expect("top is full, so not empty");
+            self.top[i] = spike;
+        }
+        if self.top.len() == self.top_capacity {
+            self.top_floor = self.top.iter().map(|s| s.value_ns.0).min().unwrap_or(i64::MIN);
+        }
+    }
+
+    #[inline]
+    fn note_in_timeline(&mut self, sample: i64, at: i64) {
+        let mut slot = (at.max(0) / self.timeline_interval) as usize;
+        while slot >= self.timeline_max.len() {
+            self.coarsen_timeline();
+            slot = (at.max(0) / self.timeline_interval) as usize;
+        }
+        if sample > self.timeline_max[slot] {
+            self.timeline_max[slot] = sample;
+        }
+        self.timeline_count[slot] += 1;
+    }
+
+    /// Merges neighbouring slots pairwise and doubles the interval, in place.
+    fn coarsen_timeline(&mut self) {
+        let n = self.timeline_max.len();
+        for i in 0..n {
+            let (a, b) = (2 * i, 2 * i + 1);
+            let max = match (self.timeline_max.get(a), self.timeline_max.get(b)) {
+                (Some(&x), Some(&y)) => x.max(y),
+                (Some(&x), None) => x,
+                _ => NO_SAMPLE,
+            };
+            let count = self.timeline_count.get(a).copied().unwrap_or(0)
+                + self.timeline_count.get(b).copied().unwrap_or(0);
+            self.timeline_max[i] = max;
+            self.timeline_count[i] = count;
+        }
+        self.timeline_interval *= 2;
+    }
+
+    /// Samples recorded.
+    pub fn samples(&self) -> u64 {
+        self.sums.count
+    }
+
+    /// The histogram.
+    pub fn histogram(&self) -> &LatencyHistogram {
+        &self.histogram
+    }
+
+    /// Exact sums.
+    pub fn sums(&self) -> &ExactSums {
+        &self.sums
+    }
+
+    /// Samples below zero.
+    pub fn early_wakes(&self) -> u64 {
+        self.early_wakes
+    }
+
+    /// Spikes: top-K largest first, and those above the threshold in time order.
+    pub fn spikes(&self, threshold: Option<Nanos>) -> Spikes {
+        let mut top = self.top.clone();
+        top.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.at_ns.cmp(&b.at_ns)));
+        Spikes {
+            top,
+            threshold_ns: threshold,
+            above_threshold: self.above.clone(),
+            above_threshold_dropped: self.above_dropped,
+        }
+    }
+
+    /// The timeline, trimmed after the last interval with samples.
+    pub fn timeline(&self) -> Timeline {
+        let used = self
+            .timeline_count
+            .iter()
+            .rposition(|&c| c > 0)
+            .map_or(0, |i| i + 1);
+        Timeline {
+            interval_ns: Nanos(self.timeline_interval),
+            max_ns: self.timeline_max[..used]
+                .iter()
+                .map(|&m| (m != NO_SAMPLE).then_some(Nanos(m)))
+                .collect(),
+            count: self.timeline_count[..used].to_vec(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> RecorderLimits {
+        RecorderLimits {
+            top: 3,
+            spike_threshold: Some(50),
+            spike_capacity: 2,
+            timeline_interval: 10,
+            timeline_slots: 4,
+        }
+    }
+
+    #[test]
+    fn keeps_the_largest_and_the_spikes() {
+        let mut r = SampleRecorder::new(limits());
+        for (i, v) in [5, 70, 1, 60, 90, -3, 55].iter().enumerate() {
+            r.record(*v, i as i64);
+        }
+        assert_eq!(r.samples(), 7);
+        assert_eq!(r.early_wakes(), 1);
+        let s = r.spikes(Some(Nanos(50)));
+        let top: Vec<i64> = s.top.iter().map(|s| s.value_ns.0).collect();
+        assert_eq!(top, vec![90, 70, 60]);
+        let above: Vec<i64> = s.above_threshold.iter().map(|s| s.value_ns.0).collect();
+        assert_eq!(above, vec![70, 60]);
+        assert_eq!(s.above_threshold_dropped, 2);
+        assert_eq!(r.histogram().len(), 7);
+    }
+
+    #[test]
+    fn timeline_coarsens_instead_of_growing() {
+        let mut r = SampleRecorder::new(limits());
+        // 4 slots of 10 ns: samples at 0..80 need 8 slots, so the interval doubles.
+        for at in 0..80 {
+            r.record(at, at);
+        }
+        let t = r.timeline();
+        assert_eq!(t.interval_ns, Nanos(20));
+        assert_eq!(t.count, vec![20, 20, 20, 20]);
+        assert_eq!(t.max_ns[3], Some(Nanos(79)));
+        assert_eq!(t.count.iter().sum::<u64>(), r.samples());
+    }
+
+    #[test]
+    fn empty_recorder_has_empty_timeline() {
+        let r = SampleRecorder::new(limits());
+        assert!(r.timeline().count.is_empty());
+        assert!(r.spikes(None).top.is_empty());
+    }
+}

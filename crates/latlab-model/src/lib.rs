@@ -1,0 +1,23 @@
+//! latlab's data and maths, with no system calls.
+//!
+//! * [`units`] — integer nanoseconds ([`Nanos`]) and the unit-bearing text users type
+//!   (`250us`, `1.5ms`, `2h`).
+//! * [`spec`] — the values of command-line and scenario fields: CPU lists, scheduling
+//!   policies, probes' methods — parsed and validated, with errors that name the fix.
+//! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
+//!   digits) and its portable encoding (V2 + DEFLATE, base64).
+//! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/1`).
+//! * [`threshold`] — pass/fail limits and the verdict they give.
+//!
+//! Everything here is deterministic, so it is tested with plain unit tests.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod hist;
+pub mod run;
+pub mod spec;
+pub mod threshold;
+pub mod units;
+
+pub use units::Nanos;

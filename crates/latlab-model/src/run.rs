@@ -1,0 +1,526 @@
+//! The Run: everything one `latlab run` measured, in one versioned JSON document.
+//!
+//! The format is `latlab.run/1`, documented field by field in `docs/run-format.md`
+//! with a real example in `docs/example-run.json`. A report, a comparison or an export
+//! needs nothing but Runs. Readers accept unknown fields, so later minor additions do
+//! not break older readers; a different `schema` string is refused.
+
+use crate::hist::{self, HistogramError, LatencyHistogram};
+use crate::spec::{ClockName, SchedSpec, TimerMethod};
+use crate::threshold::{Threshold, Verdict};
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema identifier written into, and required of, every Run.
+pub const SCHEMA: &str = "latlab.run/1";
+
+/// The percentiles every stream reports.
+pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
+
+/// One measurement session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Unique id: UTC start time plus a random suffix, sortable.
+    pub id: String,
+    /// The program that produced the Run.
+    pub tool: Tool,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC.
+    pub ended_at: String,
+    /// The command line as typed.
+    pub command_line: Vec<String>,
+    /// The built-in or file scenario, when one was named.
+    pub scenario: Option<String>,
+    /// The resolved, validated plan that ran.
+    pub plan: Plan,
+    /// Facts about the machine and kernel.
+    pub host: HostFacts,
+    /// What the run could and could not set up (priority, memory locking, ...).
+    pub conditions: Conditions,
+    /// True when any condition fell short of real-time measurement; the results are
+    /// then not to be read as the machine's real-time behaviour.
+    pub degraded: bool,
+    /// True when the run was stopped early (Ctrl-C, SIGTERM, break trace).
+    pub interrupted: bool,
+    /// Everything that deserves attention, most important first.
+    pub warnings: Vec<Warning>,
+    /// Phases in order; a plain run has one, named `main`.
+    pub phases: Vec<Phase>,
+    /// One record per measuring thread and phase.
+    pub streams: Vec<Stream>,
+    /// Notable events (break trace fired, ...).
+    pub events: Vec<Event>,
+    /// The limits the run was judged by.
+    pub thresholds: Vec<Threshold>,
+    /// The judgement.
+    pub verdict: Verdict,
+}
+
+impl Run {
+    /// Parses a Run from JSON, refusing other schemas.
+    pub fn from_json(text: &str) -> Result<Run, RunFormatError> {
+        #[derive(Deserialize)]
+        struct Probe {
+            schema: Option<String>,
+        }
+        let probe: Probe = serde_json::from_str(text).map_err(RunFormatError::Json)?;
+        match probe.schema.as_deref() {
+            Some(SCHEMA) => serde_json::from_str(text).map_err(RunFormatError::Json),
+            Some(other) => Err(RunFormatError::Schema(other.to_string())),
+            None => Err(RunFormatError::Schema("(none)".to_string())),
+        }
+    }
+
+    /// Pretty JSON.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a Run always serialises")
+    }
+}
+
+/// Why a document is not a readable Run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFormatError {
+    /// Not JSON, or JSON of the wrong shape.
+    #[error("not a latlab Run: {0}")]
+    Json(serde_json::Error),
+    /// Another schema.
+    #[error("unsupported schema '{0}': this latlab reads {SCHEMA}; upgrade latlab to read it")]
+    Schema(String),
+}
+
+/// Name and version of the producing program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `latlab`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// The validated plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Measured span per phase (`null` = until stopped).
+    pub duration_ns: Option<Nanos>,
+    /// Span discarded at the start of each stream, before the measured span.
+    pub warm_up_ns: Nanos,
+    /// The CPUs measured.
+    pub cpus: Vec<usize>,
+    /// The probes and their settings.
+    pub probes: Vec<ProbePlan>,
+    /// Requested `/dev/cpu_dma_latency` in µs; `null` when the system is left alone.
+    pub dma_latency_us: Option<i32>,
+    /// Whether memory is locked (`mlockall`) before measuring.
+    pub lock_memory: bool,
+}
+
+/// One probe's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "probe", rename_all = "lowercase")]
+pub enum ProbePlan {
+    /// The periodic wake-up latency probe.
+    Timer(TimerSettings),
+}
+
+/// Settings of the timer probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerSettings {
+    /// Sleep method.
+    pub method: TimerMethod,
+    /// Period between expected wake-ups.
+    pub period_ns: Nanos,
+    /// Clock read and slept on.
+    pub clock: ClockName,
+    /// Requested scheduling policy of the measuring threads.
+    pub policy: SchedSpec,
+    /// For `hybrid`: how long before the deadline sleeping stops and spinning starts.
+    pub hybrid_margin_ns: Nanos,
+    /// Timer slack requested for the measuring threads (`null` = left as it was).
+    pub timer_slack_ns: Option<u64>,
+    /// How many of the largest samples to keep with timestamps.
+    pub top_spikes: usize,
+    /// Samples above this are all kept (bounded); `null` = none.
+    pub spike_threshold_ns: Option<Nanos>,
+    /// Bound on kept samples above the spike threshold, per stream.
+    pub spike_capacity: usize,
+    /// Timeline interval.
+    pub timeline_interval_ns: Nanos,
+    /// Stop the run and the kernel trace when a sample exceeds this.
+    pub breaktrace_ns: Option<Nanos>,
+}
+
+/// Facts about the machine.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// `uname -m`.
+    pub architecture: String,
+    /// The preemption model and how it was determined.
+    pub preemption: Preemption,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Number of online CPUs.
+    pub cpus_online: usize,
+    /// Online CPUs as a list (`0-3`).
+    pub cpus_online_list: String,
+    /// Hypervisor or container, `null` when running on bare metal (as far as seen).
+    pub virtualization: Option<String>,
+    /// The current clocksource (`tsc`, `hpet`, `acpi_pm`, ...).
+    pub clocksource: Option<String>,
+    /// Kernel tick rate, when the kernel configuration was readable.
+    pub hz: Option<u32>,
+}
+
+/// The kernel's preemption model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Preemption {
+    /// `PREEMPT_RT`, `full`, `voluntary`, `none`, `dynamic`, `lazy` or `unknown`.
+    pub model: String,
+    /// For `dynamic`: the mode in force (`full`, `voluntary`, `none`, `lazy`), if readable.
+    pub dynamic_mode: Option<String>,
+    /// What was read to decide (file and value).
+    pub evidence: Vec<String>,
+}
+
+/// What the run set up and what it could not.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Conditions {
+    /// `mlockall` succeeded.
+    pub memory_locked: bool,
+    /// Every measuring thread got the requested real-time policy.
+    pub realtime_policy: bool,
+    /// The `/dev/cpu_dma_latency` request in force, in µs.
+    pub dma_latency_us: Option<i32>,
+    /// Tracefs was ready for `--breaktrace`.
+    pub breaktrace_armed: bool,
+    /// The effective user id.
+    pub euid: u32,
+}
+
+/// A warning with a stable code and a message telling the user what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable identifier, e.g. `not-realtime`.
+    pub code: String,
+    /// The message.
+    pub message: String,
+    /// True when this warning makes the run degraded.
+    pub degrades: bool,
+}
+
+/// A phase of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Name (`main` for a plain run).
+    pub name: String,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// How long it measured.
+    pub elapsed_ns: Nanos,
+    /// Background loads during the phase (none yet for plain runs).
+    pub loads: Vec<serde_json::Value>,
+}
+
+/// One measuring thread's results in one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stream {
+    /// Probe name (`timer`).
+    pub probe: String,
+    /// Method (`abs`, `rel`, ...).
+    pub method: String,
+    /// Phase name.
+    pub phase: String,
+    /// Thread index within the probe, from 0.
+    pub thread: usize,
+    /// The CPU the thread was pinned to (`null` = not pinned).
+    pub cpu: Option<usize>,
+    /// The policy in force while measuring (may differ from the plan when degraded).
+    pub policy: SchedSpec,
+    /// Period.
+    pub period_ns: Nanos,
+    /// Samples kept (after warm-up).
+    pub samples: u64,
+    /// Periods that passed without a wake-up because a wake came too late. Never
+    /// silently skipped: `samples + missed_periods` is the number of periods elapsed.
+    pub missed_periods: u64,
+    /// Wake-ups that landed past the following deadline (each missed ≥ 1 period).
+    pub overrun_wakes: u64,
+    /// Samples below zero: the kernel woke the task before it was due.
+    pub early_wakes: u64,
+    /// The very first sample, reported on its own (it is often unlike the rest).
+    pub first_sample_ns: Option<Nanos>,
+    /// Samples discarded during warm-up.
+    pub warm_up_samples: u64,
+    /// For relative sleeps: how far the last wake-up lies behind where a drift-free
+    /// periodic schedule would have put it.
+    pub drift_ns: Option<Nanos>,
+    /// The span measured, first expected wake-up to last wake-up.
+    pub elapsed_ns: Nanos,
+    /// Timer slack of the thread while measuring.
+    pub timer_slack_ns: u64,
+    /// Summary statistics (exact min/max/mean/stddev; percentiles from the histogram).
+    pub stats: Statistics,
+    /// Every sample, as a histogram.
+    pub histogram: EncodedHistogram,
+    /// The largest samples and those above the spike threshold, with times.
+    pub spikes: Spikes,
+    /// Per-interval maximum and count.
+    pub timeline: Timeline,
+}
+
+impl Stream {
+    /// Decodes the stream's histogram.
+    pub fn decode_histogram(&self) -> Result<LatencyHistogram, HistogramError> {
+        LatencyHistogram::decode(&self.histogram.data)
+    }
+
+    /// A short label, e.g. `cpu 1` or `thread 0`.
+    pub fn label(&self) -> String {
+        match self.cpu {
+            Some(cpu) => format!("cpu {cpu}"),
+            None => format!("thread {}", self.thread),
+        }
+    }
+}
+
+/// Summary statistics of a stream, all in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statistics {
+    /// Smallest sample (exact; negative for an early wake).
+    pub min_ns: Option<Nanos>,
+    /// Largest sample (exact).
+    pub max_ns: Option<Nanos>,
+    /// Arithmetic mean (exact).
+    pub mean_ns: Option<f64>,
+    /// Population standard deviation (exact).
+    pub stddev_ns: Option<f64>,
+    /// Percentiles keyed by their rank (`"50"`, `"99.9"`, ...): HdrHistogram values
+    /// within 0.1 %, clamped to the exact min and max.
+    pub percentiles_ns: BTreeMap<String, Nanos>,
+}
+
+impl Statistics {
+    /// Computes statistics from exact sums and a histogram.
+    pub fn compute(sums: &ExactSums, hist: &LatencyHistogram) -> Statistics {
+        if sums.count == 0 {
+            return Statistics {
+                min_ns: None,
+                max_ns: None,
+                mean_ns: None,
+                stddev_ns: None,
+                percentiles_ns: BTreeMap::new(),
+            };
+        }
+        let n = sums.count as f64;
+        let mean = sums.sum as f64 / n;
+        let variance = (sums.sum_squares as f64 / n - mean * mean).max(0.0);
+        let percentiles_ns = REPORTED_PERCENTILES
+            .iter()
+            .map(|&p| {
+                let v = (hist.percentile(p) as i64).clamp(sums.min, sums.max);
+                (percentile_key(p), Nanos(v))
+            })
+            .collect();
+        Statistics {
+            min_ns: Some(Nanos(sums.min)),
+            max_ns: Some(Nanos(sums.max)),
+            mean_ns: Some(mean),
+            stddev_ns: Some(variance.sqrt()),
+            percentiles_ns,
+        }
+    }
+
+    /// A reported percentile, e.g. `percentile(99.9)`.
+    pub fn percentile(&self, p: f64) -> Option<Nanos> {
+        self.percentiles_ns.get(&percentile_key(p)).copied()
+    }
+}
+
+/// The key under which percentile `p` is stored: `50`, `99.9`, `99.999`.
+pub fn percentile_key(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Exact running sums kept by a measuring loop (integer, so nothing is lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExactSums {
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min: i64,
+    /// Largest.
+    pub max: i64,
+    /// Sum.
+    pub sum: i128,
+    /// Sum of squares.
+    pub sum_squares: i128,
+}
+
+impl Default for ExactSums {
+    fn default() -> Self {
+        ExactSums {
+            count: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+            sum: 0,
+            sum_squares: 0,
+        }
+    }
+}
+
+impl ExactSums {
+    /// Adds one sample.
+    #[inline(always)]
+    pub fn add(&mut self, v: i64) {
+        self.count += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v as i128;
+        self.sum_squares += (v as i128) * (v as i128);
+    }
+}
+
+/// A histogram in its portable encoding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedHistogram {
+    /// Always [`hist::ENCODING`].
+    pub encoding: String,
+    /// Unit of the values: `ns`.
+    pub unit: String,
+    /// Lowest discernible value.
+    pub lowest_ns: u64,
+    /// Highest trackable value; larger samples were clamped to it.
+    pub highest_ns: u64,
+    /// Significant decimal digits.
+    pub significant_digits: u8,
+    /// Total count (equals the stream's `samples`).
+    pub total: u64,
+    /// Samples clamped to `highest_ns`.
+    pub clamped: u64,
+    /// The encoded histogram. Negative samples (early wakes) are recorded as 0.
+    pub data: String,
+}
+
+impl EncodedHistogram {
+    /// Encodes a histogram.
+    pub fn from_histogram(h: &LatencyHistogram) -> EncodedHistogram {
+        EncodedHistogram {
+            encoding: hist::ENCODING.to_string(),
+            unit: "ns".to_string(),
+            lowest_ns: 1,
+            highest_ns: hist::HIGHEST_NS,
+            significant_digits: hist::SIGNIFICANT_DIGITS,
+            total: h.len(),
+            clamped: h.clamped(),
+            data: h.encode(),
+        }
+    }
+}
+
+/// Large samples with the instant they happened.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spikes {
+    /// The largest samples, largest first.
+    pub top: Vec<Spike>,
+    /// Threshold above which every sample was kept.
+    pub threshold_ns: Option<Nanos>,
+    /// Samples above the threshold, in time order (bounded).
+    pub above_threshold: Vec<Spike>,
+    /// Samples above the threshold that did not fit.
+    pub above_threshold_dropped: u64,
+}
+
+/// One large sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spike {
+    /// The sample.
+    pub value_ns: Nanos,
+    /// When it was due, relative to the start of the stream's measured span.
+    pub at_ns: Nanos,
+}
+
+/// Per-interval maximum and count, for the timeline plot.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Interval width (doubles when a long run outgrows the bounded buffer).
+    pub interval_ns: Nanos,
+    /// Largest sample per interval (`null` for an interval without samples).
+    pub max_ns: Vec<Option<Nanos>>,
+    /// Samples per interval.
+    pub count: Vec<u64>,
+}
+
+/// Something that happened during the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Kind, e.g. `breaktrace`.
+    pub kind: String,
+    /// Offset from the start of the stream's measured span.
+    pub at_ns: Nanos,
+    /// Thread index.
+    pub thread: usize,
+    /// CPU, if pinned.
+    pub cpu: Option<usize>,
+    /// The sample that caused it.
+    pub value_ns: Option<Nanos>,
+    /// Human description.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_keys() {
+        assert_eq!(percentile_key(50.0), "50");
+        assert_eq!(percentile_key(99.9), "99.9");
+        assert_eq!(percentile_key(99.999), "99.999");
+    }
+
+    #[test]
+    fn statistics_are_exact_and_ordered() {
+        let mut sums = ExactSums::default();
+        let mut h = LatencyHistogram::new();
+        for v in [3_000i64, 1_000, 2_000, 10_000] {
+            sums.add(v);
+            h.record(v);
+        }
+        let s = Statistics::compute(&sums, &h);
+        assert_eq!(s.min_ns, Some(Nanos(1_000)));
+        assert_eq!(s.max_ns, Some(Nanos(10_000)));
+        assert_eq!(s.mean_ns, Some(4_000.0));
+        // population SD of 1,2,3,10 (×1000) = sqrt(12.5) × 1000
+        assert!((s.stddev_ns.unwrap() - 12.5f64.sqrt() * 1000.0).abs() < 1e-6);
+        let p: Vec<Nanos> = REPORTED_PERCENTILES
+            .iter()
+            .map(|&q| s.percentile(q).unwrap())
+            .collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]));
+        assert!(p.iter().all(|v| *v <= Nanos(10_000) && *v >= Nanos(1_000)));
+    }
+
+    #[test]
+    fn empty_statistics_are_null() {
+        let s = Statistics::compute(&ExactSums::default(), &LatencyHistogram::new());
+        assert_eq!(s.min_ns, None);
+        assert!(s.percentiles_ns.is_empty());
+    }
+
+    #[test]
+    fn other_schemas_are_refused() {
+        let err = Run::from_json(r#"{"schema":"latlab.run/9"}"#).unwrap_err();
+        assert!(err.to_string().contains("latlab.run/9"));
+        assert!(Run::from_json("[1,2]").is_err());
+    }
+}

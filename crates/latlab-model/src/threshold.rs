@@ -1,0 +1,210 @@
+//! Pass/fail limits (`--max 100us`, `--p99 50us`, `--p99.99 80us`) and the verdict.
+
+use crate::hist::LatencyHistogram;
+use crate::run::{percentile_key, Stream};
+use crate::spec::SpecError;
+use crate::units::{parse_duration, Nanos};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// What a threshold limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// The largest sample.
+    Max,
+    /// The mean.
+    Mean,
+    /// A percentile, 0 < p < 100 (p100 is `Max`).
+    Percentile(f64),
+}
+
+impl Metric {
+    /// Parses `max`, `mean`, `p99`, `p99.9`, `p99.999`, ...
+    pub fn parse(text: &str) -> Result<Metric, SpecError> {
+        let t = text.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "max" | "p100" => return Ok(Metric::Max),
+            "mean" | "avg" => return Ok(Metric::Mean),
+            _ => {}
+        }
+        let bad = || {
+            SpecError(format!(
+                "unknown metric '{text}': use max, mean, or a percentile such as p99, p99.9, p99.99"
+            ))
+        };
+        let rank = t.strip_prefix('p').ok_or_else(bad)?;
+        let p: f64 = rank.parse().map_err(|_| bad())?;
+        if !(p > 0.0 && p < 100.0) {
+            return Err(SpecError(format!(
+                "percentile '{text}' is out of range: it must lie between p0 and p100"
+            )));
+        }
+        Ok(Metric::Percentile(p))
+    }
+
+    /// Evaluates the metric on a stream and its histogram.
+    pub fn observe(&self, stream: &Stream, hist: &LatencyHistogram) -> Option<Nanos> {
+        let stats = &stream.stats;
+        match self {
+            Metric::Max => stats.max_ns,
+            Metric::Mean => stats.mean_ns.map(|m| Nanos(m.round() as i64)),
+            Metric::Percentile(p) => {
+                let (min, max) = (stats.min_ns?, stats.max_ns?);
+                Some(
+                    stats
+                        .percentile(*p)
+                        .unwrap_or(Nanos(hist.percentile(*p) as i64))
+                        .clamp(min, max),
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Max => f.write_str("max"),
+            Metric::Mean => f.write_str("mean"),
+            Metric::Percentile(p) => write!(f, "p{}", percentile_key(*p)),
+        }
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Metric, D::Error> {
+        let text = String::deserialize(d)?;
+        Metric::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A limit on one metric, applied to every stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// The metric.
+    pub metric: Metric,
+    /// The largest acceptable value.
+    pub limit_ns: Nanos,
+}
+
+impl Threshold {
+    /// Parses `METRIC=DURATION`, e.g. `p99.9=80us`, `max=100us`.
+    pub fn parse(text: &str) -> Result<Threshold, SpecError> {
+        let (metric, limit) = text.split_once('=').ok_or_else(|| {
+            SpecError(format!(
+                "threshold '{text}' needs the form METRIC=LIMIT, e.g. p99.9=80us or max=100us"
+            ))
+        })?;
+        Threshold::new(metric, limit)
+    }
+
+    /// Builds a threshold from a metric name and a limit with a unit.
+    pub fn new(metric: &str, limit: &str) -> Result<Threshold, SpecError> {
+        let metric = Metric::parse(metric)?;
+        let limit_ns = parse_duration(limit)
+            .map_err(|e| SpecError(format!("limit for {metric}: {e}")))?;
+        Ok(Threshold { metric, limit_ns })
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} <= {}", self.metric, self.limit_ns)
+    }
+}
+
+/// The outcome of judging a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Every threshold held on every stream.
+    Pass,
+    /// Some threshold was exceeded (or a stream had no samples to judge).
+    Fail,
+    /// No thresholds were set.
+    None,
+}
+
+/// One threshold judged on one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The threshold.
+    pub threshold: Threshold,
+    /// Which stream (`cpu 1`), with its phase.
+    pub stream: String,
+    /// The observed value (`null` when the stream had no samples).
+    pub observed_ns: Option<Nanos>,
+    /// Whether it held.
+    pub passed: bool,
+}
+
+/// The verdict of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Pass, fail, or none (no thresholds).
+    pub status: Status,
+    /// Every check made.
+    pub checks: Vec<Check>,
+}
+
+impl Verdict {
+    /// Judges streams (each with its decoded histogram) against thresholds.
+    pub fn judge(thresholds: &[Threshold], streams: &[(&Stream, &LatencyHistogram)]) -> Verdict {
+        if thresholds.is_empty() {
+            return Verdict {
+                status: Status::None,
+                checks: Vec::new(),
+            };
+        }
+        let mut checks = Vec::new();
+        for threshold in thresholds {
+            for (stream, hist) in streams {
+                let observed = threshold.metric.observe(stream, hist);
+                checks.push(Check {
+                    threshold: *threshold,
+                    stream: format!("{} [{}]", stream.label(), stream.phase),
+                    observed_ns: observed,
+                    passed: observed.is_some_and(|v| v <= threshold.limit_ns),
+                });
+            }
+        }
+        let status = if checks.iter().all(|c| c.passed) {
+            Status::Pass
+        } else {
+            Status::Fail
+        };
+        Verdict { status, checks }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_thresholds() {
+        let t = Threshold::parse("p99.9=80us").unwrap();
+        assert_eq!(t.metric, Metric::Percentile(99.9));
+        assert_eq!(t.limit_ns, Nanos(80_000));
+        assert_eq!(Threshold::parse("max=1ms").unwrap().metric, Metric::Max);
+        assert_eq!(t.to_string(), "p99.9 <= 80 µs");
+        assert!(Threshold::parse("p99").unwrap_err().0.contains("METRIC=LIMIT"));
+        assert!(Threshold::parse("p100.5=1us").unwrap_err().0.contains("range"));
+        assert!(Threshold::parse("median=1us").unwrap_err().0.contains("unknown metric"));
+        assert!(Threshold::parse("max=100").unwrap_err().0.contains("no unit"));
+    }
+
+    #[test]
+    fn metric_serialises_as_text() {
+        let json = serde_json::to_string(&Threshold::parse("p99.99=5us").unwrap()).unwrap();
+        assert_eq!(json, r#"{"metric":"p99.99","limit_ns":5000}"#);
+        let back: Threshold = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.metric, Metric::Percentile(99.99));
+    }
+}

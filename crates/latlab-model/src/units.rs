@@ -1,0 +1,236 @@
+//! Time in integer nanoseconds, and parsing of durations with units.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A signed span of time in integer nanoseconds.
+///
+/// Signed because a wake-up latency can be negative: the kernel woke the task early.
+/// Serialised as a bare integer; JSON fields holding one end in `_ns`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Nanos(pub i64);
+
+impl Nanos {
+    /// Zero.
+    pub const ZERO: Nanos = Nanos(0);
+    /// One microsecond.
+    pub const MICROSECOND: Nanos = Nanos(1_000);
+    /// One millisecond.
+    pub const MILLISECOND: Nanos = Nanos(1_000_000);
+    /// One second.
+    pub const SECOND: Nanos = Nanos(1_000_000_000);
+
+    /// From whole microseconds.
+    pub const fn from_micros(us: i64) -> Nanos {
+        Nanos(us * 1_000)
+    }
+
+    /// From whole milliseconds.
+    pub const fn from_millis(ms: i64) -> Nanos {
+        Nanos(ms * 1_000_000)
+    }
+
+    /// From whole seconds.
+    pub const fn from_secs(s: i64) -> Nanos {
+        Nanos(s * 1_000_000_000)
+    }
+
+    /// The value in nanoseconds.
+    pub const fn as_ns(self) -> i64 {
+        self.0
+    }
+
+    /// The value in microseconds, as a float for display.
+    pub fn as_micros_f64(self) -> f64 {
+        self.0 as f64 / 1_000.0
+    }
+
+    /// The value in seconds, as a float for display.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+
+    /// A `std::time::Duration` (negative values become zero).
+    pub fn to_std(self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0.max(0) as u64)
+    }
+
+    /// Formats in microseconds with three decimals, e.g. `12.345 µs`.
+    pub fn display_us(self) -> String {
+        format!("{:.3} µs", self.as_micros_f64())
+    }
+}
+
+impl fmt::Display for Nanos {
+    /// Human form with the largest unit that keeps the number readable.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        let abs = ns.unsigned_abs();
+        let (value, unit) = match abs {
+            0..=999 => return write!(f, "{ns} ns"),
+            1_000..=999_999 => (ns as f64 / 1e3, "µs"),
+            1_000_000..=999_999_999 => (ns as f64 / 1e6, "ms"),
+            _ => (ns as f64 / 1e9, "s"),
+        };
+        let text = format!("{value:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        write!(f, "{text} {unit}")
+    }
+}
+
+/// Why a duration could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was given.
+    #[error("empty value: give a number with a unit, e.g. 250us, 1.5ms, 30s, 10m, 2h")]
+    Empty,
+    /// A number without a unit.
+    #[error("'{0}' has no unit: write it with one, e.g. {0}us, {0}ms or {0}s")]
+    NoUnit(String),
+    /// A unit that is not known.
+    #[error("'{text}': unknown unit '{unit}' (use ns, us, µs, ms, s, m, h or d)")]
+    UnknownUnit {
+        /// The whole text.
+        text: String,
+        /// The unit part.
+        unit: String,
+    },
+    /// The number part is not a number.
+    #[error("'{0}' is not a number with a unit (e.g. 250us, 1.5ms, 2h)")]
+    BadNumber(String),
+    /// Below one nanosecond or otherwise not representable.
+    #[error("'{0}' is not a whole number of nanoseconds")]
+    SubNanosecond(String),
+    /// Too large.
+    #[error("'{0}' is too large (at most 100 days)")]
+    TooLarge(String),
+}
+
+/// Parses a non-negative duration with a unit: `250us`, `1.5ms`, `30s`, `10m`, `2h`,
+/// `1d`, `100ns`, `1µs`. A bare `0` is accepted (it means "zero" in every unit).
+pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let number: String = number.chars().filter(|&c| c != '_').collect();
+    if number.is_empty() {
+        return Err(DurationError::BadNumber(t.to_string()));
+    }
+    let scale: i128 = match unit {
+        "" if number.trim_start_matches('0').trim_start_matches('.').trim_matches('0') == "" => 1,
+        "" => return Err(DurationError::NoUnit(t.to_string())),
+        "ns" | "nsec" => 1,
+        "us" | "µs" | "μs" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" | "secs" => 1_000_000_000,
+        "m" | "min" | "mins" => 60_000_000_000,
+        "h" | "hr" | "hour" | "hours" => 3_600_000_000_000,
+        "d" | "day" | "days" => 86_400_000_000_000,
+        other => {
+            return Err(DurationError::UnknownUnit {
+                text: t.to_string(),
+                unit: other.to_string(),
+            })
+        }
+    };
+    let (int_part, frac_part) = match number.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (number.as_str(), ""),
+    };
+    if frac_part.contains('.') || (int_part.is_empty() && frac_part.is_empty()) {
+        return Err(DurationError::BadNumber(t.to_string()));
+    }
+    let too_large = || DurationError::TooLarge(t.to_string());
+    let int: i128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().map_err(|_| too_large())?
+    };
+    let mut total = int.checked_mul(scale).ok_or_else(too_large)?;
+    if !frac_part.is_empty() {
+        if frac_part.len() > 18 {
+            return Err(DurationError::SubNanosecond(t.to_string()));
+        }
+        let frac: i128 = frac_part.parse().map_err(|_| too_large())?;
+        let denom = 10i128.pow(frac_part.len() as u32);
+        let scaled = frac * scale;
+        if scaled % denom != 0 {
+            return Err(DurationError::SubNanosecond(t.to_string()));
+        }
+        total += scaled / denom;
+    }
+    if total > 100 * 86_400_000_000_000 {
+        return Err(too_large());
+    }
+    Ok(Nanos(total as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_unit() {
+        assert_eq!(parse_duration("250us"), Ok(Nanos(250_000)));
+        assert_eq!(parse_duration("250µs"), Ok(Nanos(250_000)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Nanos(1_500_000)));
+        assert_eq!(parse_duration("30s"), Ok(Nanos::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Nanos::from_secs(600)));
+        assert_eq!(parse_duration("2h"), Ok(Nanos::from_secs(7200)));
+        assert_eq!(parse_duration("1d"), Ok(Nanos::from_secs(86_400)));
+        assert_eq!(parse_duration("100ns"), Ok(Nanos(100)));
+        assert_eq!(parse_duration(".5s"), Ok(Nanos(500_000_000)));
+        assert_eq!(parse_duration("13.35ms"), Ok(Nanos(13_350_000)));
+        assert_eq!(parse_duration("0"), Ok(Nanos(0)));
+        assert_eq!(parse_duration("1_000us"), Ok(Nanos(1_000_000)));
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_read() {
+        assert_eq!(
+            parse_duration("1000"),
+            Err(DurationError::NoUnit("1000".into()))
+        );
+        assert!(matches!(
+            parse_duration("5 fortnights"),
+            Err(DurationError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            parse_duration("1.2.3ms"),
+            Err(DurationError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration("1.5ns"),
+            Err(DurationError::SubNanosecond(_))
+        ));
+        assert!(matches!(
+            parse_duration("-1ms"),
+            Err(DurationError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration("999999999999d"),
+            Err(DurationError::TooLarge(_))
+        ));
+        assert_eq!(parse_duration(""), Err(DurationError::Empty));
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn displays_with_a_unit() {
+        assert_eq!(Nanos(512).to_string(), "512 ns");
+        assert_eq!(Nanos(12_345).to_string(), "12.345 µs");
+        assert_eq!(Nanos(1_500_000).to_string(), "1.5 ms");
+        assert_eq!(Nanos::from_secs(30).to_string(), "30 s");
+        assert_eq!(Nanos(-2_000).to_string(), "-2 µs");
+        assert_eq!(Nanos(12_345).display_us(), "12.345 µs");
+    }
+}

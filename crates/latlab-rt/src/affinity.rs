@@ -1,0 +1,90 @@
+//! CPU affinity of the calling thread and the set of CPUs it may use.
+
+use crate::RtError;
+use std::mem;
+
+/// Pins the calling thread to exactly one CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<(), RtError> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(RtError::new(
+            format!("pin to CPU {cpu}"),
+            std::io::Error::from_raw_os_error(libc::EINVAL),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set, CPU_SET stays in bounds
+    // (checked above), and sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(RtError::last(format!("pin thread to CPU {cpu}")));
+    }
+    Ok(())
+}
+
+/// The CPUs the calling thread is allowed to run on (its affinity mask), ascending.
+pub fn allowed_cpus() -> Result<Vec<usize>, RtError> {
+    // SAFETY: as above; sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
+    // into `set`, and CPU_ISSET reads within the set for i < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        if libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(RtError::last("read the CPU affinity mask"));
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&i| libc::CPU_ISSET(i, &set))
+            .collect())
+    }
+}
+
+/// The CPU the calling thread is running on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only returns a value.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// Restricts the calling thread to `cpus`.
+pub fn set_current_thread(cpus: &[usize]) -> Result<(), RtError> {
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
+        return Err(RtError::new(
+            "set CPU affinity",
+            std::io::Error::from_raw_os_error(libc::EINVAL),
+        ));
+    }
+    // SAFETY: as in `pin_current_thread`; every index is below CPU_SETSIZE.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(RtError::last("set CPU affinity"));
+    }
+    Ok(())
+}
+
+/// Moves the calling thread onto `cpus` and restores its previous mask on drop.
+#[derive(Debug)]
+pub struct AffinityGuard {
+    original: Vec<usize>,
+}
+
+impl AffinityGuard {
+    /// Applies `cpus`, remembering the current mask.
+    pub fn apply(cpus: &[usize]) -> Result<AffinityGuard, RtError> {
+        let original = allowed_cpus()?;
+        set_current_thread(cpus)?;
+        Ok(AffinityGuard { original })
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        let _ = set_current_thread(&self.original);
+    }
+}

@@ -1,0 +1,88 @@
+//! The signals latlab uses internally: one to interrupt a blocked measuring thread, one
+//! to deliver POSIX timer expirations to a chosen thread.
+
+use crate::RtError;
+
+/// The signal sent to a measuring thread to break it out of a blocking sleep so it
+/// notices a stop request at once. Its handler does nothing; it is installed without
+/// `SA_RESTART` so blocking calls return `EINTR`.
+pub fn wake_signal() -> i32 {
+    libc::SIGRTMIN() + 4
+}
+
+/// The signal POSIX timers (`SIGEV_THREAD_ID`) are delivered with.
+pub fn timer_signal() -> i32 {
+    libc::SIGRTMIN() + 5
+}
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Installs the no-op handler for [`wake_signal`] (process-wide, idempotent).
+pub fn install_wake_handler() -> Result<(), RtError> {
+    // SAFETY: we build a zeroed sigaction, set a handler that is async-signal-safe (it
+    // does nothing) and an empty mask, and pass valid pointers to sigaction.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore_signal as *const () as usize;
+        action.sa_flags = 0; // no SA_RESTART: blocking calls must return EINTR
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(wake_signal(), &action, std::ptr::null_mut()) != 0 {
+            return Err(RtError::last("install the wake-up signal handler"));
+        }
+    }
+    Ok(())
+}
+
+/// Sends [`wake_signal`] to one thread of this process.
+pub fn interrupt_thread(tid: i32) -> Result<(), RtError> {
+    // SAFETY: tgkill with our own pid, a thread id we were given and a valid signal;
+    // a thread that has already exited yields ESRCH, which we report.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            tid,
+            wake_signal() as libc::c_long,
+        )
+    };
+    if rc != 0 {
+        return Err(RtError::last(format!("interrupt thread {tid}")));
+    }
+    Ok(())
+}
+
+/// A set of signals.
+pub(crate) fn sigset_of(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the zeroed set; sigaddset only sets bits in it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks `signals` in the calling thread; returns the previous mask.
+pub(crate) fn block_in_current_thread(signals: &[i32]) -> Result<libc::sigset_t, RtError> {
+    let set = sigset_of(signals);
+    // SAFETY: valid pointers to an initialised set and to storage for the old mask.
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        if rc != 0 {
+            return Err(RtError::new(
+                "block the timer signal",
+                std::io::Error::from_raw_os_error(rc),
+            ));
+        }
+        Ok(old)
+    }
+}
+
+/// Restores a mask saved by [`block_in_current_thread`].
+pub(crate) fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a mask previously returned by pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+}

@@ -1,0 +1,42 @@
+//! Per-thread timer slack (`PR_SET_TIMERSLACK`).
+
+use crate::RtError;
+
+/// Sets the calling thread's timer slack and restores the previous value on drop.
+///
+/// Must be dropped on the thread that created it: timer slack is per thread.
+#[derive(Debug)]
+pub struct TimerSlackGuard {
+    original_ns: u64,
+}
+
+impl TimerSlackGuard {
+    /// Sets the slack to `ns` nanoseconds (the kernel treats 0 as "back to default").
+    pub fn set(ns: u64) -> Result<TimerSlackGuard, RtError> {
+        let original_ns = current_ns();
+        set_raw(ns)?;
+        Ok(TimerSlackGuard { original_ns })
+    }
+}
+
+impl Drop for TimerSlackGuard {
+    fn drop(&mut self) {
+        let _ = set_raw(self.original_ns);
+    }
+}
+
+/// The calling thread's current timer slack in nanoseconds.
+pub fn current_ns() -> u64 {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer arguments and returns the value.
+    let v = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    v.max(0) as u64
+}
+
+fn set_raw(ns: u64) -> Result<(), RtError> {
+    // SAFETY: PR_SET_TIMERSLACK takes the value as an unsigned long, no pointers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if rc != 0 {
+        return Err(RtError::last(format!("set timer slack to {ns} ns")));
+    }
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! tracefs: the trace marker and `tracing_on`, for `--breaktrace`.
+//!
+//! When a latency above the limit is seen, the measuring thread writes a marker into
+//! the trace and stops tracing, so the kernel's trace buffer ends at the event (the
+//! method of the ftrace latency-tracer paper, and cyclictest's `-b`).
+
+use crate::RtError;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const CANDIDATES: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Open handles on tracefs, ready to be fired from a measuring loop.
+#[derive(Debug)]
+pub struct BreakTrace {
+    root: PathBuf,
+    marker: File,
+    tracing_on: File,
+    original_on: Option<String>,
+    mounted_by_us: bool,
+    fired: AtomicBool,
+}
+
+impl BreakTrace {
+    /// Finds tracefs (mounting it at `/sys/kernel/tracing` if needed), opens the marker
+    /// and `tracing_on`, and turns tracing on.
+    pub fn open() -> Result<BreakTrace, RtError> {
+        let (root, mounted_by_us) = match find_tracefs() {
+            Some(root) => (root, false),
+            None => (mount_tracefs()?, true),
+        };
+        let open = |name: &str| {
+            OpenOptions::new()
+                .write(true)
+                .open(root.join(name))
+                .map_err(|e| RtError::new(format!("open {}", root.join(name).display()), e))
+        };
+        let marker = open("trace_marker")?;
+        let mut tracing_on = open("tracing_on")?;
+        let original_on = fs::read_to_string(root.join("tracing_on"))
+            .ok()
+            .map(|s| s.trim().to_string());
+        tracing_on
+            .write_all(b"1")
+            .map_err(|e| RtError::new("turn tracing on", e))?;
+        Ok(BreakTrace {
+            root,
+            marker,
+            tracing_on,
+            original_on,
+            mounted_by_us,
+            fired: AtomicBool::new(false),
+        })
+    }
+
+    /// Where tracefs is mounted.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// True once [`fire`](BreakTrace::fire) has run.
+    pub fn has_fired(&self) -> bool {
+        self.fired.load(Ordering::Relaxed)
+    }
+
+    /// Writes `marker` into the trace and stops tracing. Only the first call acts;
+    /// allocation-free, two `write()` calls.
+    pub fn fire(&self, marker: &[u8]) -> bool {
+        if self.fired.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        // SAFETY: writes from valid byte slices to file descriptors we own.
+        unsafe {
+            libc::write(
+                self.marker.as_raw_fd(),
+                marker.as_ptr() as *const libc::c_void,
+                marker.len(),
+            );
+            libc::write(
+                self.tracing_on.as_raw_fd(),
+                b"0".as_ptr() as *const libc::c_void,
+                1,
+            );
+        }
+        true
+    }
+}
+
+impl Drop for BreakTrace {
+    fn drop(&mut self) {
+        if self.has_fired() {
+            // The point of a break trace is the trace it leaves: keep it readable.
+            return;
+        }
+        if let Some(orig) = &self.original_on {
+            let _ = self.tracing_on.write_all(orig.as_bytes());
+        }
+        if self.mounted_by_us {
+            if let Ok(path) = CString::new(self.root.as_os_str().as_encoded_bytes()) {
+                // SAFETY: umount2 with a valid C string path we mounted ourselves.
+                unsafe { libc::umount2(path.as_ptr(), 0) };
+            }
+        }
+    }
+}
+
+fn find_tracefs() -> Option<PathBuf> {
+    CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("trace_marker").exists())
+}
+
+fn mount_tracefs() -> Result<PathBuf, RtError> {
+    let target = CANDIDATES[0];
+    let c = |s: &str| CString::new(s).expect("static string without NUL");
+    let (src, dst, fstype) = (c("nodev"), c(target), c("tracefs"));
+    // SAFETY: mount with valid C strings and no data pointer.
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(RtError::last(format!("mount tracefs on {target}")));
+    }
+    Ok(PathBuf::from(target))
+}

@@ -1,0 +1,182 @@
+//! The command line: raw arguments as clap parses them.
+//!
+//! Values stay text here; `cmd::run::plan` turns them into a validated request and
+//! names the flag in every error.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// A real-time latency laboratory for Linux.
+#[derive(Debug, Parser)]
+#[command(name = "latlab", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure periodic wake-up latency (the cyclictest / Wilshire test).
+    Run(Box<RunArgs>),
+    /// List the runs in the store, newest first.
+    Runs(RunsArgs),
+    /// List the timer probe's sleep methods.
+    Methods,
+}
+
+/// `latlab run`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h.
+Thresholds: --max 100us, or any percentile as --p99 50us, --p99.9 80us, --p99.999 120us.
+Exit codes: 0 passed (or no thresholds), 1 a threshold failed, 2 usage or configuration
+error, 3 could not measure.")]
+pub struct RunArgs {
+    /// CPUs to measure, one thread each: 'all', 3, 0-3,5.
+    #[arg(short = 'c', long = "cpus", value_name = "LIST", default_value = "all")]
+    pub cpus: String,
+    /// Scheduling policy: f:95 (fifo), r:50 (rr), o:0 (other), b:0, i, d:RUNTIME:PERIOD.
+    #[arg(short = 'P', long = "priority", value_name = "POLICY", default_value = "f:95")]
+    pub priority: String,
+    /// Period between wake-ups.
+    #[arg(short = 'p', long, value_name = "DURATION", default_value = "1ms")]
+    pub period: String,
+    /// How long to measure; 0 = until Ctrl-C.
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "30s")]
+    pub duration: String,
+    /// Sleep method: abs, rel, timerfd, posix-timer, spin, hybrid.
+    #[arg(long, value_name = "METHOD", default_value = "abs")]
+    pub method: String,
+    /// Clock to read and sleep on: monotonic, realtime, boottime, tai.
+    #[arg(long, value_name = "CLOCK", default_value = "monotonic")]
+    pub clock: String,
+    /// Discard this span before measuring (added to the duration).
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub warm_up: String,
+    /// Hold /dev/cpu_dma_latency at this many µs while measuring (keeps CPUs out of deep C-states).
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    pub dma_latency: i32,
+    /// Leave the system alone: no /dev/cpu_dma_latency request.
+    #[arg(long)]
+    pub no_tune: bool,
+    /// Do not lock memory (mlockall). The run is then not a real-time measurement.
+    #[arg(long)]
+    pub no_mlock: bool,
+    /// Timer slack of the measuring threads (default: as inherited).
+    #[arg(long, value_name = "DURATION")]
+    pub timer_slack: Option<String>,
+    /// For --method hybrid: sleep until this long before the deadline, then spin.
+    #[arg(long, value_name = "DURATION", default_value = "50us")]
+    pub hybrid_margin: String,
+    /// Stop the run (and ftrace, writing a trace marker) when a sample exceeds this.
+    #[arg(short = 'b', long, value_name = "DURATION")]
+    pub breaktrace: Option<String>,
+    /// Keep every sample above this, with its time (bounded by --spike-nodes).
+    #[arg(long, value_name = "DURATION")]
+    pub spike: Option<String>,
+    /// How many samples above --spike to keep per thread.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub spike_nodes: usize,
+    /// How many of the largest samples to keep per thread, with their times.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Timeline interval (per-interval max and count).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub interval: String,
+    /// Fail (exit 1) if any sample exceeds this.
+    #[arg(long, value_name = "DURATION")]
+    pub max: Option<String>,
+    /// Fail (exit 1) if a metric exceeds a limit: METRIC=LIMIT, e.g. p99.9=80us, mean=20us.
+    #[arg(long = "threshold", value_name = "METRIC=LIMIT")]
+    pub thresholds: Vec<String>,
+    /// Write the Run as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// No live display (the summary is still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not save the run in the store.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+/// `latlab runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// How many runs to list.
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+/// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
+/// `--p99.9=80us` and `--p50 5us` become `--threshold p99=50us` and so on.
+pub fn expand_percentile_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        let Some(flag) = arg.strip_prefix("--p") else {
+            out.push(arg);
+            continue;
+        };
+        let (rank, inline) = match flag.split_once('=') {
+            Some((r, v)) => (r, Some(v.to_string())),
+            None => (flag, None),
+        };
+        let is_rank = !rank.is_empty()
+            && rank.starts_with(|c: char| c.is_ascii_digit())
+            && rank.chars().all(|c| c.is_ascii_digit() || c == '.');
+        if !is_rank {
+            out.push(arg);
+            continue;
+        }
+        let value = inline.or_else(|| args.next()).unwrap_or_default();
+        out.push("--threshold".to_string());
+        out.push(format!("p{rank}={value}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(args: &[&str]) -> Vec<String> {
+        expand_percentile_flags(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn percentile_flags_become_thresholds() {
+        assert_eq!(
+            expand(&["latlab", "run", "--p99", "50us", "--p99.9=80us", "-q"]),
+            vec!["latlab", "run", "--threshold", "p99=50us", "--threshold", "p99.9=80us", "-q"]
+        );
+    }
+
+    #[test]
+    fn other_flags_are_untouched() {
+        assert_eq!(
+            expand(&["latlab", "run", "--period", "1ms", "-p", "2ms", "--priority", "f:1"]),
+            vec!["latlab", "run", "--period", "1ms", "-p", "2ms", "--priority", "f:1"]
+        );
+        assert_eq!(expand(&["latlab", "--", "--p99"]), vec!["latlab", "--", "--p99"]);
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod methods;
+pub mod run;
+pub mod runs;

@@ -1,0 +1,505 @@
+//! `latlab run`: validate the flags into a plan, measure, judge, keep, report.
+
+use crate::cli::RunArgs;
+use crate::display::LiveDisplay;
+use crate::error::{exit, CliError};
+use crate::output::Human;
+use crate::summary;
+use latlab_measure::facts::FactReader;
+use latlab_measure::live::LiveStats;
+use latlab_measure::notice::Notice;
+use latlab_measure::probe::timer::TimerProbe;
+use latlab_measure::runner::{self, RunError, RunOutcome, RunRequest, SystemSetup};
+use latlab_model::run::{Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA};
+use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
+use latlab_model::threshold::{Status, Threshold, Verdict};
+use latlab_model::units::{parse_duration, Nanos};
+use latlab_rt::trace::BreakTrace;
+use latlab_store::{RunStore, SqliteStore};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Shortest period accepted: below it no timer method can keep up and the loop would
+/// only count missed periods.
+const MIN_PERIOD: Nanos = Nanos(1_000);
+/// Longest period accepted.
+const MAX_PERIOD: Nanos = Nanos(3_600_000_000_000);
+
+/// A validated `latlab run`.
+#[derive(Debug)]
+pub struct RunPlan {
+    /// What the runner gets.
+    pub request: RunRequest,
+    /// The timer probe's settings.
+    pub settings: TimerSettings,
+    /// Limits to judge by.
+    pub thresholds: Vec<Threshold>,
+    /// Where the JSON goes.
+    pub json: Option<String>,
+    /// Where the run is stored (`None` = not stored).
+    pub store: Option<PathBuf>,
+    /// No live display.
+    pub quiet: bool,
+}
+
+fn duration_flag(flag: &str, text: &str) -> Result<Nanos, CliError> {
+    parse_duration(text).map_err(|e| CliError::usage(flag, e))
+}
+
+/// Turns flags into a validated plan; every error names its flag and exits 2.
+pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliError> {
+    let cpus = CpuSelection::parse(&args.cpus)
+        .and_then(|sel| sel.resolve(available_cpus))
+        .map_err(|e| CliError::usage("--cpus", e))?;
+    if cpus.is_empty() {
+        return Err(CliError::usage("--cpus", "no CPU selected"));
+    }
+    let policy = SchedSpec::parse(&args.priority).map_err(|e| CliError::usage("--priority", e))?;
+    let period = duration_flag("--period", &args.period)?;
+    if period < MIN_PERIOD {
+        return Err(CliError::usage(
+            "--period",
+            format!("{period} is too short: the shortest period is {MIN_PERIOD}"),
+        ));
+    }
+    if period > MAX_PERIOD {
+        return Err(CliError::usage(
+            "--period",
+            format!("{period} is too long: the longest period is 1 h"),
+        ));
+    }
+    let duration = duration_flag("--duration", &args.duration)?;
+    let duration = (duration.0 != 0).then_some(duration);
+    if let Some(d) = duration {
+        if d < period {
+            return Err(CliError::usage(
+                "--duration",
+                format!(
+                    "{d} is shorter than the period {period}: no sample would be taken; \
+                     measure for at least one period"
+                ),
+            ));
+        }
+    }
+    let method = TimerMethod::parse(&args.method).map_err(|e| CliError::usage("--method", e))?;
+    let clock = ClockName::parse(&args.clock).map_err(|e| CliError::usage("--clock", e))?;
+    let warm_up = duration_flag("--warm-up", &args.warm_up)?;
+    let hybrid_margin = duration_flag("--hybrid-margin", &args.hybrid_margin)?;
+    if method == TimerMethod::Hybrid && hybrid_margin >= period {
+        return Err(CliError::usage(
+            "--hybrid-margin",
+            format!("{hybrid_margin} must be shorter than the period {period}"),
+        ));
+    }
+    let timer_slack = args
+        .timer_slack
+        .as_deref()
+        .map(|t| duration_flag("--timer-slack", t).map(|n| n.0 as u64))
+        .transpose()?;
+    let breaktrace = args
+        .breaktrace
+        .as_deref()
+        .map(|t| duration_flag("--breaktrace", t))
+        .transpose()?;
+    let spike = args
+        .spike
+        .as_deref()
+        .map(|t| duration_flag("--spike", t))
+        .transpose()?;
+    let interval = duration_flag("--interval", &args.interval)?;
+    if interval < Nanos::MILLISECOND {
+        return Err(CliError::usage(
+            "--interval",
+            "the timeline interval must be at least 1ms",
+        ));
+    }
+    if args.top > 10_000 {
+        return Err(CliError::usage("--top", "keep at most 10000 spikes per thread"));
+    }
+    if args.spike_nodes > 1_000_000 {
+        return Err(CliError::usage("--spike-nodes", "keep at most 1000000 spikes per thread"));
+    }
+    if !(0..=1_000_000).contains(&args.dma_latency) {
+        return Err(CliError::usage("--dma-latency", "give 0 to 1000000 µs"));
+    }
+    let mut thresholds = Vec::new();
+    if let Some(max) = &args.max {
+        thresholds.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
+    }
+    for t in &args.thresholds {
+        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
+        thresholds.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
+    }
+    let settings = TimerSettings {
+        method,
+        period_ns: period,
+        clock,
+        policy,
+        hybrid_margin_ns: hybrid_margin,
+        timer_slack_ns: timer_slack,
+        top_spikes: args.top,
+        spike_threshold_ns: spike,
+        spike_capacity: args.spike_nodes,
+        timeline_interval_ns: interval,
+        breaktrace_ns: breaktrace,
+    };
+    Ok(RunPlan {
+        request: RunRequest {
+            cpus,
+            policy,
+            timer_slack_ns: timer_slack,
+            duration,
+            warm_up,
+            lock_memory: !args.no_mlock,
+            dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
+            phase: "main".to_string(),
+        },
+        settings,
+        thresholds,
+        json: args.json.clone(),
+        store: (!args.no_store).then(|| args.store.clone().unwrap_or_else(latlab_store::default_path)),
+        quiet: args.quiet,
+    })
+}
+
+/// The JSON destination, opened before measuring so a bad path fails at once.
+enum JsonTarget {
+    Stdout,
+    File {
+        file: File,
+        path: PathBuf,
+        created: bool,
+        committed: bool,
+    },
+}
+
+impl JsonTarget {
+    fn open(target: &str) -> Result<JsonTarget, CliError> {
+        if target == "-" {
+            return Ok(JsonTarget::Stdout);
+        }
+        let path = PathBuf::from(target);
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| {
+                CliError::usage(
+                    "--json",
+                    format!("cannot write {}: {e}; choose a writable path", path.display()),
+                )
+            })?;
+        Ok(JsonTarget::File {
+            file,
+            path,
+            created: !existed,
+            committed: false,
+        })
+    }
+
+    fn write(&mut self, json: &str) -> Result<(), CliError> {
+        match self {
+            JsonTarget::Stdout => Human::Stdout.write(&format!("{json}\n")),
+            JsonTarget::File {
+                file,
+                path,
+                committed,
+                ..
+            } => {
+                let result = file
+                    .set_len(0)
+                    .and_then(|_| file.write_all(json.as_bytes()))
+                    .and_then(|_| file.write_all(b"\n"))
+                    .and_then(|_| file.sync_all());
+                result.map_err(|e| {
+                    CliError::runtime(format!("cannot write {}: {e}", path.display()))
+                })?;
+                *committed = true;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for JsonTarget {
+    fn drop(&mut self) {
+        if let JsonTarget::File {
+            path,
+            created: true,
+            committed: false,
+            ..
+        } = self
+        {
+            // Created for a run that produced nothing: leave no empty file behind.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Runs `latlab run`.
+pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
+    let available = latlab_rt::affinity::allowed_cpus()
+        .map_err(|e| CliError::runtime(format!("cannot read the CPUs this process may use: {e}")))?;
+    let plan = plan(args, &available)?;
+    let mut json = plan.json.as_deref().map(JsonTarget::open).transpose()?;
+    let human = match json {
+        Some(JsonTarget::Stdout) => Human::Stderr,
+        _ => Human::Stdout,
+    };
+    let mut store = plan.store.as_deref().map(SqliteStore::open).transpose()?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second Ctrl-C ends the process at once.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+            .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
+    }
+
+    let host = FactReader::system().gather();
+    let setup = SystemSetup::apply(plan.request.lock_memory, plan.request.dma_latency_us);
+    let mut extra_notices = Vec::new();
+    let breaktrace = match plan.settings.breaktrace_ns {
+        Some(_) => match BreakTrace::open() {
+            Ok(bt) => Some(Arc::new(bt)),
+            Err(e) => {
+                extra_notices.push(Notice::BreakTraceUnavailable {
+                    reason: e.to_string(),
+                });
+                None
+            }
+        },
+        None => None,
+    };
+    let probe = TimerProbe::new(
+        plan.settings.clone(),
+        plan.request.duration.map(|d| Nanos(d.0 + plan.request.warm_up.0)),
+        breaktrace.clone(),
+        stop.clone(),
+    );
+    let live: Vec<LiveStats> = plan.request.cpus.iter().map(|_| LiveStats::default()).collect();
+    let mut display = LiveDisplay::new(human, plan.quiet, &plan.request, &plan.settings);
+    display.start()?;
+    let every = display.refresh_every();
+    let measured = runner::run_probe(
+        &probe,
+        &plan.request,
+        &setup,
+        &stop,
+        &live,
+        &mut |live, elapsed| display.refresh(live, elapsed),
+        every,
+    );
+    display.finish();
+    let breaktrace_armed = breaktrace.is_some();
+    drop(probe);
+    drop(breaktrace);
+    drop(setup);
+    let outcome = measured.map_err(|e| match e {
+        RunError::Config(m) => CliError::config(m),
+        RunError::Runtime(m) => CliError::runtime(m),
+    })?;
+
+    let run = assemble(&plan, host, outcome, extra_notices, breaktrace_armed)?;
+    let code = match run.verdict.status {
+        Status::Fail => exit::FAILED,
+        Status::Pass | Status::None => exit::OK,
+    };
+    let mut tail = String::new();
+    if let Some(target) = json.as_mut() {
+        target.write(&run.to_json_pretty())?;
+        if let JsonTarget::File { path, .. } = target {
+            tail.push_str(&format!("Run written to {}\n", path.display()));
+        }
+    }
+    let mut store_failed = false;
+    if let Some(store) = store.as_mut() {
+        match store.save(&run) {
+            Ok(()) => tail.push_str(&format!(
+                "Run {} saved in {}\n",
+                run.id,
+                store.path().display()
+            )),
+            Err(e) => {
+                store_failed = true;
+                tail.push_str(&format!("latlab: error: could not save the run: {e}\n"));
+            }
+        }
+    }
+    human.write(&summary::render(&run, human.is_terminal()))?;
+    human.write(&tail)?;
+    Ok(if store_failed && code == exit::OK {
+        exit::RUNTIME
+    } else {
+        code
+    })
+}
+
+/// Builds the Run from the plan and what was measured.
+fn assemble(
+    plan: &RunPlan,
+    host: latlab_model::run::HostFacts,
+    outcome: RunOutcome,
+    extra_notices: Vec<Notice>,
+    breaktrace_armed: bool,
+) -> Result<Run, CliError> {
+    let mut notices = outcome.notices;
+    notices.extend(extra_notices);
+    // Degrading warnings first.
+    notices.sort_by_key(|n| !n.degrades());
+    let warnings: Vec<_> = notices.iter().map(Notice::to_warning).collect();
+    let degraded = warnings.iter().any(|w| w.degrades);
+    let decoded = outcome
+        .streams
+        .iter()
+        .map(|s| s.decode_histogram())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::runtime(format!("internal histogram error: {e}")))?;
+    let pairs: Vec<_> = outcome.streams.iter().zip(decoded.iter()).collect();
+    let verdict = Verdict::judge(&plan.thresholds, &pairs);
+    let mut conditions = outcome.conditions;
+    conditions.breaktrace_armed = breaktrace_armed;
+    let started = rfc3339(outcome.started_at);
+    let elapsed = outcome
+        .ended_at
+        .duration_since(outcome.started_at)
+        .unwrap_or_default();
+    Ok(Run {
+        schema: SCHEMA.to_string(),
+        id: run_id(outcome.started_at),
+        tool: Tool {
+            name: "latlab".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        started_at: started.clone(),
+        ended_at: rfc3339(outcome.ended_at),
+        command_line: std::env::args().collect(),
+        scenario: None,
+        plan: Plan {
+            duration_ns: plan.request.duration,
+            warm_up_ns: plan.request.warm_up,
+            cpus: plan.request.cpus.clone(),
+            probes: vec![ProbePlan::Timer(plan.settings.clone())],
+            dma_latency_us: plan.request.dma_latency_us,
+            lock_memory: plan.request.lock_memory,
+        },
+        host,
+        conditions,
+        degraded,
+        interrupted: outcome.interrupted,
+        warnings,
+        phases: vec![Phase {
+            name: plan.request.phase.clone(),
+            started_at: started,
+            elapsed_ns: Nanos(elapsed.as_nanos() as i64),
+            loads: Vec::new(),
+        }],
+        streams: outcome.streams,
+        events: outcome.events,
+        thresholds: plan.thresholds.clone(),
+        verdict,
+    })
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// A sortable, unique id: UTC start to the second, then 6 random hex digits.
+fn run_id(started: SystemTime) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let stamp: String = humantime::format_rfc3339_seconds(started)
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    format!("{stamp}-{:06x}", h.finish() & 0xff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan_of(extra: &[&str]) -> Result<RunPlan, CliError> {
+        let mut argv = vec!["latlab", "run"];
+        argv.extend_from_slice(extra);
+        let args = crate::cli::expand_percentile_flags(argv.iter().map(|s| s.to_string()));
+        let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+        match cli.command {
+            crate::cli::Command::Run(r) => plan(&r, &[0, 1]),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_every_cpu_fifo_95_one_ms_thirty_s() {
+        let p = plan_of(&[]).unwrap();
+        assert_eq!(p.request.cpus, vec![0, 1]);
+        assert_eq!(p.request.policy, SchedSpec::Fifo { priority: 95 });
+        assert_eq!(p.settings.period_ns, Nanos::MILLISECOND);
+        assert_eq!(p.request.duration, Some(Nanos::from_secs(30)));
+        assert_eq!(p.settings.method, TimerMethod::Abs);
+        assert_eq!(p.request.dma_latency_us, Some(0));
+        assert!(p.request.lock_memory);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-c", "7"], "--cpus: CPU 7"),
+            (&["-p", "0"], "--period"),
+            (&["-p", "100ns"], "--period"),
+            (&["-p", "2h"], "--period"),
+            (&["-d", "5 fortnights"], "--duration"),
+            (&["-d", "1ms", "-p", "10ms"], "--duration"),
+            (&["-P", "f:120"], "--priority"),
+            (&["-P", "d:2ms:1ms"], "--priority"),
+            (&["--method", "sleepy"], "--method"),
+            (&["--max", "100"], "--max"),
+            (&["--p99.9", "abc"], "--p99.9"),
+            (&["--method", "hybrid", "--hybrid-margin", "2ms"], "--hybrid-margin"),
+        ];
+        for (args, flag) in cases {
+            let e = plan_of(args).unwrap_err();
+            assert_eq!(e.code, exit::USAGE, "{args:?}");
+            assert!(e.message.starts_with(flag), "{args:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn zero_duration_means_until_stopped_and_no_tune_leaves_dma_alone() {
+        let p = plan_of(&["-d", "0", "--no-tune"]).unwrap();
+        assert_eq!(p.request.duration, None);
+        assert_eq!(p.request.dma_latency_us, None);
+    }
+
+    #[test]
+    fn thresholds_from_every_spelling() {
+        let p = plan_of(&["--max", "100us", "--p99", "50us", "--threshold", "mean=20us"]).unwrap();
+        let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
+        assert_eq!(text, vec!["max <= 100 µs", "p99 <= 50 µs", "mean <= 20 µs"]);
+    }
+
+    #[test]
+    fn run_ids_sort_by_time() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let id = run_id(t);
+        assert!(id.starts_with("20270115T080000Z-"), "{id}");
+        assert_eq!(id.len(), "20270115T080000Z-".len() + 6);
+    }
+}

@@ -1,0 +1,159 @@
+//! The live display: per-CPU figures while measuring.
+//!
+//! On a terminal the table is redrawn in place four times a second; otherwise one
+//! plain line per CPU is printed each second, so logs stay readable. It runs on the
+//! coordinating thread, which the runner keeps off the measured CPUs when it can.
+
+use crate::error::CliError;
+use crate::output::Human;
+use latlab_measure::live::{LiveSnapshot, LiveStats};
+use latlab_measure::runner::RunRequest;
+use latlab_model::run::TimerSettings;
+use latlab_model::spec::format_cpu_list;
+use latlab_model::Nanos;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Off,
+    Redraw,
+    Lines,
+}
+
+/// The live display.
+pub struct LiveDisplay {
+    human: Human,
+    mode: Mode,
+    labels: Vec<String>,
+    drawn_lines: usize,
+    duration: Option<Nanos>,
+    banner: String,
+}
+
+fn us(v: Option<i64>) -> String {
+    v.map_or("-".to_string(), |n| format!("{:.3}", n as f64 / 1e3))
+}
+
+impl LiveDisplay {
+    /// A display for a run.
+    pub fn new(
+        human: Human,
+        quiet: bool,
+        request: &RunRequest,
+        settings: &TimerSettings,
+    ) -> LiveDisplay {
+        let mode = if quiet {
+            Mode::Off
+        } else if human.is_terminal() {
+            Mode::Redraw
+        } else {
+            Mode::Lines
+        };
+        let total = request.duration.map(|d| Nanos(d.0 + request.warm_up.0));
+        let banner = format!(
+            "latlab: timer probe, {} sleep, period {}, {} on CPU {} at {}{} — Ctrl-C stops early\n",
+            settings.method,
+            settings.period_ns,
+            total.map_or("until stopped".to_string(), |d| format!("for {d}")),
+            format_cpu_list(&request.cpus),
+            request.policy,
+            if request.warm_up.0 > 0 {
+                format!(", first {} discarded as warm-up", request.warm_up)
+            } else {
+                String::new()
+            }
+        );
+        LiveDisplay {
+            human,
+            mode,
+            labels: request.cpus.iter().map(|c| c.to_string()).collect(),
+            drawn_lines: 0,
+            duration: total,
+            banner,
+        }
+    }
+
+    /// Prints the banner (unless quiet).
+    pub fn start(&mut self) -> Result<(), CliError> {
+        if self.mode != Mode::Off {
+            self.human.write(&self.banner)?;
+        }
+        Ok(())
+    }
+
+    /// How often [`refresh`](LiveDisplay::refresh) should be called.
+    pub fn refresh_every(&self) -> Duration {
+        match self.mode {
+            Mode::Redraw => Duration::from_millis(250),
+            Mode::Lines => Duration::from_secs(1),
+            Mode::Off => Duration::from_secs(3600),
+        }
+    }
+
+    /// Shows the current figures.
+    pub fn refresh(&mut self, live: &[LiveStats], elapsed: Duration) {
+        if self.mode == Mode::Off {
+            return;
+        }
+        let snapshots: Vec<LiveSnapshot> = live.iter().map(LiveStats::snapshot).collect();
+        let progress = match self.duration {
+            Some(d) => format!("{:.1} s of {:.1} s", elapsed.as_secs_f64(), d.as_secs_f64()),
+            None => format!("{:.1} s", elapsed.as_secs_f64()),
+        };
+        let mut text = String::new();
+        match self.mode {
+            Mode::Redraw => {
+                if self.drawn_lines > 0 {
+                    let _ = write!(text, "\x1b[{}A", self.drawn_lines);
+                }
+                let _ = writeln!(
+                    text,
+                    "\x1b[2K{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>7}   latency in µs, {progress}",
+                    "CPU", "samples", "min", "current", "mean", "p99≈", "max", "missed"
+                );
+                for (label, s) in self.labels.iter().zip(&snapshots) {
+                    let _ = writeln!(
+                        text,
+                        "\x1b[2K{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>7}",
+                        label,
+                        s.samples,
+                        us(s.min_ns),
+                        us(s.current_ns),
+                        us(s.mean_ns.map(|m| m.round() as i64)),
+                        us(s.p99_ns),
+                        us(s.max_ns),
+                        s.missed_periods
+                    );
+                }
+                self.drawn_lines = 1 + snapshots.len();
+            }
+            Mode::Lines => {
+                for (label, s) in self.labels.iter().zip(&snapshots) {
+                    let _ = writeln!(
+                        text,
+                        "[{progress}] cpu {label}: samples {} min {} µs current {} µs mean {} µs \
+                         p99≈ {} µs max {} µs missed {}",
+                        s.samples,
+                        us(s.min_ns),
+                        us(s.current_ns),
+                        us(s.mean_ns.map(|m| m.round() as i64)),
+                        us(s.p99_ns),
+                        us(s.max_ns),
+                        s.missed_periods
+                    );
+                }
+            }
+            Mode::Off => {}
+        }
+        // A display that cannot be written is not worth stopping a measurement for.
+        let _ = self.human.write(&text);
+    }
+
+    /// Leaves the last table on screen with a blank line after it.
+    pub fn finish(&mut self) {
+        if self.mode == Mode::Redraw && self.drawn_lines > 0 {
+            let _ = self.human.write("\n");
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! latlab: a real-time latency laboratory for Linux.
+//!
+//! This file only wires: parse the command line, run the command, map the outcome to
+//! an exit code. Everything else lives in modules.
+
+mod cli;
+mod cmd;
+mod display;
+mod error;
+mod output;
+mod summary;
+
+use clap::Parser;
+use error::exit;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::expand_percentile_flags(std::env::args());
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        cli::Command::Run(run) => cmd::run::execute(&run),
+        cli::Command::Runs(runs) => cmd::runs::execute(&runs),
+        cli::Command::Methods => cmd::methods::execute(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) if e.code == exit::OK => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("latlab: error: {e}");
+            ExitCode::from(e.code)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The final summary: the statistics table with units and sample counts, first
+//! samples, drift, warnings and the verdict.
+
+use comfy_table::{presets, Cell, CellAlignment, Table};
+use latlab_model::run::Run;
+use latlab_model::threshold::Status;
+use latlab_model::Nanos;
+use std::fmt::Write as _;
+
+fn us(v: Option<Nanos>) -> String {
+    v.map_or("-".to_string(), |n| format!("{:.3}", n.as_micros_f64()))
+}
+
+fn us_f(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |n| format!("{:.3}", n / 1e3))
+}
+
+/// Renders a Run's summary as text (`color` adds ANSI emphasis for terminals).
+pub fn render(run: &Run, color: bool) -> String {
+    let (bold, red, green, reset) = if color {
+        ("\x1b[1m", "\x1b[1;31m", "\x1b[1;32m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
+    let mut out = String::new();
+    let period = run.streams.first().map(|s| s.period_ns);
+    let _ = writeln!(
+        out,
+        "{bold}latlab timer{reset} · {} · period {} · {} on {} {} ({}, {})",
+        run.streams.first().map_or("-", |s| s.method.as_str()),
+        period.map_or("-".to_string(), |p| p.to_string()),
+        run.phases
+            .first()
+            .map_or("-".to_string(), |p| format!("{:.1} s", p.elapsed_ns.as_secs_f64())),
+        run.host.hostname,
+        run.host.kernel_release,
+        match &run.host.preemption.dynamic_mode {
+            Some(mode) => format!("{} ({mode})", run.host.preemption.model),
+            None => run.host.preemption.model.clone(),
+        },
+        run.host.virtualization.as_deref().unwrap_or("bare metal"),
+    );
+    if run.degraded {
+        let _ = writeln!(
+            out,
+            "{red}DEGRADED: these results are NOT real-time results (see warnings below){reset}"
+        );
+    }
+    if run.interrupted {
+        let _ = writeln!(out, "Stopped early: figures cover the time measured.");
+    }
+
+    let mut table = Table::new();
+    table.load_preset(presets::UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "CPU", "policy", "samples", "min µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
+        "mean µs", "stddev µs", "first µs", "missed", "early",
+    ]);
+    for s in &run.streams {
+        let st = &s.stats;
+        table.add_row(vec![
+            Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string())),
+            Cell::new(s.policy.to_string()),
+            Cell::new(s.samples),
+            Cell::new(us(st.min_ns)),
+            Cell::new(us(st.percentile(50.0))),
+            Cell::new(us(st.percentile(99.0))),
+            Cell::new(us(st.percentile(99.9))),
+            Cell::new(us(st.max_ns)),
+            Cell::new(us_f(st.mean_ns)),
+            Cell::new(us_f(st.stddev_ns)),
+            Cell::new(us(s.first_sample_ns)),
+            Cell::new(s.missed_periods),
+            Cell::new(s.early_wakes),
+        ]);
+    }
+    for i in 2..13 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{table}");
+    let total: u64 = run.streams.iter().map(|s| s.samples).sum();
+    let _ = writeln!(
+        out,
+        "Latency = wake-up − deadline; {total} samples in all. first = the very first \
+         wake-up; missed = periods without a wake-up; early = wake-ups before the deadline."
+    );
+    for s in run.streams.iter().filter(|s| s.drift_ns.is_some()) {
+        let _ = writeln!(
+            out,
+            "Drift of the relative schedule on {}: {} after {} sleeps ({} per period).",
+            s.label(),
+            s.drift_ns.unwrap_or_default(),
+            s.samples + s.warm_up_samples,
+            Nanos(s.drift_ns.unwrap_or_default().0 / (s.samples + s.warm_up_samples).max(1) as i64),
+        );
+    }
+    if let Some(worst) = run
+        .streams
+        .iter()
+        .flat_map(|s| s.spikes.top.first().map(|t| (s, t)))
+        .max_by_key(|(_, t)| t.value_ns)
+    {
+        let _ = writeln!(
+            out,
+            "Largest sample: {} on {}, {:.3} s into the measured span.",
+            worst.1.value_ns,
+            worst.0.label(),
+            worst.1.at_ns.as_secs_f64()
+        );
+    }
+    for e in &run.events {
+        let _ = writeln!(out, "Event: {}", e.message);
+    }
+    if !run.warnings.is_empty() {
+        let _ = writeln!(out);
+        for w in &run.warnings {
+            let colour = if w.degrades { red } else { bold };
+            let _ = writeln!(out, "{colour}WARNING{reset} [{}] {}", w.code, w.message);
+        }
+    }
+    match run.verdict.status {
+        Status::None => {}
+        Status::Pass => {
+            let _ = writeln!(
+                out,
+                "\n{green}PASS{reset}: {} held on all {} checks.",
+                run.thresholds
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                run.verdict.checks.len()
+            );
+        }
+        Status::Fail => {
+            let _ = writeln!(out, "\n{red}FAIL{reset}:");
+            for c in run.verdict.checks.iter().filter(|c| !c.passed) {
+                let _ = writeln!(
+                    out,
+                    "  {} on {}: {} ({} samples)",
+                    c.threshold,
+                    c.stream,
+                    c.observed_ns
+                        .map_or("no samples".to_string(), |v| format!("observed {v}")),
+                    run.streams
+                        .iter()
+                        .find(|s| format!("{} [{}]", s.label(), s.phase) == c.stream)
+                        .map_or(0, |s| s.samples),
+                );
+            }
+        }
+    }
+    out
+}
