@@ -60,7 +60,9 @@ impl FactReader {
                 .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
                 .map(|v| v.trim_matches('"').to_string())
         };
-        let online = self.read("/sys/devices/system/cpu/online").unwrap_or_default();
+        let online = self
+            .read("/sys/devices/system/cpu/online")
+            .unwrap_or_default();
         let online_cpus = parse_kernel_cpu_list(&online);
         HostFacts {
             hostname: self.read("/proc/sys/kernel/hostname").unwrap_or_default(),
@@ -93,13 +95,15 @@ impl FactReader {
         let config_set = |key: &str| {
             config.is_some_and(|(_, text)| text.lines().any(|l| l == format!("{key}=y")))
         };
-        let debugfs_mode = self.read("/sys/kernel/debug/sched/preempt").and_then(|line| {
-            evidence.push(format!("/sys/kernel/debug/sched/preempt = {line}"));
-            // The mode in force is the one in parentheses: "none voluntary (full) lazy".
-            let start = line.find('(')?;
-            let end = line[start..].find(')')? + start;
-            Some(line[start + 1..end].to_string())
-        });
+        let debugfs_mode = self
+            .read("/sys/kernel/debug/sched/preempt")
+            .and_then(|line| {
+                evidence.push(format!("/sys/kernel/debug/sched/preempt = {line}"));
+                // The mode in force is the one in parentheses: "none voluntary (full) lazy".
+                let start = line.find('(')?;
+                let end = line[start..].find(')')? + start;
+                Some(line[start + 1..end].to_string())
+            });
         let model = if realtime.as_deref() == Some("1") || has("PREEMPT_RT") {
             "PREEMPT_RT"
         } else if has("PREEMPT_DYNAMIC") {
@@ -248,17 +252,26 @@ mod tests {
         ]);
         let p = FactReader::at(t.path()).preemption(None);
         assert_eq!(p.model, "PREEMPT_RT");
-        assert!(p.evidence.iter().any(|e| e.contains("/sys/kernel/realtime = 1")));
+        assert!(p
+            .evidence
+            .iter()
+            .any(|e| e.contains("/sys/kernel/realtime = 1")));
     }
 
     #[test]
     fn dynamic_mode_from_debugfs_or_boot_default() {
         let t = tree(&[
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0"),
-            ("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy\n"),
+            (
+                "/sys/kernel/debug/sched/preempt",
+                "none voluntary (full) lazy\n",
+            ),
         ]);
         let p = FactReader::at(t.path()).preemption(None);
-        assert_eq!((p.model.as_str(), p.dynamic_mode.as_deref()), ("dynamic", Some("full")));
+        assert_eq!(
+            (p.model.as_str(), p.dynamic_mode.as_deref()),
+            ("dynamic", Some("full"))
+        );
 
         let t = tree(&[("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0")]);
         let p = FactReader::at(t.path())
@@ -277,8 +290,15 @@ mod tests {
     fn voluntary_and_none_from_config() {
         let t = tree(&[("/proc/sys/kernel/version", "#1 SMP Debian 6.1")]);
         let r = FactReader::at(t.path());
-        assert_eq!(r.preemption(Some(("c", "CONFIG_PREEMPT_VOLUNTARY=y"))).model, "voluntary");
-        assert_eq!(r.preemption(Some(("c", "CONFIG_PREEMPT_NONE=y"))).model, "none");
+        assert_eq!(
+            r.preemption(Some(("c", "CONFIG_PREEMPT_VOLUNTARY=y")))
+                .model,
+            "voluntary"
+        );
+        assert_eq!(
+            r.preemption(Some(("c", "CONFIG_PREEMPT_NONE=y"))).model,
+            "none"
+        );
         assert_eq!(r.preemption(None).model, "unknown");
     }
 
@@ -288,10 +308,19 @@ mod tests {
             ("/proc/sys/kernel/hostname", "rig7\n"),
             ("/proc/sys/kernel/osrelease", "6.18.0\n"),
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
-            ("/proc/cpuinfo", "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu hypervisor\n"),
+            (
+                "/proc/cpuinfo",
+                "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu hypervisor\n",
+            ),
             ("/sys/devices/system/cpu/online", "0-3\n"),
-            ("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n"),
-            ("/boot/config-6.18.0", "CONFIG_HZ=250\nCONFIG_PREEMPT_NONE=y\n"),
+            (
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                "tsc\n",
+            ),
+            (
+                "/boot/config-6.18.0",
+                "CONFIG_HZ=250\nCONFIG_PREEMPT_NONE=y\n",
+            ),
         ]);
         let f = FactReader::at(t.path()).gather();
         assert_eq!(f.hostname, "rig7");
@@ -300,7 +329,10 @@ mod tests {
         assert_eq!(f.cpus_online_list, "0-3");
         assert_eq!(f.clocksource.as_deref(), Some("tsc"));
         assert_eq!(f.hz, Some(250));
-        assert_eq!(f.virtualization.as_deref(), Some("hypervisor (cpuinfo flag)"));
+        assert_eq!(
+            f.virtualization.as_deref(),
+            Some("hypervisor (cpuinfo flag)")
+        );
         assert_eq!(f.preemption.dynamic_mode.as_deref(), Some("none"));
     }
 

@@ -75,7 +75,8 @@ impl LiveStats {
             self.max.store(sample, Relaxed);
         }
         self.current.store(sample, Relaxed);
-        self.sum.store(self.sum.load(Relaxed).wrapping_add(sample), Relaxed);
+        self.sum
+            .store(self.sum.load(Relaxed).wrapping_add(sample), Relaxed);
         if missed > 0 {
             self.missed_periods
                 .store(self.missed_periods.load(Relaxed) + missed, Relaxed);

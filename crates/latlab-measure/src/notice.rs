@@ -193,7 +193,7 @@ impl fmt::Display for Notice {
             ),
             Notice::MissedPeriods { count, worst } => write!(
                 f,
-                "{count} periods passed without a wake-up because wakes came more than one \
+                "{count} period(s) passed without a wake-up because wakes came more than one \
                  period late ({worst}); the period may be too short for this system"
             ),
             Notice::Clamped { count } => write!(

@@ -50,10 +50,8 @@ impl SampleRecorder {
     /// Allocates everything the recorder will ever need.
     pub fn new(limits: RecorderLimits) -> SampleRecorder {
         let slots = limits.timeline_slots.clamp(1, TIMELINE_SLOTS);
-        let mut timeline_max = Vec::with_capacity(slots);
-        timeline_max.resize(slots, NO_SAMPLE);
-        let mut timeline_count = Vec::with_capacity(slots);
-        timeline_count.resize(slots, 0);
+        let timeline_max = vec![NO_SAMPLE; slots];
+        let timeline_count = vec![0; slots];
         SampleRecorder {
             histogram: LatencyHistogram::new(),
             sums: ExactSums::default(),
@@ -119,7 +117,12 @@ impl SampleRecorder {
             self.top[i] = spike;
         }
         if self.top.len() == self.top_capacity {
-            self.top_floor = self.top.iter().map(|s| s.value_ns.0).min().unwrap_or(i64::MIN);
+            self.top_floor = self
+                .top
+                .iter()
+                .map(|s| s.value_ns.0)
+                .min()
+                .unwrap_or(i64::MIN);
         }
     }
 

@@ -9,7 +9,7 @@
 
 use crate::live::LiveStats;
 use crate::notice::Notice;
-use crate::probe::{Placement, Probe, Window};
+use crate::probe::{Placement, Probe, Window, Worker};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
@@ -271,18 +271,6 @@ pub fn run_probe(
     let mut notices = setup.notices.clone();
     let mut conditions = setup.conditions.clone();
 
-    // Keep the coordinating thread off the measured CPUs when there are others.
-    let others: Vec<usize> = affinity::allowed_cpus()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|c| !request.cpus.contains(c))
-        .collect();
-    let _main_affinity = if others.is_empty() {
-        None
-    } else {
-        affinity::AffinityGuard::apply(&others).ok()
-    };
-
     let tids: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
     let start_at = AtomicI64::new(0);
     let abort = AtomicBool::new(false);
@@ -293,7 +281,7 @@ pub fn run_probe(
 
     let started_at = SystemTime::now();
     let mut interrupted = false;
-    let results = std::thread::scope(|scope| -> Result<Vec<(Stream, Vec<Event>)>, RunError> {
+    let results = std::thread::scope(|scope| -> Result<Vec<Box<dyn Worker>>, RunError> {
         let mut handles = Vec::with_capacity(n);
         for (thread, &cpu) in request.cpus.iter().enumerate() {
             let ready_tx = ready_tx.clone();
@@ -301,41 +289,48 @@ pub fn run_probe(
             let handle = std::thread::Builder::new()
                 .name(format!("latlab-m{cpu}"))
                 .stack_size(MEASURING_STACK_BYTES)
-                .spawn_scoped(scope, move || -> Result<Option<(Stream, Vec<Event>)>, RunError> {
-                    tids[thread].store(sched::gettid(), Ordering::Relaxed);
-                    let prepared = set_up_thread(thread, cpu, request).and_then(|(ready, guards)| {
-                        let worker = probe
-                            .prepare(&ready.placement)
-                            .map_err(|e| RunError::Runtime(e.to_string()))?;
-                        Ok((ready, guards, worker))
-                    });
-                    let (guards, mut worker) = match prepared {
-                        Ok((ready, guards, worker)) => {
-                            let _ = ready_tx.send(Ok(ready));
-                            (guards, worker)
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                            go.wait();
+                .spawn_scoped(
+                    scope,
+                    move || -> Result<Option<Box<dyn Worker>>, RunError> {
+                        tids[thread].store(sched::gettid(), Ordering::Relaxed);
+                        let prepared =
+                            set_up_thread(thread, cpu, request).and_then(|(ready, guards)| {
+                                let worker = probe
+                                    .prepare(&ready.placement)
+                                    .map_err(|e| RunError::Runtime(e.to_string()))?;
+                                Ok((ready, guards, worker))
+                            });
+                        let (guards, mut worker) = match prepared {
+                            Ok((ready, guards, worker)) => {
+                                let _ = ready_tx.send(Ok(ready));
+                                (guards, worker)
+                            }
+                            Err(e) => {
+                                let _ = ready_tx.send(Err(e));
+                                go.wait();
+                                return Ok(None);
+                            }
+                        };
+                        go.wait();
+                        if abort.load(Ordering::Relaxed) {
                             return Ok(None);
                         }
-                    };
-                    go.wait();
-                    if abort.load(Ordering::Relaxed) {
-                        return Ok(None);
-                    }
-                    let start = start_at.load(Ordering::Relaxed);
-                    let window = Window {
-                        start,
-                        warm_up_end: start + request.warm_up.0,
-                        end: request.duration.map(|d| start + request.warm_up.0 + d.0),
-                    };
-                    let measured = worker.measure(&window, stop, live);
-                    live.finish();
-                    drop(guards);
-                    measured.map_err(|e| RunError::Runtime(format!("measuring failed: {e}")))?;
-                    Ok(Some(worker.finish(&request.phase)))
-                })
+                        let start = start_at.load(Ordering::Relaxed);
+                        let window = Window {
+                            start,
+                            warm_up_end: start + request.warm_up.0,
+                            end: request.duration.map(|d| start + request.warm_up.0 + d.0),
+                        };
+                        let measured = worker.measure(&window, stop, live);
+                        live.finish();
+                        drop(guards);
+                        measured
+                            .map_err(|e| RunError::Runtime(format!("measuring failed: {e}")))?;
+                        // Encoding the results needs far more stack than measuring: it
+                        // happens on the coordinating thread.
+                        Ok(Some(worker))
+                    },
+                )
                 .map_err(|e| RunError::Runtime(format!("cannot start a measuring thread: {e}")))?;
             handles.push(handle);
         }
@@ -367,6 +362,18 @@ pub fn run_probe(
         if failure.is_some() {
             abort.store(true, Ordering::Relaxed);
         }
+        // Keep the coordinating thread off the measured CPUs when there are others
+        // (only now: threads inherit the affinity of the thread that creates them).
+        let others: Vec<usize> = affinity::allowed_cpus()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| !request.cpus.contains(c))
+            .collect();
+        let _main_affinity = if others.is_empty() {
+            None
+        } else {
+            affinity::AffinityGuard::apply(&others).ok()
+        };
         // Start shortly after every thread has passed the barrier.
         start_at.store(clock.now_ns() + 2 * period_hint, Ordering::Relaxed);
         go.wait();
@@ -411,10 +418,12 @@ pub fn run_probe(
         }
     })?;
     let ended_at = SystemTime::now();
+    interrupted |= stop.load(Ordering::Relaxed);
 
     let mut streams = Vec::with_capacity(results.len());
     let mut events = Vec::new();
-    for (stream, ev) in results {
+    for worker in results {
+        let (stream, ev) = worker.finish(&request.phase);
         streams.push(stream);
         events.extend(ev);
     }

@@ -200,7 +200,8 @@ impl SchedSpec {
             "i" | "idle" if rest.is_empty() || rest == ["0"] => Ok(SchedSpec::Idle),
             "d" | "deadline" => {
                 let dur = |s: &str, what: &str| {
-                    parse_duration(s).map_err(|e| SpecError(format!("deadline {what} in '{t}': {e}")))
+                    parse_duration(s)
+                        .map_err(|e| SpecError(format!("deadline {what} in '{t}': {e}")))
                 };
                 let (runtime, deadline, period) = match rest.as_slice() {
                     [r, p] => {
@@ -397,8 +398,14 @@ mod tests {
             CpuSelection::parse("3,0-1,1"),
             Ok(CpuSelection::List(vec![0, 1, 3]))
         );
-        assert!(CpuSelection::parse("3-1").unwrap_err().0.contains("backwards"));
-        assert!(CpuSelection::parse("x").unwrap_err().0.contains("not a CPU number"));
+        assert!(CpuSelection::parse("3-1")
+            .unwrap_err()
+            .0
+            .contains("backwards"));
+        assert!(CpuSelection::parse("x")
+            .unwrap_err()
+            .0
+            .contains("not a CPU number"));
         assert!(CpuSelection::parse("").is_err());
         assert!(CpuSelection::parse("9000").is_err());
         let sel = CpuSelection::parse("0,7").unwrap();
@@ -409,8 +416,14 @@ mod tests {
 
     #[test]
     fn policies() {
-        assert_eq!(SchedSpec::parse("f:95"), Ok(SchedSpec::Fifo { priority: 95 }));
-        assert_eq!(SchedSpec::parse("fifo:1"), Ok(SchedSpec::Fifo { priority: 1 }));
+        assert_eq!(
+            SchedSpec::parse("f:95"),
+            Ok(SchedSpec::Fifo { priority: 95 })
+        );
+        assert_eq!(
+            SchedSpec::parse("fifo:1"),
+            Ok(SchedSpec::Fifo { priority: 1 })
+        );
         assert_eq!(SchedSpec::parse("r:50"), Ok(SchedSpec::Rr { priority: 50 }));
         assert_eq!(SchedSpec::parse("o:0"), Ok(SchedSpec::Other { nice: 0 }));
         assert_eq!(SchedSpec::parse("other"), Ok(SchedSpec::Other { nice: 0 }));
@@ -426,17 +439,39 @@ mod tests {
         );
         assert!(SchedSpec::parse("f:0").unwrap_err().0.contains("1 to 99"));
         assert!(SchedSpec::parse("f:100").unwrap_err().0.contains("1 to 99"));
-        assert!(SchedSpec::parse("f").unwrap_err().0.contains("needs a priority"));
-        assert!(SchedSpec::parse("o:30").unwrap_err().0.contains("-20 to 19"));
+        assert!(SchedSpec::parse("f")
+            .unwrap_err()
+            .0
+            .contains("needs a priority"));
+        assert!(SchedSpec::parse("o:30")
+            .unwrap_err()
+            .0
+            .contains("-20 to 19"));
         assert!(SchedSpec::parse("x:1").unwrap_err().0.contains("unknown"));
-        assert!(SchedSpec::parse("d:2ms:1ms").unwrap_err().0.contains("runtime <="));
-        assert!(SchedSpec::parse("d:100ns:1ms").unwrap_err().0.contains("1024"));
-        assert!(SchedSpec::parse("d:100:1ms").unwrap_err().0.contains("no unit"));
+        assert!(SchedSpec::parse("d:2ms:1ms")
+            .unwrap_err()
+            .0
+            .contains("runtime <="));
+        assert!(SchedSpec::parse("d:100ns:1ms")
+            .unwrap_err()
+            .0
+            .contains("1024"));
+        assert!(SchedSpec::parse("d:100:1ms")
+            .unwrap_err()
+            .0
+            .contains("no unit"));
     }
 
     #[test]
     fn policy_round_trips_through_display() {
-        for text in ["fifo:95", "rr:3", "other:0", "batch:-2", "idle", "deadline:100µs:1ms:1ms"] {
+        for text in [
+            "fifo:95",
+            "rr:3",
+            "other:0",
+            "batch:-2",
+            "idle",
+            "deadline:100µs:1ms:1ms",
+        ] {
             let spec = SchedSpec::parse(text).unwrap();
             assert_eq!(SchedSpec::parse(&spec.to_string()), Ok(spec), "{text}");
         }
@@ -447,7 +482,10 @@ mod tests {
         for m in TimerMethod::ALL {
             assert_eq!(TimerMethod::parse(m.name()), Ok(m));
         }
-        assert!(TimerMethod::parse("sleepy").unwrap_err().0.contains("abs, rel"));
+        assert!(TimerMethod::parse("sleepy")
+            .unwrap_err()
+            .0
+            .contains("abs, rel"));
         assert_eq!(ClockName::parse("0"), Ok(ClockName::Monotonic));
         assert!(ClockName::parse("sundial").is_err());
     }

@@ -107,8 +107,8 @@ impl Threshold {
     /// Builds a threshold from a metric name and a limit with a unit.
     pub fn new(metric: &str, limit: &str) -> Result<Threshold, SpecError> {
         let metric = Metric::parse(metric)?;
-        let limit_ns = parse_duration(limit)
-            .map_err(|e| SpecError(format!("limit for {metric}: {e}")))?;
+        let limit_ns =
+            parse_duration(limit).map_err(|e| SpecError(format!("limit for {metric}: {e}")))?;
         Ok(Threshold { metric, limit_ns })
     }
 }
@@ -194,10 +194,22 @@ mod tests {
         assert_eq!(t.limit_ns, Nanos(80_000));
         assert_eq!(Threshold::parse("max=1ms").unwrap().metric, Metric::Max);
         assert_eq!(t.to_string(), "p99.9 <= 80 µs");
-        assert!(Threshold::parse("p99").unwrap_err().0.contains("METRIC=LIMIT"));
-        assert!(Threshold::parse("p100.5=1us").unwrap_err().0.contains("range"));
-        assert!(Threshold::parse("median=1us").unwrap_err().0.contains("unknown metric"));
-        assert!(Threshold::parse("max=100").unwrap_err().0.contains("no unit"));
+        assert!(Threshold::parse("p99")
+            .unwrap_err()
+            .0
+            .contains("METRIC=LIMIT"));
+        assert!(Threshold::parse("p100.5=1us")
+            .unwrap_err()
+            .0
+            .contains("range"));
+        assert!(Threshold::parse("median=1us")
+            .unwrap_err()
+            .0
+            .contains("unknown metric"));
+        assert!(Threshold::parse("max=100")
+            .unwrap_err()
+            .0
+            .contains("no unit"));
     }
 
     #[test]

@@ -126,9 +126,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
         return Err(DurationError::BadNumber(t.to_string()));
     }
     let scale: i128 = match unit {
-        "" if number.trim_start_matches('0').trim_start_matches('.').trim_matches('0') == "" => 1,
-        "" => return Err(DurationError::NoUnit(t.to_string())),
-        "ns" | "nsec" => 1,
+        "" if number.chars().all(|c| c == '0' || c == '.') => 1,
         "us" | "µs" | "μs" | "usec" => 1_000,
         "ms" | "msec" => 1_000_000,
         "s" | "sec" | "secs" => 1_000_000_000,

@@ -30,7 +30,10 @@ impl RtError {
 
     /// True when the kernel refused for lack of privilege (EPERM / EACCES).
     pub fn is_permission(&self) -> bool {
-        matches!(self.source.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+        matches!(
+            self.source.raw_os_error(),
+            Some(libc::EPERM) | Some(libc::EACCES)
+        )
     }
 
     /// The raw `errno`, if any.

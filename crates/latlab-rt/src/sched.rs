@@ -213,6 +213,10 @@ impl Drop for PolicyGuard {
 /// Why the kernel refused a policy, in terms a user can act on.
 pub fn explain_refusal(policy: &Policy, err: &RtError) -> String {
     match (policy, err.errno()) {
+        (Policy::Deadline { .. }, Some(libc::EPERM)) => "not permitted: SCHED_DEADLINE needs \
+             root or CAP_SYS_NICE, and a CPU affinity spanning the whole root domain (no \
+             taskset restriction)"
+            .to_string(),
         (_, Some(libc::EPERM)) => "not permitted: run as root, or grant CAP_SYS_NICE \
              (setcap cap_sys_nice+ep $(which latlab)), or raise RLIMIT_RTPRIO"
             .to_string(),

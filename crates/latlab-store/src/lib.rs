@@ -130,7 +130,8 @@ impl SqliteStore {
                 found: version,
             });
         }
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(corrupt)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(corrupt)?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
@@ -222,7 +223,9 @@ impl RunStore for SqliteStore {
     }
 
     fn load(&self, id: &str) -> Result<Option<Run>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT run_json FROM runs WHERE id = ?1")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_json FROM runs WHERE id = ?1")?;
         let mut rows = stmt.query([id])?;
         match rows.next()? {
             None => Ok(None),

@@ -38,7 +38,12 @@ pub struct RunArgs {
     #[arg(short = 'c', long = "cpus", value_name = "LIST", default_value = "all")]
     pub cpus: String,
     /// Scheduling policy: f:95 (fifo), r:50 (rr), o:0 (other), b:0, i, d:RUNTIME:PERIOD.
-    #[arg(short = 'P', long = "priority", value_name = "POLICY", default_value = "f:95")]
+    #[arg(
+        short = 'P',
+        long = "priority",
+        value_name = "POLICY",
+        default_value = "f:95"
+    )]
     pub priority: String,
     /// Period between wake-ups.
     #[arg(short = 'p', long, value_name = "DURATION", default_value = "1ms")]
@@ -161,17 +166,46 @@ mod tests {
     fn percentile_flags_become_thresholds() {
         assert_eq!(
             expand(&["latlab", "run", "--p99", "50us", "--p99.9=80us", "-q"]),
-            vec!["latlab", "run", "--threshold", "p99=50us", "--threshold", "p99.9=80us", "-q"]
+            vec![
+                "latlab",
+                "run",
+                "--threshold",
+                "p99=50us",
+                "--threshold",
+                "p99.9=80us",
+                "-q"
+            ]
         );
     }
 
     #[test]
     fn other_flags_are_untouched() {
         assert_eq!(
-            expand(&["latlab", "run", "--period", "1ms", "-p", "2ms", "--priority", "f:1"]),
-            vec!["latlab", "run", "--period", "1ms", "-p", "2ms", "--priority", "f:1"]
+            expand(&[
+                "latlab",
+                "run",
+                "--period",
+                "1ms",
+                "-p",
+                "2ms",
+                "--priority",
+                "f:1"
+            ]),
+            vec![
+                "latlab",
+                "run",
+                "--period",
+                "1ms",
+                "-p",
+                "2ms",
+                "--priority",
+                "f:1"
+            ]
         );
-        assert_eq!(expand(&["latlab", "--", "--p99"]), vec!["latlab", "--", "--p99"]);
+        assert_eq!(
+            expand(&["latlab", "--", "--p99"]),
+            vec!["latlab", "--", "--p99"]
+        );
     }
 
     #[test]

@@ -29,9 +29,10 @@ pub fn render(run: &Run, color: bool) -> String {
         "{bold}latlab timer{reset} · {} · period {} · {} on {} {} ({}, {})",
         run.streams.first().map_or("-", |s| s.method.as_str()),
         period.map_or("-".to_string(), |p| p.to_string()),
-        run.phases
-            .first()
-            .map_or("-".to_string(), |p| format!("{:.1} s", p.elapsed_ns.as_secs_f64())),
+        run.phases.first().map_or("-".to_string(), |p| format!(
+            "{:.1} s",
+            p.elapsed_ns.as_secs_f64()
+        )),
         run.host.hostname,
         run.host.kernel_release,
         match &run.host.preemption.dynamic_mode {
@@ -53,8 +54,19 @@ pub fn render(run: &Run, color: bool) -> String {
     let mut table = Table::new();
     table.load_preset(presets::UTF8_FULL_CONDENSED);
     table.set_header(vec![
-        "CPU", "policy", "samples", "min µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
-        "mean µs", "stddev µs", "first µs", "missed", "early",
+        "CPU",
+        "policy",
+        "samples",
+        "min µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "mean µs",
+        "stddev µs",
+        "first µs",
+        "missed",
+        "early",
     ]);
     for s in &run.streams {
         let st = &s.stats;

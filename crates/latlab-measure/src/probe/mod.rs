@@ -58,9 +58,15 @@ pub trait Probe: Sync {
 
 /// One measuring thread's state.
 pub trait Worker: Send {
-    /// Measures until the window ends or `stop` is raised.
-    fn measure(&mut self, window: &Window, stop: &AtomicBool, live: &LiveStats)
-        -> Result<(), RtError>;
+    /// Measures until the window ends or `stop` is raised. Anything bound to the
+    /// measuring thread (timers, signal masks) must be released before returning:
+    /// [`finish`](Worker::finish) runs on the coordinating thread.
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError>;
 
     /// Produces the stream (and any events) for phase `phase`.
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>);

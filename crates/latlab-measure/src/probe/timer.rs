@@ -101,7 +101,7 @@ impl Probe for TimerProbe {
         Ok(Box::new(TimerWorker {
             settings: s.clone(),
             placement: placement.clone(),
-            sleeper,
+            sleeper: Some(sleeper),
             recorder,
             summary: LoopSummary::default(),
             breaktrace: self.breaktrace.clone(),
@@ -113,7 +113,9 @@ impl Probe for TimerProbe {
 struct TimerWorker {
     settings: TimerSettings,
     placement: Placement,
-    sleeper: Sleeper,
+    /// Taken (and so disarmed) on the measuring thread when measuring ends: timers and
+    /// signal masks belong to that thread.
+    sleeper: Option<Sleeper>,
     recorder: SampleRecorder,
     summary: LoopSummary,
     breaktrace: Option<Arc<BreakTrace>>,
@@ -134,8 +136,11 @@ impl Worker for TimerWorker {
             breaktrace: self.settings.breaktrace_ns.map(|n| n.0),
             thread: self.placement.thread,
         };
+        let Some(mut sleeper) = self.sleeper.take() else {
+            return Ok(()); // measured already
+        };
         let result = measure_loop(
-            &mut self.sleeper,
+            &mut sleeper,
             &config,
             &mut self.recorder,
             live,
@@ -143,6 +148,7 @@ impl Worker for TimerWorker {
             self.breaktrace.as_deref(),
             &mut self.summary,
         );
+        drop(sleeper);
         if self.summary.breaktrace.is_some() {
             self.stop_all.store(true, Ordering::Relaxed);
         }
@@ -303,13 +309,18 @@ pub fn measure_loop<S: WakeSource>(
             Some(n) => n.max(1),
             None => 1 + (sample.max(0) / period) as u64,
         };
-        let missed = consumed - 1;
+        // Only deadlines inside the measured span count as missed.
+        let missed = missed_in_window(expected, consumed, period, measured_from, end);
         summary.sleeps += 1;
         summary.last_wake = wake.at_ns;
         if summary.first_sample.is_none() {
             summary.first_sample = Some(sample);
         }
         next = expected + consumed as i64 * period;
+        if missed > 0 {
+            summary.missed_periods += missed;
+            summary.overrun_wakes += 1;
+        }
         if expected <= measured_from {
             summary.warm_up_samples += 1;
             continue;
@@ -317,10 +328,6 @@ pub fn measure_loop<S: WakeSource>(
         let at = expected - measured_from;
         recorder.record(sample, at);
         live.publish(sample, missed);
-        if missed > 0 {
-            summary.missed_periods += missed;
-            summary.overrun_wakes += 1;
-        }
         if let Some(limit) = config.breaktrace {
             if sample > limit {
                 summary.breaktrace = Some((at, sample));
@@ -339,6 +346,22 @@ pub fn measure_loop<S: WakeSource>(
             }
         }
     }
+}
+
+/// How many of the deadlines skipped by a wake that consumed `consumed` periods
+/// (`expected + k·period` for `k` in `1..consumed`) lie in the span `(from, to]`.
+#[inline]
+fn missed_in_window(expected: i64, consumed: u64, period: i64, from: i64, to: i64) -> u64 {
+    if consumed <= 1 {
+        return 0;
+    }
+    let first = if expected > from {
+        1
+    } else {
+        ((from - expected) / period + 1).max(1)
+    };
+    let last = (consumed as i64 - 1).min((to.saturating_sub(expected)) / period);
+    (last - first + 1).max(0) as u64
 }
 
 /// A fixed buffer for the trace marker, so firing allocates nothing.
@@ -630,6 +653,26 @@ mod tests {
         .unwrap();
         assert_eq!(rec.samples(), 3);
         assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
+    }
+
+    #[test]
+    fn missed_periods_count_only_inside_the_measured_span() {
+        // A wake 5 periods late skips deadlines at +1..+4 P.
+        assert_eq!(missed_in_window(10 * P, 5, P, 0, i64::MAX), 4);
+        // The window ends at +2 P: only +1 P and +2 P count.
+        assert_eq!(missed_in_window(10 * P, 5, P, 0, 12 * P), 2);
+        // A warm-up wake: only deadlines after the warm-up end (at +3 P) count.
+        assert_eq!(missed_in_window(10 * P, 5, P, 13 * P, i64::MAX), 1);
+        assert_eq!(missed_in_window(10 * P, 1, P, 0, i64::MAX), 0);
+    }
+
+    #[test]
+    fn an_overrun_at_the_end_counts_no_deadline_past_the_end() {
+        let mut sim = SimulatedTimer::new(&[10, 10, 10, 10, 10 * P]);
+        let (rec, sum) = run(&mut sim, false, 0, 5);
+        assert_eq!(rec.samples(), 5);
+        assert_eq!(sum.missed_periods, 0);
+        assert_eq!(sum.overrun_wakes, 0);
     }
 
     #[test]

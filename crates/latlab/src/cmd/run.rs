@@ -118,10 +118,16 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         ));
     }
     if args.top > 10_000 {
-        return Err(CliError::usage("--top", "keep at most 10000 spikes per thread"));
+        return Err(CliError::usage(
+            "--top",
+            "keep at most 10000 spikes per thread",
+        ));
     }
     if args.spike_nodes > 1_000_000 {
-        return Err(CliError::usage("--spike-nodes", "keep at most 1000000 spikes per thread"));
+        return Err(CliError::usage(
+            "--spike-nodes",
+            "keep at most 1000000 spikes per thread",
+        ));
     }
     if !(0..=1_000_000).contains(&args.dma_latency) {
         return Err(CliError::usage("--dma-latency", "give 0 to 1000000 µs"));
@@ -161,7 +167,11 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         settings,
         thresholds,
         json: args.json.clone(),
-        store: (!args.no_store).then(|| args.store.clone().unwrap_or_else(latlab_store::default_path)),
+        store: (!args.no_store).then(|| {
+            args.store
+                .clone()
+                .unwrap_or_else(latlab_store::default_path)
+        }),
         quiet: args.quiet,
     })
 }
@@ -192,7 +202,10 @@ impl JsonTarget {
             .map_err(|e| {
                 CliError::usage(
                     "--json",
-                    format!("cannot write {}: {e}; choose a writable path", path.display()),
+                    format!(
+                        "cannot write {}: {e}; choose a writable path",
+                        path.display()
+                    ),
                 )
             })?;
         Ok(JsonTarget::File {
@@ -244,8 +257,9 @@ impl Drop for JsonTarget {
 
 /// Runs `latlab run`.
 pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
-    let available = latlab_rt::affinity::allowed_cpus()
-        .map_err(|e| CliError::runtime(format!("cannot read the CPUs this process may use: {e}")))?;
+    let available = latlab_rt::affinity::allowed_cpus().map_err(|e| {
+        CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
+    })?;
     let plan = plan(args, &available)?;
     let mut json = plan.json.as_deref().map(JsonTarget::open).transpose()?;
     let human = match json {
@@ -279,11 +293,18 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     };
     let probe = TimerProbe::new(
         plan.settings.clone(),
-        plan.request.duration.map(|d| Nanos(d.0 + plan.request.warm_up.0)),
+        plan.request
+            .duration
+            .map(|d| Nanos(d.0 + plan.request.warm_up.0)),
         breaktrace.clone(),
         stop.clone(),
     );
-    let live: Vec<LiveStats> = plan.request.cpus.iter().map(|_| LiveStats::default()).collect();
+    let live: Vec<LiveStats> = plan
+        .request
+        .cpus
+        .iter()
+        .map(|_| LiveStats::default())
+        .collect();
     let mut display = LiveDisplay::new(human, plan.quiet, &plan.request, &plan.settings);
     display.start()?;
     let every = display.refresh_every();
@@ -472,7 +493,10 @@ mod tests {
             (&["--method", "sleepy"], "--method"),
             (&["--max", "100"], "--max"),
             (&["--p99.9", "abc"], "--p99.9"),
-            (&["--method", "hybrid", "--hybrid-margin", "2ms"], "--hybrid-margin"),
+            (
+                &["--method", "hybrid", "--hybrid-margin", "2ms"],
+                "--hybrid-margin",
+            ),
         ];
         for (args, flag) in cases {
             let e = plan_of(args).unwrap_err();
@@ -490,7 +514,15 @@ mod tests {
 
     #[test]
     fn thresholds_from_every_spelling() {
-        let p = plan_of(&["--max", "100us", "--p99", "50us", "--threshold", "mean=20us"]).unwrap();
+        let p = plan_of(&[
+            "--max",
+            "100us",
+            "--p99",
+            "50us",
+            "--threshold",
+            "mean=20us",
+        ])
+        .unwrap();
         let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
         assert_eq!(text, vec!["max <= 100 µs", "p99 <= 50 µs", "mean <= 20 µs"]);
     }

@@ -9,7 +9,10 @@ use latlab_store::{RunStore, SqliteStore};
 
 /// Lists stored runs, newest first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
-    let path = args.store.clone().unwrap_or_else(latlab_store::default_path);
+    let path = args
+        .store
+        .clone()
+        .unwrap_or_else(latlab_store::default_path);
     let store = SqliteStore::open(&path)?;
     let runs = store.list(args.limit).map_err(CliError::runtime)?;
     let mut table = Table::new();
@@ -26,7 +29,11 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
             r.scenario.clone().unwrap_or_else(|| "-".to_string()),
             us(r.p99_9_ns),
             us(r.max_ns),
-            format!("{}{}", r.verdict, if r.degraded { " (degraded)" } else { "" }),
+            format!(
+                "{}{}",
+                r.verdict,
+                if r.degraded { " (degraded)" } else { "" }
+            ),
         ]);
     }
     Human::Stdout.write(&format!(

@@ -1,0 +1,485 @@
+//! End-to-end tests of the `latlab` binary: real probes for about a second each,
+//! asserting invariants only (counts add up, statistics ordered, no early wakes with
+//! absolute sleeps, clean-up), never absolute latencies — these machines are noisy VMs.
+
+use assert_cmd::Command;
+use latlab_model::run::{Run, Stream};
+use latlab_model::threshold::Status;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Measurements share two CPUs; running them one at a time keeps each within its span.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").expect("binary built")
+}
+
+/// Runs `latlab run` with `args` plus quiet/no-store/JSON to a temp file; returns the
+/// exit code, the parsed Run and the human output.
+fn measure(args: &[&str]) -> (i32, Run, String) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = latlab()
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let parsed = Run::from_json(&text).expect("the Run parses back into the model");
+    (
+        out.status.code().unwrap_or(-1),
+        parsed,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn assert_ordered(s: &Stream) {
+    let st = &s.stats;
+    let (min, max) = (st.min_ns.unwrap(), st.max_ns.unwrap());
+    let p = |q| st.percentile(q).unwrap();
+    assert!(min <= p(50.0), "min {min:?} > p50");
+    assert!(p(50.0) <= p(90.0) && p(90.0) <= p(99.0) && p(99.0) <= p(99.9));
+    assert!(p(99.9) <= p(99.99) && p(99.99) <= p(99.999) && p(99.999) <= max);
+    let mean = st.mean_ns.unwrap();
+    assert!(min.0 as f64 <= mean && mean <= max.0 as f64);
+    let hist = s.decode_histogram().unwrap();
+    assert_eq!(hist.len(), s.samples, "histogram total = samples");
+    assert_eq!(s.histogram.total, s.samples);
+    assert_eq!(
+        s.timeline.count.iter().sum::<u64>(),
+        s.samples,
+        "timeline counts add up"
+    );
+    assert!(s
+        .spikes
+        .top
+        .windows(2)
+        .all(|w| w[0].value_ns >= w[1].value_ns));
+    if let Some(top) = s.spikes.top.first() {
+        assert_eq!(top.value_ns, max);
+    }
+}
+
+/// Absolute-deadline methods: every period of the span is a sample or a missed period.
+fn check_absolute(method: &str) {
+    let (code, run, _) = measure(&["-c", "0", "-p", "1ms", "-d", "1s", "--method", method]);
+    assert_eq!(code, 0);
+    assert_eq!(run.streams.len(), 1);
+    let s = &run.streams[0];
+    assert_eq!(s.method, method);
+    assert_eq!(s.cpu, Some(0));
+    assert!(s.samples > 0);
+    assert_eq!(
+        s.samples + s.missed_periods,
+        1000,
+        "{method}: periods elapsed"
+    );
+    assert_eq!(
+        s.early_wakes, 0,
+        "{method}: no early wakes with absolute deadlines"
+    );
+    assert!(s.stats.min_ns.unwrap().0 >= 0);
+    assert!(s.first_sample_ns.is_some());
+    assert!(s.drift_ns.is_none());
+    assert_ordered(s);
+    assert!(!run.interrupted);
+}
+
+#[test]
+fn abs_counts_every_period() {
+    check_absolute("abs");
+}
+
+#[test]
+fn timerfd_counts_every_period() {
+    check_absolute("timerfd");
+}
+
+#[test]
+fn posix_timer_counts_every_period() {
+    check_absolute("posix-timer");
+}
+
+#[test]
+fn spin_counts_every_period() {
+    check_absolute("spin");
+}
+
+#[test]
+fn hybrid_counts_every_period() {
+    check_absolute("hybrid");
+}
+
+#[test]
+fn rel_reports_drift_and_loses_periods_to_it() {
+    let (code, run, out) = measure(&["-c", "1", "-p", "2ms", "-d", "1s", "--method", "rel"]);
+    assert_eq!(code, 0);
+    let s = &run.streams[0];
+    let drift = s.drift_ns.expect("rel reports drift").0;
+    assert!(
+        drift >= 0,
+        "a relative schedule can only fall behind: {drift}"
+    );
+    // The schedule slides by the drift, so fewer periods fit in the span.
+    let periods = s.samples + s.missed_periods;
+    assert!(periods <= 500, "{periods}");
+    assert!(
+        periods as i64 >= (1_000_000_000 - drift) / 2_000_000 - 1,
+        "{periods}"
+    );
+    assert_ordered(s);
+    assert!(out.contains("Drift of the relative schedule"), "{out}");
+}
+
+#[test]
+fn every_cpu_by_default_with_fifo_95() {
+    let (code, run, out) = measure(&["-d", "1s"]);
+    assert_eq!(code, 0);
+    let cpus: Vec<Option<usize>> = run.streams.iter().map(|s| s.cpu).collect();
+    assert_eq!(cpus.len(), run.host.cpus_online);
+    for s in &run.streams {
+        assert_eq!(s.policy.to_string(), "fifo:95");
+        assert_ordered(s);
+    }
+    assert!(run.conditions.memory_locked);
+    assert!(run.conditions.realtime_policy);
+    assert!(!run.degraded);
+    assert!(out.contains("samples") && out.contains("µs"));
+}
+
+#[test]
+fn the_run_round_trips_through_json() {
+    let (_, run, _) = measure(&["-c", "0", "-d", "1s", "--spike", "1us", "--top", "3"]);
+    let again = Run::from_json(&run.to_json_pretty()).unwrap();
+    assert_eq!(again, run);
+    assert_eq!(run.schema, "latlab.run/1");
+    assert!(!run.host.kernel_release.is_empty());
+    assert!(!run.host.preemption.model.is_empty());
+    let s = &run.streams[0];
+    assert!(s.spikes.top.len() <= 3);
+    assert!(s
+        .spikes
+        .above_threshold
+        .iter()
+        .all(|sp| sp.value_ns.0 > 1_000));
+}
+
+#[test]
+fn thresholds_decide_the_exit_code() {
+    let (code, run, out) = measure(&["-c", "0", "-d", "1s", "--max", "1ns"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(run.verdict.status, Status::Fail);
+    assert!(out.contains("FAIL"));
+    let (code, run, out) = measure(&["-c", "0", "-d", "1s", "--max", "10s", "--p99.9", "10s"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(run.verdict.status, Status::Pass);
+    assert_eq!(run.verdict.checks.len(), 2);
+    assert!(out.contains("PASS"));
+}
+
+#[test]
+fn warm_up_is_discarded() {
+    let (_, run, _) = measure(&["-c", "0", "-p", "1ms", "-d", "1s", "--warm-up", "500ms"]);
+    let s = &run.streams[0];
+    // 500 deadlines fall in the warm-up; a wake there that skipped some counts fewer.
+    assert!(
+        s.warm_up_samples >= 1 && s.warm_up_samples <= 500,
+        "{}",
+        s.warm_up_samples
+    );
+    assert_eq!(s.samples + s.missed_periods, 1000);
+}
+
+#[test]
+fn json_to_stdout_keeps_stdout_pure() {
+    let _guard = serial();
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "1s", "--no-store", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let run = Run::from_json(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(run.streams.len(), 1);
+    let human = String::from_utf8_lossy(&out.stderr);
+    assert!(human.contains("samples"), "{human}");
+}
+
+#[test]
+fn bad_input_is_a_clear_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing_dir = dir.path().join("no/such/dir/out.json");
+    let missing = missing_dir.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["-c", "99"], "--cpus: CPU 99 is not online"),
+        (&["-c", "x"], "--cpus"),
+        (&["-p", "0"], "--period"),
+        (&["-p", "1000"], "no unit"),
+        (&["-d", "ten"], "--duration"),
+        (&["-P", "f:100"], "1 to 99"),
+        (&["-P", "fifo"], "needs a priority"),
+        (&["-P", "d:2ms:1ms"], "runtime <= deadline <= period"),
+        (&["--method", "nap"], "--method"),
+        (&["--json", missing], "--json: cannot write"),
+        (&["--max", "fast"], "--max"),
+        (&["--threshold", "p101=1us"], "out of range"),
+        (&["--no-such-flag"], "unexpected argument"),
+    ];
+    for (args, needle) in cases {
+        let out = latlab()
+            .arg("run")
+            .args(*args)
+            .args(["-d", "1s", "--no-store"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(!missing_dir.exists());
+}
+
+#[test]
+fn deadline_parameters_the_kernel_refuses_exit_2() {
+    let _guard = serial();
+    // Two threads asking 99 % of a CPU each exceed the default 95 % admission limit.
+    let out = latlab()
+        .args([
+            "run",
+            "-c",
+            "0-1",
+            "-P",
+            "d:990us:1ms",
+            "-d",
+            "1s",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("SCHED_DEADLINE") || err.contains("deadline"),
+        "{err}"
+    );
+}
+
+#[test]
+fn deadline_policy_runs_unpinned_and_says_so() {
+    let (code, run, _) = measure(&["-c", "0", "-P", "d:100us:1ms", "-d", "1s"]);
+    assert_eq!(code, 0);
+    assert_eq!(run.streams[0].cpu, None);
+    assert!(run.streams[0].policy.to_string().starts_with("deadline:"));
+    assert!(run.warnings.iter().any(|w| w.code == "deadline-unpinned"));
+}
+
+/// Sends `signal` to a 30 s run after a second; it must stop promptly with the summary
+/// printed and the file written.
+fn stops_on(signal: i32) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["run", "-c", "0", "-d", "30s", "-q", "--no-store", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let sent = Instant::now();
+    // Signal the process we started, by its pid.
+    let rc = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(3), "took {took:?} to stop");
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Stopped early"), "{stdout}");
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+    let s = &run.streams[0];
+    assert!(s.samples > 500 && s.samples < 5_000, "{}", s.samples);
+    assert_ordered(s);
+}
+
+#[test]
+fn sigint_stops_cleanly_and_writes_everything() {
+    stops_on(2);
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_writes_everything() {
+    stops_on(15);
+}
+
+#[test]
+fn not_permitted_runs_degraded_and_says_so() {
+    let have = |tool: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !have("setpriv") || !have("prlimit") {
+        panic!("setpriv and prlimit (util-linux) are needed: apt-get install util-linux");
+    }
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    // Without CAP_SYS_NICE and CAP_IPC_LOCK, and with a 64 KiB memlock limit, neither
+    // SCHED_FIFO nor mlockall is permitted.
+    let out = std::process::Command::new("prlimit")
+        .args(["--memlock=65536:65536", "--rtprio=0:0", "--"])
+        .args([
+            "setpriv",
+            "--inh-caps=-sys_nice,-ipc_lock",
+            "--bounding-set=-sys_nice,-ipc_lock",
+            "--",
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["run", "-c", "0", "-d", "1s", "-q", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("DEGRADED"), "{stdout}");
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.degraded);
+    assert!(!run.conditions.memory_locked);
+    assert!(!run.conditions.realtime_policy);
+    let codes: Vec<&str> = run.warnings.iter().map(|w| w.code.as_str()).collect();
+    assert!(codes.contains(&"not-realtime"), "{codes:?}");
+    assert!(codes.contains(&"memory-not-locked"), "{codes:?}");
+    assert_eq!(run.streams[0].policy.to_string(), "other:0");
+    assert!(run.streams[0].samples > 0);
+}
+
+/// Puts tracefs back as it was (the break trace deliberately leaves tracing stopped),
+/// also when the test fails.
+struct TracefsRestore {
+    was_mounted: bool,
+    tracing_on: Option<String>,
+}
+
+impl TracefsRestore {
+    const ROOT: &'static str = "/sys/kernel/tracing";
+
+    fn capture() -> Self {
+        let on = std::path::Path::new(Self::ROOT).join("tracing_on");
+        TracefsRestore {
+            was_mounted: on.exists(),
+            tracing_on: std::fs::read_to_string(on).ok(),
+        }
+    }
+}
+
+impl Drop for TracefsRestore {
+    fn drop(&mut self) {
+        let on = std::path::Path::new(Self::ROOT).join("tracing_on");
+        if let Some(v) = &self.tracing_on {
+            let _ = std::fs::write(&on, v.trim());
+        } else if !self.was_mounted && on.exists() {
+            let _ = std::process::Command::new("umount")
+                .arg(Self::ROOT)
+                .status();
+        }
+    }
+}
+
+#[test]
+fn breaktrace_stops_at_the_first_sample_over_the_limit() {
+    let _restore = TracefsRestore::capture();
+    let (code, run, out) = measure(&["-c", "0", "-d", "5s", "-b", "1ns"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(run.interrupted);
+    assert_eq!(run.events.len(), 1, "{:?}", run.events);
+    assert_eq!(run.events[0].kind, "breaktrace");
+    assert_eq!(run.streams[0].samples, 1);
+    assert!(out.contains("break-trace"), "{out}");
+    if run.conditions.breaktrace_armed {
+        let on = std::fs::read_to_string("/sys/kernel/tracing/tracing_on").unwrap();
+        assert_eq!(on.trim(), "0", "tracing is stopped at the event");
+    }
+}
+
+#[test]
+fn runs_are_stored_and_listed() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "1s", "-q", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let saved = String::from_utf8_lossy(&out.stdout);
+    assert!(saved.contains("saved in"), "{saved}");
+    let list = latlab()
+        .args(["runs", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success());
+    assert!(text.contains("1 runs shown"), "{text}");
+}
+
+#[test]
+fn a_corrupt_store_is_a_clear_error_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    std::fs::write(
+        &store,
+        b"this is not a database, it is a text file of some length",
+    )
+    .unwrap();
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "1s", "-q", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a usable latlab run store"), "{err}");
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["methods"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
