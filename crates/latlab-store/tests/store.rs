@@ -1,0 +1,166 @@
+//! The SQLite store: round trips, migrations refused from the future, corrupt files,
+//! and several writers at once.
+
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::*;
+use latlab_model::spec::{ClockName, SchedSpec, TimerMethod};
+use latlab_model::threshold::{Status, Verdict};
+use latlab_model::Nanos;
+use latlab_store::{RunStore, SqliteStore, StoreError};
+
+fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
+    let mut sums = ExactSums::default();
+    let mut hist = LatencyHistogram::new();
+    for v in [1_000, 2_000, max] {
+        sums.add(v);
+        hist.record(v);
+    }
+    Run {
+        schema: SCHEMA.to_string(),
+        id: id.to_string(),
+        tool: Tool {
+            name: "latlab".into(),
+            version: "0.0.0".into(),
+        },
+        started_at: started_at.to_string(),
+        ended_at: started_at.to_string(),
+        command_line: vec!["latlab".into(), "run".into()],
+        scenario: None,
+        plan: Plan {
+            duration_ns: Some(Nanos::SECOND),
+            warm_up_ns: Nanos::ZERO,
+            cpus: vec![0],
+            probes: vec![ProbePlan::Timer(TimerSettings {
+                method: TimerMethod::Abs,
+                period_ns: Nanos::MILLISECOND,
+                clock: ClockName::Monotonic,
+                policy: SchedSpec::DEFAULT,
+                hybrid_margin_ns: Nanos(50_000),
+                timer_slack_ns: None,
+                top_spikes: 10,
+                spike_threshold_ns: None,
+                spike_capacity: 0,
+                timeline_interval_ns: Nanos::SECOND,
+                breaktrace_ns: None,
+            })],
+            dma_latency_us: Some(0),
+            lock_memory: true,
+        },
+        host: HostFacts {
+            hostname: "rig".into(),
+            kernel_release: "6.18.0".into(),
+            ..HostFacts::default()
+        },
+        conditions: Conditions::default(),
+        degraded: false,
+        interrupted: false,
+        warnings: vec![],
+        phases: vec![],
+        streams: vec![Stream {
+            probe: "timer".into(),
+            method: "abs".into(),
+            phase: "main".into(),
+            thread: 0,
+            cpu: Some(0),
+            policy: SchedSpec::DEFAULT,
+            period_ns: Nanos::MILLISECOND,
+            samples: 3,
+            missed_periods: 0,
+            overrun_wakes: 0,
+            early_wakes: 0,
+            first_sample_ns: Some(Nanos(1_000)),
+            warm_up_samples: 0,
+            drift_ns: None,
+            elapsed_ns: Nanos(3_000_000),
+            timer_slack_ns: 50_000,
+            stats: Statistics::compute(&sums, &hist),
+            histogram: EncodedHistogram::from_histogram(&hist),
+            spikes: Spikes::default(),
+            timeline: Timeline::default(),
+        }],
+        events: vec![],
+        thresholds: vec![],
+        verdict: Verdict {
+            status: Status::None,
+            checks: vec![],
+        },
+    }
+}
+
+#[test]
+fn saves_lists_and_loads_whole_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/dir/runs.sqlite");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let a = sample_run("A", "2026-11-20T10:00:00.000Z", 50_000);
+    let b = sample_run("B", "2026-11-21T10:00:00.000Z", 70_000);
+    store.save(&a).unwrap();
+    store.save(&b).unwrap();
+    let list = store.list(10).unwrap();
+    assert_eq!(
+        list.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["B", "A"]
+    );
+    assert_eq!(list[0].max_ns, Some(70_000));
+    assert_eq!(list[0].verdict, "none");
+    assert_eq!(store.load("A").unwrap(), Some(a));
+    assert_eq!(store.load("nope").unwrap(), None);
+    // Reopening keeps everything and does not migrate twice.
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.list(10).unwrap().len(), 2);
+}
+
+#[test]
+fn a_database_from_a_newer_latlab_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    match SqliteStore::open(&path) {
+        Err(e @ StoreError::TooNew { found: 99, .. }) => {
+            assert!(e.to_string().contains("upgrade latlab"))
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("opened a newer database"),
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+    let err = SqliteStore::open(&path).err().expect("refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("--store"));
+}
+
+#[test]
+fn concurrent_writers_do_not_corrupt_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    SqliteStore::open(&path).unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut store = SqliteStore::open(&path).unwrap();
+                for i in 0..25 {
+                    let run = sample_run(
+                        &format!("w{w}-{i}"),
+                        &format!("2026-11-20T10:{w:02}:{i:02}.000Z"),
+                        1_000_000,
+                    );
+                    store.save(&run).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.list(1000).unwrap().len(), 100);
+}
