@@ -127,6 +127,8 @@ pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
     }
     let scale: i128 = match unit {
         "" if number.chars().all(|c| c == '0' || c == '.') => 1,
+        "" => return Err(DurationError::NoUnit(t.to_string())),
+        "ns" | "nsec" => 1,
         "us" | "µs" | "μs" | "usec" => 1_000,
         "ms" | "msec" => 1_000_000,
         "s" | "sec" | "secs" => 1_000_000_000,
