@@ -254,17 +254,30 @@ fn set_up_thread(
     ))
 }
 
-/// Runs `probe` as `request` says. `live` must hold one entry per CPU; `observe` is
-/// called from the coordinating thread a few times a second while measuring.
+/// Follows a run from the coordinating thread (the live display).
+pub trait RunObserver {
+    /// Every measuring thread is set up; `notices` are the warnings known so far
+    /// (refused policy, memory not locked), to be shown before measuring starts.
+    fn ready(&mut self, notices: &[Notice]);
+
+    /// Called every [`refresh_every`](RunObserver::refresh_every) while measuring.
+    fn progress(&mut self, live: &[LiveStats], elapsed: Duration);
+
+    /// How often to call [`progress`](RunObserver::progress).
+    fn refresh_every(&self) -> Duration;
+}
+
+/// Runs `probe` as `request` says. `live` must hold one entry per CPU; `observer`
+/// hears from the coordinating thread while measuring.
 pub fn run_probe(
     probe: &dyn Probe,
     request: &RunRequest,
     setup: &SystemSetup,
     stop: &AtomicBool,
     live: &[LiveStats],
-    observe: &mut dyn FnMut(&[LiveStats], Duration),
-    observe_every: Duration,
+    observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, RunError> {
+    let observe_every = observer.refresh_every();
     let n = request.cpus.len();
     assert_eq!(live.len(), n, "one live entry per measured CPU");
     signal::install_wake_handler().map_err(|e| RunError::Runtime(e.to_string()))?;
@@ -361,6 +374,8 @@ pub fn run_probe(
         }
         if failure.is_some() {
             abort.store(true, Ordering::Relaxed);
+        } else {
+            observer.ready(&notices);
         }
         // Keep the coordinating thread off the measured CPUs when there are others
         // (only now: threads inherit the affinity of the thread that creates them).
@@ -392,7 +407,7 @@ pub fn run_probe(
             }
             std::thread::sleep(POLL);
             if last_observed.elapsed() >= observe_every {
-                observe(live, begun.elapsed());
+                observer.progress(live, begun.elapsed());
                 last_observed = Instant::now();
             }
         }

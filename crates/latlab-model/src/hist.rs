@@ -81,10 +81,26 @@ impl LatencyHistogram {
         self.clamped
     }
 
-    /// The value at percentile `p` (0–100): the highest value equivalent to the
-    /// sample at that rank, within 0.1 %.
+    /// The value at percentile `p` (0–100), by nearest rank: the highest value
+    /// equivalent to the sample of rank ⌈p/100 · n⌉ (within 0.1 %). The rank is computed
+    /// in integers, so `p99.9` of 5000 samples is the 4995th, not the 4996th that
+    /// floating-point `0.999 × 5000` would give.
     pub fn percentile(&self, p: f64) -> u64 {
-        self.inner.value_at_quantile(p / 100.0)
+        let n = self.inner.len();
+        if n == 0 {
+            return 0;
+        }
+        // p in millionths of a percent: exact for every rank written with ≤ 6 decimals.
+        let scaled = (p.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
+        let rank = ((scaled * n as u128).div_ceil(100_000_000) as u64).max(1);
+        let mut seen = 0;
+        for v in self.inner.iter_recorded() {
+            seen += v.count_at_value();
+            if seen >= rank {
+                return v.value_iterated_to();
+            }
+        }
+        self.inner.max()
     }
 
     /// The fraction of samples at or below `ns`.
@@ -162,6 +178,22 @@ mod tests {
         assert!((p50 - 5_000_000.0).abs() / 5_000_000.0 < 0.001, "{p50}");
         let p99 = h.percentile(99.0) as f64;
         assert!((p99 - 9_900_000.0).abs() / 9_900_000.0 < 0.001, "{p99}");
+    }
+
+    #[test]
+    fn percentile_ranks_are_exact() {
+        let mut h = LatencyHistogram::new();
+        // Below 2048 every value has its own bucket, so ranks show exactly.
+        for v in 1..=2000i64 {
+            h.record(v);
+        }
+        // Nearest rank: p99.9 of 2000 samples is the 1998th (99.9 / 100 × 2000 in floating
+        // point is 1998.0000000000002, whose ceiling would be 1999).
+        assert_eq!(h.percentile(99.9), 1998);
+        assert_eq!(h.percentile(50.0), 1000);
+        assert_eq!(h.percentile(100.0), 2000);
+        assert_eq!(h.percentile(0.0), 1);
+        assert_eq!(LatencyHistogram::new().percentile(50.0), 0);
     }
 
     #[test]

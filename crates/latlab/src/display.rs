@@ -7,7 +7,8 @@
 use crate::error::CliError;
 use crate::output::Human;
 use latlab_measure::live::{LiveSnapshot, LiveStats};
-use latlab_measure::runner::RunRequest;
+use latlab_measure::notice::Notice;
+use latlab_measure::runner::{RunObserver, RunRequest};
 use latlab_model::run::TimerSettings;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::Nanos;
@@ -82,8 +83,33 @@ impl LiveDisplay {
         Ok(())
     }
 
-    /// How often [`refresh`](LiveDisplay::refresh) should be called.
-    pub fn refresh_every(&self) -> Duration {
+    /// Leaves the last table on screen with a blank line after it.
+    pub fn finish(&mut self) {
+        if self.mode == Mode::Redraw && self.drawn_lines > 0 {
+            let _ = self.human.write("\n");
+        }
+    }
+}
+
+impl RunObserver for LiveDisplay {
+    /// Says at once what makes the run degraded, so nobody waits a whole run to learn
+    /// that its numbers are not real-time numbers (the summary repeats it). Shown even
+    /// with `-q`.
+    fn ready(&mut self, notices: &[Notice]) {
+        let (red, reset) = if self.human.is_terminal() {
+            ("\x1b[1;31m", "\x1b[0m")
+        } else {
+            ("", "")
+        };
+        let text: String = notices
+            .iter()
+            .filter(|n| n.degrades())
+            .map(|n| format!("{red}WARNING{reset} [{}] {n}\n", n.code()))
+            .collect();
+        let _ = self.human.write(&text);
+    }
+
+    fn refresh_every(&self) -> Duration {
         match self.mode {
             Mode::Redraw => Duration::from_millis(250),
             Mode::Lines => Duration::from_secs(1),
@@ -91,8 +117,7 @@ impl LiveDisplay {
         }
     }
 
-    /// Shows the current figures.
-    pub fn refresh(&mut self, live: &[LiveStats], elapsed: Duration) {
+    fn progress(&mut self, live: &[LiveStats], elapsed: Duration) {
         if self.mode == Mode::Off {
             return;
         }
@@ -148,12 +173,5 @@ impl LiveDisplay {
         }
         // A display that cannot be written is not worth stopping a measurement for.
         let _ = self.human.write(&text);
-    }
-
-    /// Leaves the last table on screen with a blank line after it.
-    pub fn finish(&mut self) {
-        if self.mode == Mode::Redraw && self.drawn_lines > 0 {
-            let _ = self.human.write("\n");
-        }
     }
 }

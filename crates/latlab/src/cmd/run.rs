@@ -307,16 +307,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         .collect();
     let mut display = LiveDisplay::new(human, plan.quiet, &plan.request, &plan.settings);
     display.start()?;
-    let every = display.refresh_every();
-    let measured = runner::run_probe(
-        &probe,
-        &plan.request,
-        &setup,
-        &stop,
-        &live,
-        &mut |live, elapsed| display.refresh(live, elapsed),
-        every,
-    );
+    let measured = runner::run_probe(&probe, &plan.request, &setup, &stop, &live, &mut display);
     display.finish();
     let breaktrace_armed = breaktrace.is_some();
     drop(probe);
