@@ -7,8 +7,11 @@ use flate2::read::GzDecoder;
 use latlab_model::run::{HostFacts, Preemption};
 use latlab_model::spec::format_cpu_list;
 use std::fs;
-use std::io::Read;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+
+/// The kernel configuration options host facts read.
+const CONFIG_PREFIXES: [&str; 3] = ["CONFIG_HZ", "CONFIG_PREEMPT", "CONFIG_NO_HZ"];
 
 /// Reads host facts from the file system under `root`.
 #[derive(Debug, Clone)]
@@ -38,22 +41,38 @@ impl FactReader {
             .map(|s| s.trim().to_string())
     }
 
-    /// The kernel configuration (`/proc/config.gz`, else `/boot/config-RELEASE`).
-    pub fn kernel_config(&self) -> Option<(String, String)> {
+    /// The lines of the kernel configuration (`/proc/config.gz`, else
+    /// `/boot/config-RELEASE`) that start with one of `prefixes`, with the file read.
+    /// Streamed line by line: the whole configuration is never held in memory.
+    pub fn kernel_config(&self, prefixes: &[&str]) -> Option<(String, String)> {
+        let keep = |line: &str| prefixes.iter().any(|p| line.starts_with(p));
+        let filtered = |reader: &mut dyn BufRead| -> Option<String> {
+            let mut out = String::new();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) => return Some(out),
+                    Ok(_) if keep(&line) => out.push_str(&line),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+        };
         if let Ok(file) = fs::File::open(self.path("/proc/config.gz")) {
-            let mut text = String::new();
-            if GzDecoder::new(file).read_to_string(&mut text).is_ok() {
+            if let Some(text) = filtered(&mut BufReader::new(GzDecoder::new(file))) {
                 return Some(("/proc/config.gz".to_string(), text));
             }
         }
         let release = self.read("/proc/sys/kernel/osrelease")?;
         let path = format!("/boot/config-{release}");
-        self.read(&path).map(|text| (path, text))
+        let file = fs::File::open(self.path(&path)).ok()?;
+        filtered(&mut BufReader::new(file)).map(|text| (path, text))
     }
 
     /// Gathers every fact.
     pub fn gather(&self) -> HostFacts {
-        let config = self.kernel_config();
+        let config = self.kernel_config(&CONFIG_PREFIXES);
         let config_value = |key: &str| -> Option<String> {
             let (_, text) = config.as_ref()?;
             text.lines()

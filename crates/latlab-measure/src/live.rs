@@ -89,6 +89,18 @@ impl LiveStats {
         b.store(b.load(Relaxed).saturating_add(1), Relaxed);
     }
 
+    /// Forgets everything published (single writer only).
+    pub fn reset(&self) {
+        self.samples.store(0, Relaxed);
+        self.min.store(i64::MAX, Relaxed);
+        self.max.store(i64::MIN, Relaxed);
+        self.current.store(0, Relaxed);
+        self.sum.store(0, Relaxed);
+        self.missed_periods.store(0, Relaxed);
+        self.early_wakes.store(0, Relaxed);
+        self.coarse.iter().for_each(|b| b.store(0, Relaxed));
+    }
+
     /// Marks the thread as done.
     pub fn finish(&self) {
         self.finished.store(true, Relaxed);
@@ -177,6 +189,10 @@ mod tests {
         live.publish(-5, 2);
         let s = live.snapshot();
         assert_eq!(s.samples, 101);
+        let reset = LiveStats::default();
+        reset.publish(7, 1);
+        reset.reset();
+        assert_eq!(reset.snapshot(), LiveStats::default().snapshot());
         assert_eq!(s.min_ns, Some(-5));
         assert_eq!(s.max_ns, Some(100_000));
         assert_eq!(s.missed_periods, 2);

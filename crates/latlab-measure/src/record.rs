@@ -40,6 +40,7 @@ pub struct SampleRecorder {
     above: Vec<Spike>,
     above_dropped: u64,
     timeline_interval: i64,
+    initial_timeline_interval: i64,
     timeline_max: Vec<i64>,
     timeline_count: Vec<u64>,
 }
@@ -67,6 +68,7 @@ impl SampleRecorder {
             }),
             above_dropped: 0,
             timeline_interval: limits.timeline_interval.max(1),
+            initial_timeline_interval: limits.timeline_interval.max(1),
             timeline_max,
             timeline_count,
         }
@@ -140,6 +142,7 @@ impl SampleRecorder {
     }
 
     /// Merges neighbouring slots pairwise and doubles the interval, in place.
+    #[inline(never)]
     fn coarsen_timeline(&mut self) {
         let n = self.timeline_max.len();
         for i in 0..n {
@@ -155,6 +158,33 @@ impl SampleRecorder {
             self.timeline_count[i] = count;
         }
         self.timeline_interval *= 2;
+    }
+
+    /// Forgets every sample and writes every byte of the recorder's buffers, so all
+    /// its memory is faulted in (and, under on-fault locking, locked) before measuring.
+    pub fn reset(&mut self) {
+        self.histogram.reset();
+        self.sums = ExactSums::default();
+        self.early_wakes = 0;
+        let blank = Spike {
+            value_ns: Nanos(0),
+            at_ns: Nanos(0),
+        };
+        self.top.clear();
+        self.top.spare_capacity_mut().iter_mut().for_each(|s| {
+            s.write(blank);
+        });
+        self.top_floor = i64::MIN;
+        self.above.clear();
+        self.above.spare_capacity_mut().iter_mut().for_each(|s| {
+            s.write(blank);
+        });
+        self.above_dropped = 0;
+        // Run the rare coarsening path once too, so its code is resident as well.
+        self.coarsen_timeline();
+        self.timeline_interval = self.initial_timeline_interval;
+        self.timeline_max.fill(NO_SAMPLE);
+        self.timeline_count.fill(0);
     }
 
     /// Samples recorded.
@@ -250,6 +280,22 @@ mod tests {
         assert_eq!(t.count, vec![20, 20, 20, 20]);
         assert_eq!(t.max_ns[3], Some(Nanos(79)));
         assert_eq!(t.count.iter().sum::<u64>(), r.samples());
+    }
+
+    #[test]
+    fn reset_forgets_everything_and_restores_the_interval() {
+        let mut r = SampleRecorder::new(limits());
+        for at in 0..200 {
+            r.record(at, at);
+        }
+        r.reset();
+        assert_eq!(r.samples(), 0);
+        assert_eq!(r.histogram().len(), 0);
+        assert_eq!(r.timeline(), SampleRecorder::new(limits()).timeline());
+        assert!(r.spikes(None).top.is_empty());
+        r.record(5, 15);
+        assert_eq!(r.timeline().interval_ns, Nanos(10));
+        assert_eq!(r.timeline().count, vec![0, 1]);
     }
 
     #[test]

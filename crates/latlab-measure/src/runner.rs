@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// Stack of each measuring thread: small and fixed, so locking it costs little.
 pub const MEASURING_STACK_BYTES: usize = 256 * 1024;
 /// How much of it is touched before measuring.
-const PREFAULT_BYTES: usize = 64 * 1024;
+const PREFAULT_BYTES: usize = 32 * 1024;
 /// How often the coordinating thread checks for the end or a stop request.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -40,8 +40,8 @@ pub struct RunRequest {
     pub duration: Option<Nanos>,
     /// Discarded span before it.
     pub warm_up: Nanos,
-    /// Lock memory with `mlockall`.
-    pub lock_memory: bool,
+    /// How much memory to lock (`None` = none).
+    pub lock_memory: Option<memory::LockScope>,
     /// `/dev/cpu_dma_latency` request in µs (`None` = leave the system alone).
     pub dma_latency_us: Option<i32>,
     /// The phase name recorded in the streams.
@@ -90,14 +90,17 @@ pub struct SystemSetup {
 
 impl SystemSetup {
     /// Locks memory and requests the DMA latency, degrading with a notice when refused.
-    pub fn apply(lock_memory: bool, dma_latency_us: Option<i32>) -> SystemSetup {
+    pub fn apply(
+        lock_memory: Option<memory::LockScope>,
+        dma_latency_us: Option<i32>,
+    ) -> SystemSetup {
         let mut notices = Vec::new();
         let mut conditions = Conditions {
             euid: effective_uid(),
             ..Conditions::default()
         };
-        let memory_lock = if lock_memory {
-            match memory::MemoryLock::lock_all() {
+        let memory_lock = if let Some(scope) = lock_memory {
+            match memory::MemoryLock::lock(scope) {
                 Ok(lock) => {
                     conditions.memory_locked = true;
                     Some(lock)

@@ -114,8 +114,21 @@ pub struct Plan {
     pub probes: Vec<ProbePlan>,
     /// Requested `/dev/cpu_dma_latency` in µs; `null` when the system is left alone.
     pub dma_latency_us: Option<i32>,
-    /// Whether memory is locked (`mlockall`) before measuring.
-    pub lock_memory: bool,
+    /// What memory is locked before measuring.
+    pub memory_lock: MemoryLockPlan,
+}
+
+/// What memory a run locks in RAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryLockPlan {
+    /// Every page the run touches, after rehearsing the measuring loop and writing
+    /// its buffers (`mlockall` with `MCL_ONFAULT`; the default).
+    Touched,
+    /// Every page mapped, touched or not (`mlockall(MCL_CURRENT | MCL_FUTURE)`).
+    All,
+    /// Nothing (`--no-mlock`): not a real-time measurement.
+    None,
 }
 
 /// One probe's settings.

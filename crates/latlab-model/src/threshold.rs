@@ -1,6 +1,5 @@
 //! Pass/fail limits (`--max 100us`, `--p99 50us`, `--p99.99 80us`) and the verdict.
 
-use crate::hist::LatencyHistogram;
 use crate::run::{percentile_key, Stream};
 use crate::spec::SpecError;
 use crate::units::{parse_duration, Nanos};
@@ -42,20 +41,20 @@ impl Metric {
         Ok(Metric::Percentile(p))
     }
 
-    /// Evaluates the metric on a stream and its histogram.
-    pub fn observe(&self, stream: &Stream, hist: &LatencyHistogram) -> Option<Nanos> {
+    /// Evaluates the metric on a stream. Reported percentiles come from its
+    /// statistics; any other is computed from its histogram, decoded only then.
+    pub fn observe(&self, stream: &Stream) -> Option<Nanos> {
         let stats = &stream.stats;
         match self {
             Metric::Max => stats.max_ns,
             Metric::Mean => stats.mean_ns.map(|m| Nanos(m.round() as i64)),
             Metric::Percentile(p) => {
                 let (min, max) = (stats.min_ns?, stats.max_ns?);
-                Some(
-                    stats
-                        .percentile(*p)
-                        .unwrap_or(Nanos(hist.percentile(*p) as i64))
-                        .clamp(min, max),
-                )
+                let value = match stats.percentile(*p) {
+                    Some(v) => v,
+                    None => Nanos(stream.decode_histogram().ok()?.percentile(*p) as i64),
+                };
+                Some(value.clamp(min, max))
             }
         }
     }
@@ -154,8 +153,8 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Judges streams (each with its decoded histogram) against thresholds.
-    pub fn judge(thresholds: &[Threshold], streams: &[(&Stream, &LatencyHistogram)]) -> Verdict {
+    /// Judges streams against thresholds.
+    pub fn judge(thresholds: &[Threshold], streams: &[Stream]) -> Verdict {
         if thresholds.is_empty() {
             return Verdict {
                 status: Status::None,
@@ -164,8 +163,8 @@ impl Verdict {
         }
         let mut checks = Vec::new();
         for threshold in thresholds {
-            for (stream, hist) in streams {
-                let observed = threshold.metric.observe(stream, hist);
+            for stream in streams {
+                let observed = threshold.metric.observe(stream);
                 checks.push(Check {
                     threshold: *threshold,
                     stream: format!("{} [{}]", stream.label(), stream.phase),

@@ -2,10 +2,26 @@
 
 use crate::RtError;
 
-/// Holds all current and future memory of the process locked in RAM; unlocks on drop.
+/// How much of the process to lock in RAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScope {
+    /// Every page the process maps now or later, touched or not
+    /// (`MCL_CURRENT | MCL_FUTURE`, cyclictest's `-m`).
+    All,
+    /// Every page the process has touched or touches later
+    /// (`MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT`). Code and data never used stay out of
+    /// RAM; the caller must touch what its measuring loop needs before measuring.
+    Touched,
+}
+
+/// `MCL_ONFAULT` (Linux 4.4): lock pages when they are faulted in, not all at once.
+const MCL_ONFAULT: libc::c_int = 4;
+
+/// Holds memory locked in RAM; unlocks on drop.
 #[derive(Debug)]
 pub struct MemoryLock {
-    _private: (),
+    /// What was locked (`Touched` falls back to `All` on kernels without `MCL_ONFAULT`).
+    pub scope: LockScope,
 }
 
 impl MemoryLock {
@@ -14,12 +30,29 @@ impl MemoryLock {
     /// Fails with ENOMEM when `RLIMIT_MEMLOCK` is too small and the caller lacks
     /// `CAP_IPC_LOCK`, or EPERM when locking is not permitted at all.
     pub fn lock_all() -> Result<MemoryLock, RtError> {
-        // SAFETY: mlockall takes flags only and affects no Rust-visible state.
-        let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
-        if rc != 0 {
+        Self::lock(LockScope::All)
+    }
+
+    /// Locks with the given scope.
+    pub fn lock(scope: LockScope) -> Result<MemoryLock, RtError> {
+        let base = libc::MCL_CURRENT | libc::MCL_FUTURE;
+        if scope == LockScope::Touched {
+            // SAFETY: mlockall takes flags only and affects no Rust-visible state.
+            if unsafe { libc::mlockall(base | MCL_ONFAULT) } == 0 {
+                return Ok(MemoryLock { scope });
+            }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                return Err(RtError::last("lock memory (mlockall on fault)"));
+            }
+            // A kernel before 4.4: lock everything instead.
+        }
+        // SAFETY: as above.
+        if unsafe { libc::mlockall(base) } != 0 {
             return Err(RtError::last("lock memory (mlockall)"));
         }
-        Ok(MemoryLock { _private: () })
+        Ok(MemoryLock {
+            scope: LockScope::All,
+        })
     }
 }
 

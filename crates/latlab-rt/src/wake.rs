@@ -118,6 +118,8 @@ pub enum Sleeper {
     Spin(Clock),
     /// See [`Method::Hybrid`]; the margin in nanoseconds.
     Hybrid(Clock, i64),
+    /// Scripted wake-ups on a virtual clock (see [`Replay`]).
+    Replay(Replay),
 }
 
 impl Sleeper {
@@ -142,12 +144,30 @@ impl Sleeper {
         }
     }
 
+    /// A sleeper that replays `steps` (at most [`Replay::CAPACITY`]) without sleeping.
+    pub fn replay(steps: &[ReplayStep]) -> Sleeper {
+        let mut script = [ReplayStep::Wake {
+            late_ns: 0,
+            expirations: None,
+        }; Replay::CAPACITY];
+        let len = steps.len().min(Replay::CAPACITY);
+        script[..len].copy_from_slice(&steps[..len]);
+        Sleeper::Replay(Replay {
+            now: 0,
+            script,
+            len,
+            next: 0,
+        })
+    }
+
+    #[inline(always)]
     fn clock(&self) -> Clock {
         match self {
             Sleeper::Abs(c) | Sleeper::Spin(c) | Sleeper::Hybrid(c, _) => *c,
             Sleeper::Rel(r) => r.clock,
             Sleeper::Timerfd(t) => t.clock,
             Sleeper::PosixTimer(p) => p.clock,
+            Sleeper::Replay(_) => Clock::Monotonic,
         }
     }
 }
@@ -155,7 +175,10 @@ impl Sleeper {
 impl WakeSource for Sleeper {
     #[inline(always)]
     fn now_ns(&self) -> i64 {
-        self.clock().now_ns()
+        match self {
+            Sleeper::Replay(r) => r.now,
+            _ => self.clock().now_ns(),
+        }
     }
 
     fn arm(&mut self, first_deadline_ns: i64, period_ns: i64) -> Result<(), RtError> {
@@ -166,7 +189,7 @@ impl WakeSource for Sleeper {
             }
             Sleeper::Timerfd(t) => t.arm(first_deadline_ns, period_ns),
             Sleeper::PosixTimer(p) => p.arm(first_deadline_ns, period_ns),
-            Sleeper::Abs(_) | Sleeper::Spin(_) | Sleeper::Hybrid(..) => Ok(()),
+            Sleeper::Abs(_) | Sleeper::Spin(_) | Sleeper::Hybrid(..) | Sleeper::Replay(_) => Ok(()),
         }
     }
 
@@ -187,6 +210,66 @@ impl WakeSource for Sleeper {
                     sleep_until(*clock, wake_early)?;
                 }
                 spin_until(*clock, expected_ns, stop)
+            }
+            Sleeper::Replay(r) => r.wait(expected_ns),
+        }
+    }
+}
+
+/// One scripted wake-up of a [`Replay`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayStep {
+    /// Wake `late_ns` after the expected instant (negative: early), reporting
+    /// `expirations` as a periodic kernel timer would.
+    Wake {
+        /// Lateness.
+        late_ns: i64,
+        /// Periods expired, for periodic-timer behaviour.
+        expirations: Option<u64>,
+    },
+    /// The wait is interrupted by a signal.
+    Interrupt,
+}
+
+/// Wake-ups replayed from a script on a virtual clock: no sleeping, no kernel call.
+///
+/// A measuring loop runs on it once before measuring, so every path of the loop's
+/// code and every page it uses is touched (and, under `LockScope::Touched`, locked)
+/// before the first real sample. After the script, each wake is a little later than
+/// the one before, so every new sample is a new largest one.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    now: i64,
+    script: [ReplayStep; Replay::CAPACITY],
+    len: usize,
+    next: usize,
+}
+
+impl Replay {
+    /// Most steps a script can hold.
+    pub const CAPACITY: usize = 16;
+
+    fn wait(&mut self, expected_ns: i64) -> Result<Wake, WaitError> {
+        let step = if self.next < self.len {
+            self.script[self.next]
+        } else {
+            ReplayStep::Wake {
+                late_ns: 1_000 + 7 * self.next as i64,
+                expirations: None,
+            }
+        };
+        self.next += 1;
+        match step {
+            ReplayStep::Interrupt => Err(WaitError::Interrupted),
+            ReplayStep::Wake {
+                late_ns,
+                expirations,
+            } => {
+                self.now = self.now.max(expected_ns) + late_ns;
+                Ok(Wake {
+                    at_ns: self.now,
+                    expirations,
+                })
             }
         }
     }

@@ -44,7 +44,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
                 breaktrace_ns: None,
             })],
             dma_latency_us: Some(0),
-            lock_memory: true,
+            memory_lock: MemoryLockPlan::Touched,
         },
         host: HostFacts {
             hostname: "rig".into(),

@@ -67,8 +67,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_tune: bool,
     /// Do not lock memory (mlockall). The run is then not a real-time measurement.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "mlock_all")]
     pub no_mlock: bool,
+    /// Lock every mapped page, used or not (cyclictest -m), instead of every page the
+    /// measurement touches after rehearsing it.
+    #[arg(long)]
+    pub mlock_all: bool,
     /// Timer slack of the measuring threads (default: as inherited).
     #[arg(long, value_name = "DURATION")]
     pub timer_slack: Option<String>,

@@ -483,3 +483,51 @@ fn a_closed_pipe_is_not_an_error() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Page faults of a thread so far (minor + major), from /proc.
+fn faults(task: &std::path::Path) -> u64 {
+    let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+    // Fields after the parenthesised name: minflt is field 10, majflt field 12.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[7].parse::<u64>().unwrap() + fields[9].parse::<u64>().unwrap()
+}
+
+#[test]
+fn the_measuring_thread_takes_no_page_fault_while_measuring() {
+    let _guard = serial();
+    for method in ["abs", "timerfd", "posix-timer", "rel", "hybrid"] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "2s",
+                "-q",
+                "--no-store",
+                "--method",
+                method,
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let tasks = std::path::PathBuf::from(format!("/proc/{}/task", child.id()));
+        let measuring = std::fs::read_dir(&tasks)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|t| {
+                std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim() == "latlab-m0")
+            })
+            .expect("the measuring thread is running");
+        let before = faults(&measuring);
+        std::thread::sleep(Duration::from_millis(800));
+        let after = faults(&measuring);
+        assert!(child.wait().unwrap().success());
+        assert_eq!(
+            after, before,
+            "{method}: page faults inside the measured span"
+        );
+    }
+}

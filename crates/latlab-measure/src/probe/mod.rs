@@ -6,9 +6,11 @@
 //!
 //! 1. [`Probe::prepare`] on the measuring thread, after pinning and policy: allocate
 //!    everything the loop needs and return a [`Worker`];
-//! 2. [`Worker::measure`] once every thread is ready, until the window ends or the
+//! 2. [`Worker::rehearse`], still before the common start: run the loop's code and
+//!    touch its memory once, so page faults and cold caches stay out of the samples;
+//! 3. [`Worker::measure`] once every thread is ready, until the window ends or the
 //!    stop flag is raised;
-//! 3. [`Worker::finish`] to turn what was kept into a Run stream.
+//! 4. [`Worker::finish`] to turn what was kept into a Run stream.
 //!
 //! Adding a probe means one new file here plus one line where probes are built.
 
@@ -58,6 +60,10 @@ pub trait Probe: Sync {
 
 /// One measuring thread's state.
 pub trait Worker: Send {
+    /// Runs the measuring code once without measuring, leaving no trace in the
+    /// results (see the module documentation).
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError>;
+
     /// Measures until the window ends or `stop` is raised. Anything bound to the
     /// measuring thread (timers, signal masks) must be released before returning:
     /// [`finish`](Worker::finish) runs on the coordinating thread.

@@ -20,7 +20,7 @@ use latlab_model::spec::{ClockName, TimerMethod};
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::trace::BreakTrace;
-use latlab_rt::wake::{Method, Sleeper, WaitError, WakeSource};
+use latlab_rt::wake::{Method, ReplayStep, Sleeper, WaitError, WakeSource};
 use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -122,7 +122,89 @@ struct TimerWorker {
     stop_all: Arc<AtomicBool>,
 }
 
+impl TimerWorker {
+    /// Runs everything the measured loop will run before it starts: the loop itself on
+    /// a replayed script that takes each of its branches (warm-up, on time, early,
+    /// interrupted, late by several periods, a periodic timer's overrun count, a
+    /// spike, the top-K list filling and turning over), then the real sleep method a
+    /// few times with a short period; finally it clears what they recorded, writing
+    /// every page of the recorder.
+    ///
+    /// Afterwards every code and data page the measurement needs has been faulted in —
+    /// and, with on-fault memory locking, locked — and caches and branch predictors
+    /// are warm, so none of that lands in the first real samples.
+    fn rehearse_loop(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        let period = self.settings.period_ns.0;
+        let spike = self.settings.spike_threshold_ns.map_or(10_000, |n| n.0 + 1);
+        let wake = |late_ns, expirations| ReplayStep::Wake {
+            late_ns,
+            expirations,
+        };
+        let script = [
+            wake(1_000, None),
+            wake(2_000, None),
+            wake(-10, None),
+            ReplayStep::Interrupt,
+            wake(3 * period + 5, None),
+            wake(5, Some(2)),
+            wake(spike, None),
+            wake(3_000, None),
+        ];
+        let periods =
+            (script.len() + 4 + self.settings.top_spikes + 8) as i64 + spike / period.max(1) + 4;
+        let config = LoopConfig {
+            period,
+            relative: self.settings.method.is_relative(),
+            window: Window {
+                start: 0,
+                warm_up_end: period,
+                end: Some(periods * period),
+            },
+            breaktrace: None,
+            thread: self.placement.thread,
+        };
+        let mut replay = Sleeper::replay(&script);
+        let mut summary = LoopSummary::default();
+        let rehearsal = AtomicBool::new(false);
+        measure_loop(
+            &mut replay,
+            &config,
+            &mut self.recorder,
+            live,
+            &rehearsal,
+            None,
+            &mut summary,
+        )?;
+
+        // The real sleep method, a few short periods (hybrid: longer than its margin).
+        let short = 20_000.max(self.settings.hybrid_margin_ns.0 + 20_000);
+        let mut real = Sleeper::new(
+            method_of(self.settings.method),
+            clock_of(self.settings.clock),
+            self.settings.hybrid_margin_ns.0,
+        );
+        let mut due = real.now_ns() + short;
+        real.arm(due, short)?;
+        for _ in 0..3 {
+            match real.wait(due, stop) {
+                Ok(_) | Err(WaitError::Interrupted) => {}
+                Err(WaitError::Failed(e)) => return Err(e),
+            }
+            due += short;
+        }
+        drop(real);
+
+        self.recorder.reset();
+        live.reset();
+        Ok(())
+    }
+}
+
 impl Worker for TimerWorker {
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        self.rehearse_loop(live, stop)
+    }
+
     fn measure(
         &mut self,
         window: &Window,

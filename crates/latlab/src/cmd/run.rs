@@ -10,10 +10,11 @@ use latlab_measure::live::LiveStats;
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
 use latlab_measure::runner::{self, RunError, RunOutcome, RunRequest, SystemSetup};
-use latlab_model::run::{Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA};
+use latlab_model::run::{MemoryLockPlan, Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::{Status, Threshold, Verdict};
 use latlab_model::units::{parse_duration, Nanos};
+use latlab_rt::memory::LockScope;
 use latlab_rt::trace::BreakTrace;
 use latlab_store::{RunStore, SqliteStore};
 use std::fs::{File, OpenOptions};
@@ -36,6 +37,8 @@ pub struct RunPlan {
     pub request: RunRequest,
     /// The timer probe's settings.
     pub settings: TimerSettings,
+    /// What memory is locked.
+    pub memory_lock: MemoryLockPlan,
     /// Limits to judge by.
     pub thresholds: Vec<Threshold>,
     /// Where the JSON goes.
@@ -140,6 +143,11 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
         thresholds.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
     }
+    let memory_lock = match (args.no_mlock, args.mlock_all) {
+        (true, _) => MemoryLockPlan::None,
+        (false, true) => MemoryLockPlan::All,
+        (false, false) => MemoryLockPlan::Touched,
+    };
     let settings = TimerSettings {
         method,
         period_ns: period,
@@ -160,11 +168,12 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             timer_slack_ns: timer_slack,
             duration,
             warm_up,
-            lock_memory: !args.no_mlock,
+            lock_memory: memory_lock_scope(memory_lock),
             dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
             phase: "main".to_string(),
         },
         settings,
+        memory_lock,
         thresholds,
         json: args.json.clone(),
         store: (!args.no_store).then(|| {
@@ -174,6 +183,14 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         }),
         quiet: args.quiet,
     })
+}
+
+fn memory_lock_scope(plan: MemoryLockPlan) -> Option<LockScope> {
+    match plan {
+        MemoryLockPlan::Touched => Some(LockScope::Touched),
+        MemoryLockPlan::All => Some(LockScope::All),
+        MemoryLockPlan::None => None,
+    }
 }
 
 /// The JSON destination, opened before measuring so a bad path fails at once.
@@ -318,7 +335,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         RunError::Runtime(m) => CliError::runtime(m),
     })?;
 
-    let run = assemble(&plan, host, outcome, extra_notices, breaktrace_armed)?;
+    let run = assemble(&plan, host, outcome, extra_notices, breaktrace_armed);
     let code = match run.verdict.status {
         Status::Fail => exit::FAILED,
         Status::Pass | Status::None => exit::OK,
@@ -360,21 +377,14 @@ fn assemble(
     outcome: RunOutcome,
     extra_notices: Vec<Notice>,
     breaktrace_armed: bool,
-) -> Result<Run, CliError> {
+) -> Run {
     let mut notices = outcome.notices;
     notices.extend(extra_notices);
     // Degrading warnings first.
     notices.sort_by_key(|n| !n.degrades());
     let warnings: Vec<_> = notices.iter().map(Notice::to_warning).collect();
     let degraded = warnings.iter().any(|w| w.degrades);
-    let decoded = outcome
-        .streams
-        .iter()
-        .map(|s| s.decode_histogram())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::runtime(format!("internal histogram error: {e}")))?;
-    let pairs: Vec<_> = outcome.streams.iter().zip(decoded.iter()).collect();
-    let verdict = Verdict::judge(&plan.thresholds, &pairs);
+    let verdict = Verdict::judge(&plan.thresholds, &outcome.streams);
     let mut conditions = outcome.conditions;
     conditions.breaktrace_armed = breaktrace_armed;
     let started = rfc3339(outcome.started_at);
@@ -382,7 +392,7 @@ fn assemble(
         .ended_at
         .duration_since(outcome.started_at)
         .unwrap_or_default();
-    Ok(Run {
+    Run {
         schema: SCHEMA.to_string(),
         id: run_id(outcome.started_at),
         tool: Tool {
@@ -399,7 +409,7 @@ fn assemble(
             cpus: plan.request.cpus.clone(),
             probes: vec![ProbePlan::Timer(plan.settings.clone())],
             dma_latency_us: plan.request.dma_latency_us,
-            lock_memory: plan.request.lock_memory,
+            memory_lock: plan.memory_lock,
         },
         host,
         conditions,
@@ -416,7 +426,7 @@ fn assemble(
         events: outcome.events,
         thresholds: plan.thresholds.clone(),
         verdict,
-    })
+    }
 }
 
 fn rfc3339(t: SystemTime) -> String {
@@ -467,7 +477,8 @@ mod tests {
         assert_eq!(p.request.duration, Some(Nanos::from_secs(30)));
         assert_eq!(p.settings.method, TimerMethod::Abs);
         assert_eq!(p.request.dma_latency_us, Some(0));
-        assert!(p.request.lock_memory);
+        assert_eq!(p.memory_lock, MemoryLockPlan::Touched);
+        assert_eq!(p.request.lock_memory, Some(LockScope::Touched));
     }
 
     #[test]
