@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-/// Buckets of the coarse live histogram: 8 per power of two up to 2^42 ns.
+/// Buckets of the coarse live histogram: 8 per power of two, up to about 2^44 ns.
 const LIVE_BUCKETS: usize = 42 * 8;
 
 /// One measuring thread's live figures.
@@ -87,6 +87,16 @@ impl LiveStats {
         }
         let b = &self.coarse[bucket_of(sample)];
         b.store(b.load(Relaxed).saturating_add(1), Relaxed);
+    }
+
+    /// Publishes periods missed without a sample (a warm-up wake that overran into
+    /// the measured span).
+    #[inline(always)]
+    pub fn publish_missed(&self, missed: u64) {
+        if missed > 0 {
+            self.missed_periods
+                .store(self.missed_periods.load(Relaxed) + missed, Relaxed);
+        }
     }
 
     /// Forgets everything published (single writer only).

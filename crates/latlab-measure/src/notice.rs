@@ -59,6 +59,16 @@ pub enum Notice {
         /// Per stream label.
         worst: String,
     },
+    /// A measuring thread failed; the others were stopped.
+    MeasuringFailed {
+        /// What failed.
+        reason: String,
+    },
+    /// Measuring threads took page faults inside the measured span.
+    PageFaults {
+        /// Total.
+        count: u64,
+    },
     /// Samples beyond the histogram's range were clamped.
     Clamped {
         /// How many.
@@ -80,6 +90,8 @@ impl Notice {
             Notice::EarlyWakes { .. } => "early-wakes",
             Notice::MissedPeriods { .. } => "missed-periods",
             Notice::Clamped { .. } => "clamped-samples",
+            Notice::MeasuringFailed { .. } => "measuring-failed",
+            Notice::PageFaults { .. } => "page-faults",
         }
     }
 
@@ -127,6 +139,10 @@ impl Notice {
                 count: missed,
                 worst,
             });
+        }
+        let faults: u64 = streams.iter().map(|s| s.page_faults).sum();
+        if faults > 0 {
+            out.push(Notice::PageFaults { count: faults });
         }
         let clamped: u64 = streams.iter().map(|s| s.histogram.clamped).sum();
         if clamped > 0 {
@@ -195,6 +211,16 @@ impl fmt::Display for Notice {
                 f,
                 "{count} period(s) passed without a wake-up because wakes came more than one \
                  period late ({worst}); the period may be too short for this system"
+            ),
+            Notice::MeasuringFailed { reason } => write!(
+                f,
+                "{reason}; every thread was stopped and the figures cover what was measured \
+                 until then"
+            ),
+            Notice::PageFaults { count } => write!(
+                f,
+                "the measuring threads took {count} page fault(s) inside the measured span; \
+                 each can delay a wake-up: lock memory (run as root) and avoid --no-mlock"
             ),
             Notice::Clamped { count } => write!(
                 f,

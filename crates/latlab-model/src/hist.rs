@@ -109,18 +109,6 @@ impl LatencyHistogram {
         self.inner.max()
     }
 
-    /// The fraction of samples at or below `ns`.
-    pub fn count_at_or_below(&self, ns: u64) -> u64 {
-        self.inner.count_between(0, ns)
-    }
-
-    /// Adds another histogram's counts.
-    pub fn merge(&mut self, other: &LatencyHistogram) {
-        // Same bounds on both sides, so adding cannot fail.
-        let _ = self.inner.add(&other.inner);
-        self.clamped += other.clamped;
-    }
-
     /// Buckets with samples: (highest equivalent value in ns, count), ascending.
     pub fn buckets(&self) -> Vec<(u64, u64)> {
         self.inner
@@ -270,7 +258,7 @@ mod tests {
         h.record(HIGHEST_NS as i64 + 1);
         assert_eq!(h.len(), 4);
         assert_eq!(h.clamped(), 1);
-        assert_eq!(h.count_at_or_below(0), 2);
+        assert_eq!(h.buckets()[0], (0, 2));
     }
 
     #[test]

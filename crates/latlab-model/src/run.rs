@@ -280,6 +280,9 @@ pub struct Stream {
     pub elapsed_ns: Nanos,
     /// Timer slack of the thread while measuring.
     pub timer_slack_ns: u64,
+    /// Page faults (minor and major) the thread took from the start of its window to
+    /// its last wake-up; each can delay a wake.
+    pub page_faults: u64,
     /// Summary statistics (exact min/max/mean/stddev; percentiles from the histogram).
     pub stats: Statistics,
     /// Every sample, as a histogram.

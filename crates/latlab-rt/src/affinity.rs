@@ -39,13 +39,6 @@ pub fn allowed_cpus() -> Result<Vec<usize>, RtError> {
     }
 }
 
-/// The CPU the calling thread is running on right now.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu takes no arguments and only returns a value.
-    let cpu = unsafe { libc::sched_getcpu() };
-    usize::try_from(cpu).ok()
-}
-
 /// Restricts the calling thread to `cpus`.
 pub fn set_current_thread(cpus: &[usize]) -> Result<(), RtError> {
     if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {

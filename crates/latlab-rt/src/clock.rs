@@ -41,17 +41,6 @@ impl Clock {
     pub fn now_ns(self) -> i64 {
         read_ns(self.id())
     }
-
-    /// The clock's resolution as the kernel reports it, in nanoseconds.
-    pub fn resolution_ns(self) -> Option<i64> {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_getres writes one timespec into the valid `ts`.
-        let rc = unsafe { libc::clock_getres(self.id(), &mut ts) };
-        (rc == 0).then(|| timespec_to_ns(&ts))
-    }
 }
 
 impl fmt::Display for Clock {

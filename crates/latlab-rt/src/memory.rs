@@ -25,15 +25,10 @@ pub struct MemoryLock {
 }
 
 impl MemoryLock {
-    /// Locks all current and future mappings (`mlockall(MCL_CURRENT | MCL_FUTURE)`).
+    /// Locks with the given scope.
     ///
     /// Fails with ENOMEM when `RLIMIT_MEMLOCK` is too small and the caller lacks
     /// `CAP_IPC_LOCK`, or EPERM when locking is not permitted at all.
-    pub fn lock_all() -> Result<MemoryLock, RtError> {
-        Self::lock(LockScope::All)
-    }
-
-    /// Locks with the given scope.
     pub fn lock(scope: LockScope) -> Result<MemoryLock, RtError> {
         let base = libc::MCL_CURRENT | libc::MCL_FUTURE;
         if scope == LockScope::Touched {
@@ -88,4 +83,16 @@ pub fn prefault_stack<const BYTES: usize>() {
         buf[i] = 1;
     }
     std::hint::black_box(&mut buf);
+}
+
+/// Page faults (minor + major) the calling thread has taken so far.
+pub fn thread_page_faults() -> u64 {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it for the calling thread.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to the rusage above.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    if rc != 0 {
+        return 0;
+    }
+    (usage.ru_minflt + usage.ru_majflt).max(0) as u64
 }

@@ -2,7 +2,6 @@
 
 use crate::RtError;
 use std::fmt;
-use std::io;
 
 /// A scheduling policy with its parameters, as the kernel understands it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,9 +234,4 @@ pub fn explain_refusal(policy: &Policy, err: &RtError) -> String {
 pub fn gettid() -> i32 {
     // SAFETY: gettid takes no arguments and cannot fail.
     unsafe { libc::gettid() }
-}
-
-/// True when an `io::Error` is the kernel saying "not permitted".
-pub fn is_permission_error(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
 }

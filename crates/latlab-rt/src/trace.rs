@@ -21,17 +21,44 @@ pub struct BreakTrace {
     marker: File,
     tracing_on: File,
     original_on: Option<String>,
-    mounted_by_us: bool,
+    mount: Option<MountGuard>,
     fired: AtomicBool,
+}
+
+/// Unmounts a tracefs latlab mounted, unless told to keep it.
+#[derive(Debug)]
+struct MountGuard {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        if let Ok(path) = CString::new(self.path.as_os_str().as_encoded_bytes()) {
+            // SAFETY: umount2 with a valid C string path we mounted ourselves.
+            unsafe { libc::umount2(path.as_ptr(), 0) };
+        }
+    }
 }
 
 impl BreakTrace {
     /// Finds tracefs (mounting it at `/sys/kernel/tracing` if needed), opens the marker
     /// and `tracing_on`, and turns tracing on.
     pub fn open() -> Result<BreakTrace, RtError> {
-        let (root, mounted_by_us) = match find_tracefs() {
-            Some(root) => (root, false),
-            None => (mount_tracefs()?, true),
+        // Held from the moment of mounting, so every error below unmounts again.
+        let (root, mount) = match find_tracefs() {
+            Some(root) => (root, None),
+            None => {
+                let root = mount_tracefs()?;
+                let guard = MountGuard {
+                    path: root.clone(),
+                    keep: false,
+                };
+                (root, Some(guard))
+            }
         };
         let open = |name: &str| {
             OpenOptions::new()
@@ -52,7 +79,7 @@ impl BreakTrace {
             marker,
             tracing_on,
             original_on,
-            mounted_by_us,
+            mount,
             fired: AtomicBool::new(false),
         })
     }
@@ -94,17 +121,15 @@ impl Drop for BreakTrace {
     fn drop(&mut self) {
         if self.has_fired() {
             // The point of a break trace is the trace it leaves: keep it readable.
+            if let Some(mount) = &mut self.mount {
+                mount.keep = true;
+            }
             return;
         }
         if let Some(orig) = &self.original_on {
             let _ = self.tracing_on.write_all(orig.as_bytes());
         }
-        if self.mounted_by_us {
-            if let Ok(path) = CString::new(self.root.as_os_str().as_encoded_bytes()) {
-                // SAFETY: umount2 with a valid C string path we mounted ourselves.
-                unsafe { libc::umount2(path.as_ptr(), 0) };
-            }
-        }
+        // `mount`, dropped after this, unmounts what latlab mounted.
     }
 }
 

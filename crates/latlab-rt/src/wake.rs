@@ -57,11 +57,6 @@ impl Method {
     pub fn is_relative(self) -> bool {
         self == Method::Rel
     }
-
-    /// True when the method burns the CPU instead of sleeping.
-    pub fn spins(self) -> bool {
-        matches!(self, Method::Spin | Method::Hybrid)
-    }
 }
 
 /// One wake-up.
@@ -426,6 +421,9 @@ pub struct PosixTimer {
 #[derive(Debug)]
 struct TimerId(libc::timer_t);
 
+/// `si_code` of a signal sent by a POSIX timer expiry.
+const SI_TIMER: i32 = -2;
+
 // Offset of `si_overrun` in the kernel's siginfo for timers: three ints, then the
 // union aligned to the pointer size, whose `_timer` member starts with `int _tid`.
 const SI_OVERRUN_OFFSET: usize = if cfg!(target_pointer_width = "64") {
@@ -465,9 +463,10 @@ impl PosixTimer {
 
     #[inline]
     fn wait(&mut self) -> Result<Wake, WaitError> {
-        // SAFETY: siginfo_t is plain data; sigwaitinfo fills it for the one signal in
-        // `wait_set`, which this thread blocked in `arm`.
+        // SAFETY: siginfo_t is plain data, for which all-zero bytes are valid.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `wait_set` is an initialised set holding the one signal this thread
+        // blocked in `arm`; `info` is valid storage for the result.
         let rc = unsafe { libc::sigwaitinfo(&self.wait_set, &mut info) };
         if rc < 0 {
             let err = std::io::Error::last_os_error();
@@ -475,6 +474,11 @@ impl PosixTimer {
                 return Err(WaitError::Interrupted);
             }
             return Err(WaitError::Failed(RtError::new("sigwaitinfo", err)));
+        }
+        if info.si_code != SI_TIMER {
+            // The same signal number sent by someone else (kill, sigqueue): not an
+            // expiry, and its siginfo holds no overrun count. Wait again.
+            return Err(WaitError::Interrupted);
         }
         let at_ns = self.clock.now_ns();
         // SAFETY: siginfo_t is at least 128 bytes; the offset lies within it and the
@@ -511,6 +515,8 @@ impl Drop for PosixTimer {
     }
 }
 
-// SAFETY: a POSIX timer id is a kernel handle usable from any thread of the process;
-// the sleeper is moved to its measuring thread before it is armed and used there only.
+// SAFETY: a POSIX timer id is a kernel handle usable from any thread of the process.
+// The sleeper is moved to its measuring thread before it is armed, and must be
+// dropped there too: dropping it drains that thread's pending expiries and restores
+// that thread's signal mask (the timer probe does so when measuring ends).
 unsafe impl Send for TimerId {}

@@ -73,6 +73,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             drift_ns: None,
             elapsed_ns: Nanos(3_000_000),
             timer_slack_ns: 50_000,
+            page_faults: 0,
             stats: Statistics::compute(&sums, &hist),
             histogram: EncodedHistogram::from_histogram(&hist),
             spikes: Spikes::default(),

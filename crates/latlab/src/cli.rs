@@ -4,6 +4,7 @@
 //! names the flag in every error.
 
 use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// A real-time latency laboratory for Linux.
@@ -102,7 +103,7 @@ pub struct RunArgs {
     pub thresholds: Vec<String>,
     /// Write the Run as JSON to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+    pub json: Option<PathBuf>,
     /// No live display (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
@@ -127,16 +128,19 @@ pub struct RunsArgs {
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
 /// `--p99.9=80us` and `--p50 5us` become `--threshold p99=50us` and so on.
-pub fn expand_percentile_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut args = args.into_iter().peekable();
+/// Arguments need not be valid Unicode (file names); only flags are inspected.
+pub fn expand_percentile_flags<A: Into<OsString>>(
+    args: impl IntoIterator<Item = A>,
+) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut args = args.into_iter().map(Into::into);
     while let Some(arg) = args.next() {
         if arg == "--" {
             out.push(arg);
             out.extend(args);
             break;
         }
-        let Some(flag) = arg.strip_prefix("--p") else {
+        let Some(flag) = arg.to_str().and_then(|a| a.strip_prefix("--p")) else {
             out.push(arg);
             continue;
         };
@@ -148,12 +152,14 @@ pub fn expand_percentile_flags(args: impl IntoIterator<Item = String>) -> Vec<St
             && rank.starts_with(|c: char| c.is_ascii_digit())
             && rank.chars().all(|c| c.is_ascii_digit() || c == '.');
         if !is_rank {
-            out.push(arg);
+            out.push(arg.clone());
             continue;
         }
-        let value = inline.or_else(|| args.next()).unwrap_or_default();
-        out.push("--threshold".to_string());
-        out.push(format!("p{rank}={value}"));
+        let value = inline
+            .or_else(|| args.next().map(|v| v.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        out.push("--threshold".into());
+        out.push(format!("p{rank}={value}").into());
     }
     out
 }
@@ -163,7 +169,10 @@ mod tests {
     use super::*;
 
     fn expand(args: &[&str]) -> Vec<String> {
-        expand_percentile_flags(args.iter().map(|s| s.to_string()))
+        expand_percentile_flags(args.iter().copied())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
     }
 
     #[test]

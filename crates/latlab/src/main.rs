@@ -7,6 +7,7 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
+mod json_out;
 mod output;
 mod summary;
 
@@ -15,7 +16,7 @@ use error::exit;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::expand_percentile_flags(std::env::args());
+    let args = cli::expand_percentile_flags(std::env::args_os());
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {

@@ -3,6 +3,14 @@
 use crate::error::{exit, CliError};
 use std::io::{self, IsTerminal, Write};
 
+/// Treats a closed pipe as done rather than as an error.
+pub fn ignore_closed(result: Result<(), CliError>) -> Result<(), CliError> {
+    match result {
+        Err(e) if e.code == exit::OK => Ok(()),
+        other => other,
+    }
+}
+
 /// The human-facing stream: stdout, or stderr when stdout carries JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Human {

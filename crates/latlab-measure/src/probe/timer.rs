@@ -19,6 +19,7 @@ use latlab_model::run::{EncodedHistogram, Event, Statistics, Stream, TimerSettin
 use latlab_model::spec::{ClockName, TimerMethod};
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
+use latlab_rt::memory;
 use latlab_rt::trace::BreakTrace;
 use latlab_rt::wake::{Method, ReplayStep, Sleeper, WaitError, WakeSource};
 use latlab_rt::RtError;
@@ -31,23 +32,21 @@ pub struct TimerProbe {
     settings: TimerSettings,
     expected_span: Option<i64>,
     breaktrace: Option<Arc<BreakTrace>>,
-    stop_all: Arc<AtomicBool>,
 }
 
 impl TimerProbe {
-    /// A probe for `settings`. `expected_span` (warm-up + duration) sizes the timeline;
-    /// a fired break trace raises `stop_all`.
+    /// A probe for `settings`. `expected_span` (warm-up + duration) sizes the timeline.
+    /// A sample over the break-trace limit fires `breaktrace` (when given) and halts
+    /// every thread of the run.
     pub fn new(
         settings: TimerSettings,
         expected_span: Option<Nanos>,
         breaktrace: Option<Arc<BreakTrace>>,
-        stop_all: Arc<AtomicBool>,
     ) -> TimerProbe {
         TimerProbe {
             settings,
             expected_span: expected_span.map(|n| n.0),
             breaktrace,
-            stop_all,
         }
     }
 }
@@ -105,7 +104,7 @@ impl Probe for TimerProbe {
             recorder,
             summary: LoopSummary::default(),
             breaktrace: self.breaktrace.clone(),
-            stop_all: self.stop_all.clone(),
+            page_faults: 0,
         }))
     }
 }
@@ -119,7 +118,7 @@ struct TimerWorker {
     recorder: SampleRecorder,
     summary: LoopSummary,
     breaktrace: Option<Arc<BreakTrace>>,
-    stop_all: Arc<AtomicBool>,
+    page_faults: u64,
 }
 
 impl TimerWorker {
@@ -177,7 +176,7 @@ impl TimerWorker {
         )?;
 
         // The real sleep method, a few short periods (hybrid: longer than its margin).
-        let short = 20_000.max(self.settings.hybrid_margin_ns.0 + 20_000);
+        let short = self.settings.hybrid_margin_ns.0.max(0) + 20_000;
         let mut real = Sleeper::new(
             method_of(self.settings.method),
             clock_of(self.settings.clock),
@@ -221,6 +220,7 @@ impl Worker for TimerWorker {
         let Some(mut sleeper) = self.sleeper.take() else {
             return Ok(()); // measured already
         };
+        let faults_before = memory::thread_page_faults();
         let result = measure_loop(
             &mut sleeper,
             &config,
@@ -230,11 +230,12 @@ impl Worker for TimerWorker {
             self.breaktrace.as_deref(),
             &mut self.summary,
         );
+        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         drop(sleeper);
         if self.summary.breaktrace.is_some() {
-            self.stop_all.store(true, Ordering::Relaxed);
+            // Halt every thread of the run, as cyclictest -b does.
+            stop.store(true, Ordering::Relaxed);
         }
-        live.finish();
         result
     }
 
@@ -263,6 +264,7 @@ impl Worker for TimerWorker {
             drift_ns: drift.filter(|_| s.sleeps > 0),
             elapsed_ns: Nanos((s.last_wake - s.measured_from).max(0)),
             timer_slack_ns: self.placement.timer_slack_ns,
+            page_faults: self.page_faults,
             stats: Statistics::compute(rec.sums(), rec.histogram()),
             histogram: EncodedHistogram::from_histogram(rec.histogram()),
             spikes: rec.spikes(self.settings.spike_threshold_ns),
@@ -270,7 +272,7 @@ impl Worker for TimerWorker {
         };
         let events = s
             .breaktrace
-            .map(|(at, value)| Event {
+            .map(|(at, value, fired_here)| Event {
                 kind: "breaktrace".to_string(),
                 at_ns: Nanos(at),
                 thread: self.placement.thread,
@@ -282,7 +284,7 @@ impl Worker for TimerWorker {
                     Nanos(value),
                     self.settings.breaktrace_ns.unwrap_or_default(),
                     match &self.breaktrace {
-                        Some(bt) if bt.has_fired() => format!(
+                        Some(bt) if fired_here => format!(
                             ", trace marker written and tracing stopped (read {}/trace)",
                             bt.root().display()
                         ),
@@ -331,8 +333,9 @@ pub struct LoopSummary {
     pub measured_from: i64,
     /// The last wake-up.
     pub last_wake: i64,
-    /// Offset and value of the sample that fired the break trace.
-    pub breaktrace: Option<(i64, i64)>,
+    /// Offset and value of the sample over the break-trace limit, and whether this
+    /// thread was the one that wrote the trace marker.
+    pub breaktrace: Option<(i64, i64, bool)>,
 }
 
 /// The measuring loop, written once for every sleep method.
@@ -379,10 +382,15 @@ pub fn measure_loop<S: WakeSource>(
         if expected > end {
             return Ok(());
         }
-        let wake = match source.wait(expected, stop) {
-            Ok(wake) => wake,
-            Err(WaitError::Interrupted) => continue,
-            Err(WaitError::Failed(e)) => return Err(e),
+        // An interruption resumes the same wait (a relative sleep with what remained),
+        // unless it came to stop the run.
+        let wake = loop {
+            match source.wait(expected, stop) {
+                Ok(wake) => break wake,
+                Err(WaitError::Interrupted) if stop.load(Ordering::Relaxed) => return Ok(()),
+                Err(WaitError::Interrupted) => continue,
+                Err(WaitError::Failed(e)) => return Err(e),
+            }
         };
         let sample = wake.at_ns - expected;
         // Periods consumed by this wake: the kernel's count for periodic timers,
@@ -405,6 +413,7 @@ pub fn measure_loop<S: WakeSource>(
         }
         if expected <= measured_from {
             summary.warm_up_samples += 1;
+            live.publish_missed(missed);
             continue;
         }
         let at = expected - measured_from;
@@ -412,7 +421,7 @@ pub fn measure_loop<S: WakeSource>(
         live.publish(sample, missed);
         if let Some(limit) = config.breaktrace {
             if sample > limit {
-                summary.breaktrace = Some((at, sample));
+                let mut fired_here = false;
                 if let Some(bt) = breaktrace {
                     let mut marker = MarkerBuf::new();
                     marker.push(b"latlab breaktrace: thread ");
@@ -422,8 +431,9 @@ pub fn measure_loop<S: WakeSource>(
                     marker.push(b" ns > limit ");
                     marker.push_int(limit);
                     marker.push(b" ns\n");
-                    bt.fire(marker.as_bytes());
+                    fired_here = bt.fire(marker.as_bytes());
                 }
+                summary.breaktrace = Some((at, sample, fired_here));
                 return Ok(());
             }
         }
@@ -734,7 +744,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rec.samples(), 3);
-        assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
+        assert_eq!(summary.breaktrace, Some((3 * P, 5_000, false)));
     }
 
     #[test]

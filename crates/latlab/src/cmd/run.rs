@@ -3,7 +3,8 @@
 use crate::cli::RunArgs;
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
-use crate::output::Human;
+use crate::json_out::JsonTarget;
+use crate::output::{self, Human};
 use crate::summary;
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
@@ -17,8 +18,6 @@ use latlab_model::units::{parse_duration, Nanos};
 use latlab_rt::memory::LockScope;
 use latlab_rt::trace::BreakTrace;
 use latlab_store::{RunStore, SqliteStore};
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -42,7 +41,7 @@ pub struct RunPlan {
     /// Limits to judge by.
     pub thresholds: Vec<Threshold>,
     /// Where the JSON goes.
-    pub json: Option<String>,
+    pub json: Option<PathBuf>,
     /// Where the run is stored (`None` = not stored).
     pub store: Option<PathBuf>,
     /// No live display.
@@ -90,6 +89,13 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     }
     let method = TimerMethod::parse(&args.method).map_err(|e| CliError::usage("--method", e))?;
     let clock = ClockName::parse(&args.clock).map_err(|e| CliError::usage("--clock", e))?;
+    if method == TimerMethod::Timerfd && clock == ClockName::Tai {
+        return Err(CliError::usage(
+            "--clock",
+            "timerfd cannot use the TAI clock: use --method posix-timer or abs with tai, \
+             or timerfd with monotonic, realtime or boottime",
+        ));
+    }
     let warm_up = duration_flag("--warm-up", &args.warm_up)?;
     let hybrid_margin = duration_flag("--hybrid-margin", &args.hybrid_margin)?;
     if method == TimerMethod::Hybrid && hybrid_margin >= period {
@@ -120,10 +126,10 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             "the timeline interval must be at least 1ms",
         ));
     }
-    if args.top > 10_000 {
+    if args.top > 1_000 {
         return Err(CliError::usage(
             "--top",
-            "keep at most 10000 spikes per thread",
+            "keep at most 1000 spikes per thread",
         ));
     }
     if args.spike_nodes > 1_000_000 {
@@ -193,85 +199,6 @@ fn memory_lock_scope(plan: MemoryLockPlan) -> Option<LockScope> {
     }
 }
 
-/// The JSON destination, opened before measuring so a bad path fails at once.
-enum JsonTarget {
-    Stdout,
-    File {
-        file: File,
-        path: PathBuf,
-        created: bool,
-        committed: bool,
-    },
-}
-
-impl JsonTarget {
-    fn open(target: &str) -> Result<JsonTarget, CliError> {
-        if target == "-" {
-            return Ok(JsonTarget::Stdout);
-        }
-        let path = PathBuf::from(target);
-        let existed = path.exists();
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| {
-                CliError::usage(
-                    "--json",
-                    format!(
-                        "cannot write {}: {e}; choose a writable path",
-                        path.display()
-                    ),
-                )
-            })?;
-        Ok(JsonTarget::File {
-            file,
-            path,
-            created: !existed,
-            committed: false,
-        })
-    }
-
-    fn write(&mut self, json: &str) -> Result<(), CliError> {
-        match self {
-            JsonTarget::Stdout => Human::Stdout.write(&format!("{json}\n")),
-            JsonTarget::File {
-                file,
-                path,
-                committed,
-                ..
-            } => {
-                let result = file
-                    .set_len(0)
-                    .and_then(|_| file.write_all(json.as_bytes()))
-                    .and_then(|_| file.write_all(b"\n"))
-                    .and_then(|_| file.sync_all());
-                result.map_err(|e| {
-                    CliError::runtime(format!("cannot write {}: {e}", path.display()))
-                })?;
-                *committed = true;
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Drop for JsonTarget {
-    fn drop(&mut self) {
-        if let JsonTarget::File {
-            path,
-            created: true,
-            committed: false,
-            ..
-        } = self
-        {
-            // Created for a run that produced nothing: leave no empty file behind.
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 /// Runs `latlab run`.
 pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let available = latlab_rt::affinity::allowed_cpus().map_err(|e| {
@@ -314,7 +241,6 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             .duration
             .map(|d| Nanos(d.0 + plan.request.warm_up.0)),
         breaktrace.clone(),
-        stop.clone(),
     );
     let live: Vec<LiveStats> = plan
         .request
@@ -335,19 +261,18 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         RunError::Runtime(m) => CliError::runtime(m),
     })?;
 
+    let measuring_failed = outcome.failure.is_some();
     let run = assemble(&plan, host, outcome, extra_notices, breaktrace_armed);
-    let code = match run.verdict.status {
+    // The exit code is settled first: no output problem may change a verdict.
+    let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
         Status::Pass | Status::None => exit::OK,
     };
-    let mut tail = String::new();
-    if let Some(target) = json.as_mut() {
-        target.write(&run.to_json_pretty())?;
-        if let JsonTarget::File { path, .. } = target {
-            tail.push_str(&format!("Run written to {}\n", path.display()));
-        }
+    if measuring_failed {
+        code = exit::RUNTIME;
     }
-    let mut store_failed = false;
+    // Keep the run before anything else can go wrong.
+    let mut tail = String::new();
     if let Some(store) = store.as_mut() {
         match store.save(&run) {
             Ok(()) => tail.push_str(&format!(
@@ -356,18 +281,29 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
                 store.path().display()
             )),
             Err(e) => {
-                store_failed = true;
+                code = code.max(exit::RUNTIME);
                 tail.push_str(&format!("latlab: error: could not save the run: {e}\n"));
             }
         }
     }
-    human.write(&summary::render(&run, human.is_terminal()))?;
-    human.write(&tail)?;
-    Ok(if store_failed && code == exit::OK {
-        exit::RUNTIME
-    } else {
-        code
-    })
+    if let Some(target) = json.as_mut() {
+        match target.write(&run.to_json_pretty()) {
+            Ok(()) => {
+                if let Some(path) = target.path() {
+                    tail.push_str(&format!("Run written to {}\n", path.display()));
+                }
+            }
+            Err(e) if e.code == exit::OK => {} // stdout closed: nothing more to say there
+            Err(e) => {
+                code = code.max(exit::RUNTIME);
+                tail.push_str(&format!("latlab: error: {e}\n"));
+            }
+        }
+    }
+    // A reader that went away (a pager, `head`) is not an error; the verdict stands.
+    output::ignore_closed(human.write(&summary::render(&run, human.is_terminal())))?;
+    output::ignore_closed(human.write(&tail))?;
+    Ok(code)
 }
 
 /// Builds the Run from the plan and what was measured.
@@ -401,7 +337,9 @@ fn assemble(
         },
         started_at: started.clone(),
         ended_at: rfc3339(outcome.ended_at),
-        command_line: std::env::args().collect(),
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         scenario: None,
         plan: Plan {
             duration_ns: plan.request.duration,
@@ -460,7 +398,7 @@ mod tests {
     fn plan_of(extra: &[&str]) -> Result<RunPlan, CliError> {
         let mut argv = vec!["latlab", "run"];
         argv.extend_from_slice(extra);
-        let args = crate::cli::expand_percentile_flags(argv.iter().map(|s| s.to_string()));
+        let args = crate::cli::expand_percentile_flags(argv.iter().copied());
         let cli = crate::cli::Cli::try_parse_from(args).unwrap();
         match cli.command {
             crate::cli::Command::Run(r) => plan(&r, &[0, 1]),
@@ -499,6 +437,8 @@ mod tests {
                 &["--method", "hybrid", "--hybrid-margin", "2ms"],
                 "--hybrid-margin",
             ),
+            (&["--method", "timerfd", "--clock", "tai"], "--clock"),
+            (&["--top", "5000"], "--top"),
         ];
         for (args, flag) in cases {
             let e = plan_of(args).unwrap_err();
