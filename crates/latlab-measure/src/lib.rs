@@ -10,6 +10,7 @@
 
 pub mod facts;
 pub mod live;
+pub mod load;
 pub mod notice;
 pub mod probe;
 pub mod record;

@@ -69,6 +69,13 @@ pub enum Notice {
         /// Total.
         count: u64,
     },
+    /// A background load ended before it was stopped.
+    LoadEndedEarly {
+        /// The load.
+        load: String,
+        /// How it ended.
+        how: String,
+    },
     /// Samples beyond the histogram's range were clamped.
     Clamped {
         /// How many.
@@ -92,6 +99,7 @@ impl Notice {
             Notice::Clamped { .. } => "clamped-samples",
             Notice::MeasuringFailed { .. } => "measuring-failed",
             Notice::PageFaults { .. } => "page-faults",
+            Notice::LoadEndedEarly { .. } => "load-ended-early",
         }
     }
 
@@ -221,6 +229,10 @@ impl fmt::Display for Notice {
                 f,
                 "the measuring threads took {count} page fault(s) inside the measured span; \
                  each can delay a wake-up: lock memory (run as root) and avoid --no-mlock"
+            ),
+            Notice::LoadEndedEarly { load, how } => write!(
+                f,
+                "load {load} {how}: part of the run was measured without it"
             ),
             Notice::Clamped { count } => write!(
                 f,

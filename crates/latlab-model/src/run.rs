@@ -239,8 +239,35 @@ pub struct Phase {
     pub started_at: String,
     /// How long it measured.
     pub elapsed_ns: Nanos,
-    /// Background loads during the phase (none yet for plain runs).
-    pub loads: Vec<serde_json::Value>,
+    /// Background loads during the phase, with the rate each achieved.
+    pub loads: Vec<LoadRecord>,
+}
+
+/// One background load of a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadRecord {
+    /// As given (`memory:size=32M`, `exec:make -j4`).
+    pub spec: String,
+    /// The load's name.
+    pub name: String,
+    /// Its parameters after defaults were applied.
+    pub params: BTreeMap<String, String>,
+    /// CPUs it ran on.
+    pub cpus: Vec<usize>,
+    /// Work done, in `unit`s.
+    pub work: u64,
+    /// What one unit of work is (`bytes`, `messages`, `execs`, ...).
+    pub unit: String,
+    /// The rate achieved, in `rate_unit` (`null` when it did no work).
+    pub rate: Option<f64>,
+    /// The rate's unit (`MB/s`, `messages/s`, ...).
+    pub rate_unit: String,
+    /// How long it ran.
+    pub elapsed_ns: Nanos,
+    /// How it ended: `stopped`, or why it ended early (`exited with status 2`).
+    pub ended: String,
+    /// How long stopping it took.
+    pub stop_ns: Nanos,
 }
 
 /// One measuring thread's results in one phase.

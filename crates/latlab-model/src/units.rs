@@ -174,9 +174,43 @@ pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
     Ok(Nanos(total as i64))
 }
 
+/// Parses a size in bytes: `4096`, `64K`, `32M`, `1G` (binary multiples; `KiB`,
+/// `MB` and lower case accepted too).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size: write e.g. 4096, 64K, 32M or 1G"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "'{text}': unknown size unit '{other}' (use K, M or G)"
+            ))
+        }
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("32M"), Ok(32 << 20));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("12X").unwrap_err().contains("unknown size unit"));
+        assert!(parse_size("M").unwrap_err().contains("not a size"));
+    }
 
     #[test]
     fn parses_every_unit() {

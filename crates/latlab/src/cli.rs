@@ -25,6 +25,25 @@ pub enum Command {
     Runs(RunsArgs),
     /// List the timer probe's sleep methods.
     Methods,
+    /// List the background loads, with their parameters.
+    Loads,
+    /// Run one load (started by `latlab run --load`; not for direct use).
+    #[command(name = "__load", hide = true)]
+    LoadWorker(LoadWorkerArgs),
+}
+
+/// `latlab __load`.
+#[derive(Debug, Args)]
+pub struct LoadWorkerArgs {
+    /// The load specification.
+    #[arg(long)]
+    pub spec: String,
+    /// Its private directory.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// CPUs to run on.
+    #[arg(long)]
+    pub cpus: String,
 }
 
 /// `latlab run`.
@@ -101,6 +120,17 @@ pub struct RunArgs {
     /// Fail (exit 1) if a metric exceeds a limit: METRIC=LIMIT, e.g. p99.9=80us, mean=20us.
     #[arg(long = "threshold", value_name = "METRIC=LIMIT")]
     pub thresholds: Vec<String>,
+    /// Run a background load while measuring (repeatable): NAME, NAME:key=value,...,
+    /// or 'exec:COMMAND'. `latlab loads` lists them.
+    #[arg(long = "load", value_name = "SPEC")]
+    pub loads: Vec<String>,
+    /// CPUs the loads run on (default: every CPU).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub load_cpus: String,
+    /// Directory for the loads' temporary files (default: the system's temporary
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub load_dir: Option<PathBuf>,
     /// Write the Run as JSON to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -33,6 +33,8 @@ fn main() -> ExitCode {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Methods => cmd::methods::execute(),
+        cli::Command::Loads => cmd::loads::execute(),
+        cli::Command::LoadWorker(w) => Ok(cmd::loads::worker(&w)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -122,6 +122,26 @@ pub fn render(run: &Run, color: bool) -> String {
             worst.1.at_ns.as_secs_f64()
         );
     }
+    for phase in run.phases.iter().filter(|p| !p.loads.is_empty()) {
+        let _ = writeln!(out, "Loads during phase {}:", phase.name);
+        for l in &phase.loads {
+            let _ = writeln!(
+                out,
+                "  {:<28} {} on CPU {} ({} {} in {:.1} s; {}, stop took {})",
+                l.spec,
+                l.rate.map_or("no work done".to_string(), |r| format!(
+                    "{r:.1} {}",
+                    l.rate_unit
+                )),
+                latlab_model::spec::format_cpu_list(&l.cpus),
+                l.work,
+                l.unit,
+                l.elapsed_ns.as_secs_f64(),
+                l.ended,
+                l.stop_ns,
+            );
+        }
+    }
     for e in &run.events {
         let _ = writeln!(out, "Event: {}", e.message);
     }

@@ -555,3 +555,216 @@ fn an_argument_that_is_not_unicode_is_a_usage_error_not_a_crash() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--json"), "{err}");
 }
+
+/// Processes whose command line or working directory lies under `dir`: what a load
+/// started there would leave behind.
+fn processes_under(dir: &std::path::Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        let cwd = std::fs::read_link(entry.path().join("cwd"))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if cmdline.contains(&needle) || cwd.starts_with(&needle) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    let mut left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .filter(|p| !p.ends_with("run.json"))
+        .collect();
+    left.extend(processes_under(dir));
+    left
+}
+
+#[test]
+fn every_load_works_reports_its_rate_stops_and_leaves_nothing() {
+    let loads = [
+        "cpu",
+        "memory:size=8M",
+        "disk:size=16M",
+        "net",
+        "hackbench:groups=2,fds=4",
+        "hackbench:groups=1,fds=4,mode=thread,transport=pipe",
+        "dirwalk:root=/usr",
+        "find:root=/usr,walkers=2",
+        "launch",
+        "filecopy:size=8M",
+        "exec:while :; do :; done",
+    ];
+    for load in loads {
+        let _guard = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("run.json");
+        let out = latlab()
+            .args([
+                "run",
+                "-c",
+                "1",
+                "-d",
+                "1s",
+                "-q",
+                "--no-store",
+                "--load",
+                load,
+            ])
+            .arg("--load-dir")
+            .arg(dir.path())
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{load}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let record = &run.phases[0].loads[0];
+        assert_eq!(record.spec, load);
+        assert!(record.work > 0, "{load}: no work done");
+        assert!(record.rate.is_some_and(|r| r > 0.0), "{load}: no rate");
+        assert_eq!(record.ended, "stopped", "{load}");
+        assert!(
+            record.stop_ns < latlab_model::Nanos::SECOND,
+            "{load}: stopping took {}",
+            record.stop_ns
+        );
+        assert!(stdout.contains("Loads during phase main"), "{stdout}");
+        assert_eq!(
+            leftovers(dir.path()),
+            Vec::<String>::new(),
+            "{load} left something"
+        );
+    }
+}
+
+/// Interrupts a run with loads mid-way; everything must stop and vanish.
+fn loads_stop_on(signal: i32) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store"])
+        .args([
+            "--load",
+            "hackbench:groups=2,fds=4",
+            "--load",
+            "disk:size=16M",
+        ])
+        .args(["--load", "exec:sleep 300", "--load-dir"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !processes_under(dir.path()).is_empty(),
+        "the loads are running"
+    );
+    let rc = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+    assert_eq!(run.phases[0].loads.len(), 3);
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn loads_stop_and_vanish_on_sigint() {
+    loads_stop_on(2);
+}
+
+#[test]
+fn loads_stop_and_vanish_on_sigterm() {
+    loads_stop_on(15);
+}
+
+#[test]
+fn a_load_that_dies_early_is_reported_with_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, out) = measure(&[
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        "--load",
+        "exec:sleep 0.2; exit 3",
+        "--load-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let record = &run.phases[0].loads[0];
+    assert!(record.ended.starts_with("ended early"), "{}", record.ended);
+    assert!(record.ended.contains("exit status: 3"), "{}", record.ended);
+    assert!(run.warnings.iter().any(|w| w.code == "load-ended-early"));
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn loads_that_cannot_start_fail_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("disk:size=100000G", "no space for the disk load"),
+        ("nosuchload", "unknown load 'nosuchload'"),
+        ("memory:colour=blue", "no parameter 'colour'"),
+        ("hackbench:mode=fibers", "give process or thread"),
+        ("dirwalk:root=/no/such/dir", "not a directory"),
+        ("exec:", "needs a command"),
+    ];
+    for (load, needle) in cases {
+        let out = latlab()
+            .args([
+                "run",
+                "-c",
+                "1",
+                "-d",
+                "1s",
+                "-q",
+                "--no-store",
+                "--load",
+                load,
+            ])
+            .arg("--load-dir")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{load}: {err}");
+        assert!(
+            err.contains("--load") && err.contains(needle),
+            "{load}: {err}"
+        );
+        assert!(out.stdout.is_empty() || !String::from_utf8_lossy(&out.stdout).contains("samples"));
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "{load}");
+    }
+}

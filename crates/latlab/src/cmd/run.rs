@@ -8,10 +8,14 @@ use crate::output::{self, Human};
 use crate::summary;
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
+use latlab_measure::load::running::RunningLoad;
+use latlab_measure::load::{LoadError, LoadSpec};
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
 use latlab_measure::runner::{self, RunError, RunOutcome, RunRequest, SystemSetup};
-use latlab_model::run::{MemoryLockPlan, Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA};
+use latlab_model::run::{
+    LoadRecord, MemoryLockPlan, Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA,
+};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::{Status, Threshold, Verdict};
 use latlab_model::units::{parse_duration, Nanos};
@@ -46,6 +50,12 @@ pub struct RunPlan {
     pub store: Option<PathBuf>,
     /// No live display.
     pub quiet: bool,
+    /// Background loads.
+    pub loads: Vec<LoadSpec>,
+    /// CPUs the loads run on.
+    pub load_cpus: Vec<usize>,
+    /// Where the loads' temporary directories go.
+    pub load_dir: Option<PathBuf>,
 }
 
 fn duration_flag(flag: &str, text: &str) -> Result<Nanos, CliError> {
@@ -154,6 +164,22 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         (false, true) => MemoryLockPlan::All,
         (false, false) => MemoryLockPlan::Touched,
     };
+    let loads = args
+        .loads
+        .iter()
+        .map(|l| LoadSpec::parse(l).map_err(|e| CliError::usage("--load", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let load_cpus = CpuSelection::parse(&args.load_cpus)
+        .and_then(|sel| sel.resolve(available_cpus))
+        .map_err(|e| CliError::usage("--load-cpus", e))?;
+    if let Some(dir) = &args.load_dir {
+        if !dir.is_dir() {
+            return Err(CliError::usage(
+                "--load-dir",
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+    }
     let settings = TimerSettings {
         method,
         period_ns: period,
@@ -188,6 +214,9 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
                 .unwrap_or_else(latlab_store::default_path)
         }),
         quiet: args.quiet,
+        loads,
+        load_cpus,
+        load_dir: args.load_dir.clone(),
     })
 }
 
@@ -242,6 +271,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             .map(|d| Nanos(d.0 + plan.request.warm_up.0)),
         breaktrace.clone(),
     );
+    let loads = start_loads(&plan)?;
     let live: Vec<LiveStats> = plan
         .request
         .cpus
@@ -253,6 +283,13 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let measured = runner::run_probe(&probe, &plan.request, &setup, &stop, &live, &mut display);
     display.finish();
     let breaktrace_armed = breaktrace.is_some();
+    let load_records: Vec<LoadRecord> = loads.into_iter().map(RunningLoad::stop).collect();
+    for record in load_records.iter().filter(|r| r.ended != "stopped") {
+        extra_notices.push(Notice::LoadEndedEarly {
+            load: record.spec.clone(),
+            how: record.ended.clone(),
+        });
+    }
     drop(probe);
     drop(breaktrace);
     drop(setup);
@@ -262,7 +299,14 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     })?;
 
     let measuring_failed = outcome.failure.is_some();
-    let run = assemble(&plan, host, outcome, extra_notices, breaktrace_armed);
+    let run = assemble(
+        &plan,
+        host,
+        outcome,
+        extra_notices,
+        breaktrace_armed,
+        load_records,
+    );
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
@@ -306,6 +350,27 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     Ok(code)
 }
 
+/// Starts every load of the plan and waits until each is running; any that cannot
+/// start ends the run before measuring (the ones already started are stopped).
+fn start_loads(plan: &RunPlan) -> Result<Vec<RunningLoad>, CliError> {
+    if plan.loads.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Descendants of a load that outlive their parent can then still be reaped.
+    let _ = latlab_rt::process::become_subreaper();
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::runtime(format!("cannot find latlab's own executable: {e}")))?;
+    let mut running = Vec::with_capacity(plan.loads.len());
+    for spec in &plan.loads {
+        match RunningLoad::start(spec, &plan.load_cpus, plan.load_dir.as_deref(), &exe) {
+            Ok(load) => running.push(load),
+            Err(LoadError::Failed(m)) => return Err(CliError::runtime(m)),
+            Err(e) => return Err(CliError::usage("--load", e)),
+        }
+    }
+    Ok(running)
+}
+
 /// Builds the Run from the plan and what was measured.
 fn assemble(
     plan: &RunPlan,
@@ -313,6 +378,7 @@ fn assemble(
     outcome: RunOutcome,
     extra_notices: Vec<Notice>,
     breaktrace_armed: bool,
+    loads: Vec<LoadRecord>,
 ) -> Run {
     let mut notices = outcome.notices;
     notices.extend(extra_notices);
@@ -358,7 +424,7 @@ fn assemble(
             name: plan.request.phase.clone(),
             started_at: started,
             elapsed_ns: Nanos(elapsed.as_nanos() as i64),
-            loads: Vec::new(),
+            loads,
         }],
         streams: outcome.streams,
         events: outcome.events,

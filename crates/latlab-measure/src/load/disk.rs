@@ -1,0 +1,89 @@
+//! `disk`: a file written and flushed over and over (Wilshire's "dd job and writing
+//! the buffers to the hard disk using sync", Rapid Reaction Linux Tables 1 and 5).
+
+use super::{param_size, Load, LoadContext, LoadError, Param, Params, Work};
+use std::io::{Seek, SeekFrom, Write};
+
+pub(super) struct Disk;
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "size",
+        default: "64M",
+        meaning: "file size, the bound on disk space used",
+    },
+    Param {
+        name: "block",
+        default: "1M",
+        meaning: "bytes per write",
+    },
+];
+
+impl Load for Disk {
+    fn name(&self) -> &'static str {
+        "disk"
+    }
+
+    fn describe(&self) -> &'static str {
+        "rewrites a file (64 MB) and flushes it with fsync and sync (Wilshire's dd + sync)"
+    }
+
+    fn params(&self) -> &'static [Param] {
+        PARAMS
+    }
+
+    fn work(&self) -> Work {
+        Work {
+            unit: "bytes",
+            rate_unit: "MB/s",
+            scale: 1e-6,
+        }
+    }
+
+    fn check(&self, params: &Params, dir: &std::path::Path) -> Result<(), LoadError> {
+        let size = param_size(params, "size")?;
+        let block = param_size(params, "block")?;
+        if block == 0 || block > size || block > (64 << 20) {
+            return Err(LoadError::Spec(
+                "disk block: give 1 byte to 64M, at most the size".into(),
+            ));
+        }
+        let free = latlab_rt::shared::free_bytes(dir)
+            .map_err(|e| LoadError::Unavailable(format!("disk load: {e}")))?;
+        let needed = size + (16 << 20);
+        if free < needed {
+            return Err(LoadError::Unavailable(format!(
+                "no space for the disk load: it needs {} MB in {}, which has {} MB free; \
+                 lower size= or choose another directory with --load-dir",
+                needed >> 20,
+                dir.display(),
+                free >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
+        let size = param_size(params, "size")?;
+        let block = vec![0x5au8; param_size(params, "block")? as usize];
+        let path = ctx.dir.join("disk-load.dat");
+        let mut file = std::fs::File::create(&path)
+            .map_err(|e| LoadError::Failed(format!("create {}: {e}", path.display())))?;
+        ctx.ready();
+        let failed =
+            |e: std::io::Error| LoadError::Failed(format!("write {}: {e}", path.display()));
+        while !ctx.stopped() {
+            file.seek(SeekFrom::Start(0)).map_err(failed)?;
+            let mut written = 0;
+            while written < size && !ctx.stopped() {
+                let n = block.len().min((size - written) as usize);
+                file.write_all(&block[..n]).map_err(failed)?;
+                written += n as u64;
+                ctx.count(0, n as u64);
+            }
+            file.sync_data().map_err(failed)?;
+            latlab_rt::shared::sync_all();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! `exec:COMMAND`: any external command as a load (a kernel build, stress-ng, ...),
+//! run by `sh -c` in the load's process group.
+
+use super::{Load, LoadContext, LoadError, Param, Params, Work};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+pub(super) struct Exec;
+
+impl Load for Exec {
+    fn name(&self) -> &'static str {
+        "exec"
+    }
+
+    fn describe(&self) -> &'static str {
+        "any command, e.g. exec:make -j4 -C ~/linux; its rate is the CPU time it used per second"
+    }
+
+    fn params(&self) -> &'static [Param] {
+        &[]
+    }
+
+    fn work(&self) -> Work {
+        Work {
+            unit: "CPU ns",
+            rate_unit: "CPU s/s",
+            scale: 1e-9,
+        }
+    }
+
+    fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
+        let command = params.get("command").map(String::as_str).unwrap_or("");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&ctx.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| LoadError::Failed(format!("cannot run sh -c {command:?}: {e}")))?;
+        ctx.ready();
+        let status = loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?
+            {
+                break Some(status);
+            }
+            if ctx.stopped() {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Stopping: the command got SIGTERM with the whole process group.
+        let status = match status {
+            Some(s) => s,
+            None => child
+                .wait()
+                .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?,
+        };
+        ctx.count(0, latlab_rt::shared::children_cpu_ns());
+        if !ctx.stopped() {
+            return Err(LoadError::Failed(format!(
+                "{command:?} ended on its own ({status})"
+            )));
+        }
+        Ok(())
+    }
+}

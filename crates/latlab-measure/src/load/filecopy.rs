@@ -1,0 +1,84 @@
+//! `filecopy`: two large files copied over each other, again and again (Realfeel's
+//! file-move load).
+
+use super::{param_size, Load, LoadContext, LoadError, Param, Params, Work};
+use std::io::{Read, Write};
+
+pub(super) struct FileCopy;
+
+impl Load for FileCopy {
+    fn name(&self) -> &'static str {
+        "filecopy"
+    }
+
+    fn describe(&self) -> &'static str {
+        "copies two large files (64 MB) over each other in turn (Realfeel's file-move load)"
+    }
+
+    fn params(&self) -> &'static [Param] {
+        &[Param {
+            name: "size",
+            default: "64M",
+            meaning: "size of each file",
+        }]
+    }
+
+    fn work(&self) -> Work {
+        Work {
+            unit: "bytes",
+            rate_unit: "MB/s",
+            scale: 1e-6,
+        }
+    }
+
+    fn check(&self, params: &Params, dir: &std::path::Path) -> Result<(), LoadError> {
+        let size = param_size(params, "size")?;
+        let free = latlab_rt::shared::free_bytes(dir)
+            .map_err(|e| LoadError::Unavailable(format!("filecopy load: {e}")))?;
+        let needed = 2 * size + (16 << 20);
+        if free < needed {
+            return Err(LoadError::Unavailable(format!(
+                "no space for the filecopy load: it needs {} MB in {}, which has {} MB free; \
+                 lower size= or choose another directory with --load-dir",
+                needed >> 20,
+                dir.display(),
+                free >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
+        let size = param_size(params, "size")? as usize;
+        let (a, b) = (ctx.dir.join("copy-a.dat"), ctx.dir.join("copy-b.dat"));
+        let failed = |e: std::io::Error| LoadError::Failed(format!("filecopy: {e}"));
+        let chunk = vec![0xa5u8; 1 << 20];
+        for path in [&a, &b] {
+            let mut f = std::fs::File::create(path).map_err(failed)?;
+            let mut left = size;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                f.write_all(&chunk[..n]).map_err(failed)?;
+                left -= n;
+            }
+        }
+        ctx.ready();
+        let mut buffer = vec![0u8; 1 << 20];
+        let mut from_a = true;
+        while !ctx.stopped() {
+            let (src, dst) = if from_a { (&a, &b) } else { (&b, &a) };
+            let mut input = std::fs::File::open(src).map_err(failed)?;
+            let mut output = std::fs::File::create(dst).map_err(failed)?;
+            loop {
+                let n = input.read(&mut buffer).map_err(failed)?;
+                if n == 0 || ctx.stopped() {
+                    break;
+                }
+                output.write_all(&buffer[..n]).map_err(failed)?;
+                ctx.count(0, n as u64);
+            }
+            from_a = !from_a;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,243 @@
+//! The parent's side of a load: start its worker in a new process group with a
+//! private directory, follow its reports, stop it within a second, and leave nothing
+//! behind — on a normal end, and from `Drop` on every other path.
+
+use super::{LoadError, LoadSpec};
+use latlab_model::run::LoadRecord;
+use latlab_model::spec::format_cpu_list;
+use latlab_model::Nanos;
+use latlab_rt::process;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a load may take to say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a load gets to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_millis(800);
+
+/// What the worker has reported so far.
+#[derive(Debug, Default, Clone)]
+struct Progress {
+    ready: bool,
+    work: u64,
+    elapsed_ns: u64,
+    end: Option<String>,
+}
+
+/// A load running in its own process group.
+pub struct RunningLoad {
+    spec: LoadSpec,
+    cpus: Vec<usize>,
+    child: Child,
+    pgid: u32,
+    dir: Option<tempfile::TempDir>,
+    progress: Arc<Mutex<Progress>>,
+    reader: Option<JoinHandle<()>>,
+    stopped: bool,
+}
+
+impl RunningLoad {
+    /// Checks and starts a load on `cpus`, with a private directory under `base` (the
+    /// system's temporary directory when `None`), and waits until it is running.
+    pub fn start(
+        spec: &LoadSpec,
+        cpus: &[usize],
+        base: Option<&Path>,
+        exe: &Path,
+    ) -> Result<RunningLoad, LoadError> {
+        let base = base
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("latlab-load-")
+            .tempdir_in(&base)
+            .map_err(|e| {
+                LoadError::Unavailable(format!(
+                    "load {}: cannot create a directory in {}: {e}",
+                    spec.name,
+                    base.display()
+                ))
+            })?;
+        spec.load().check(&spec.params, dir.path())?;
+        let child = Command::new(exe)
+            .arg("__load")
+            .arg("--spec")
+            .arg(&spec.text)
+            .arg("--dir")
+            .arg(dir.path())
+            .arg("--cpus")
+            .arg(format_cpu_list(cpus))
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| LoadError::Unavailable(format!("cannot start load {}: {e}", spec.name)))?;
+        let pgid = child.id();
+        let mut load = RunningLoad {
+            spec: spec.clone(),
+            cpus: cpus.to_vec(),
+            child,
+            pgid,
+            dir: Some(dir),
+            progress: Arc::new(Mutex::new(Progress::default())),
+            reader: None,
+            stopped: false,
+        };
+        let stdout = load.child.stdout.take().expect("stdout is piped");
+        let progress = load.progress.clone();
+        load.reader = Some(std::thread::spawn(move || follow(stdout, &progress)));
+        load.wait_ready()?;
+        Ok(load)
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn wait_ready(&mut self) -> Result<(), LoadError> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let p = self.progress();
+            if let Some(end) = p.end {
+                return Err(LoadError::Unavailable(format!(
+                    "load {} could not start: {}",
+                    self.spec.text,
+                    end.trim_start_matches("failed ")
+                )));
+            }
+            if p.ready {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(LoadError::Unavailable(format!(
+                    "load {} could not start: its worker exited ({status})",
+                    self.spec.text
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(LoadError::Unavailable(format!(
+                    "load {} did not start within {} s",
+                    self.spec.text,
+                    READY_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The process group the load runs in.
+    pub fn process_group(&self) -> u32 {
+        self.pgid
+    }
+
+    /// The load's private directory.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_ref().map(|d| d.path())
+    }
+
+    /// Work reported so far.
+    pub fn work(&self) -> u64 {
+        self.progress().work
+    }
+
+    /// Stops the load (SIGTERM to its group, SIGKILL after a grace period), reaps every
+    /// process of its group, removes its directory, and says what it achieved.
+    pub fn stop(mut self) -> LoadRecord {
+        let ended_early = self.progress().end.clone().or_else(|| {
+            self.child
+                .try_wait()
+                .ok()
+                .flatten()
+                .map(|s| format!("exited ({s})"))
+        });
+        let t0 = Instant::now();
+        self.terminate();
+        let stop_ns = Nanos(t0.elapsed().as_nanos() as i64);
+        let p = self.progress();
+        let work = self.spec.load().work();
+        let elapsed_ns = p.elapsed_ns.max(1);
+        LoadRecord {
+            spec: self.spec.text.clone(),
+            name: self.spec.name.clone(),
+            params: self.spec.params.clone(),
+            cpus: self.cpus.clone(),
+            work: p.work,
+            unit: work.unit.to_string(),
+            rate: (p.work > 0).then(|| p.work as f64 * work.scale / (elapsed_ns as f64 / 1e9)),
+            rate_unit: work.rate_unit.to_string(),
+            elapsed_ns: Nanos(elapsed_ns as i64),
+            ended: match ended_early {
+                Some(end) if end != "ok" => format!("ended early: {end}"),
+                Some(_) => "ended early: finished".to_string(),
+                None => "stopped".to_string(),
+            },
+            stop_ns,
+        }
+    }
+
+    /// Ends every process of the group and removes the directory.
+    fn terminate(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let _ = process::signal_group(self.pgid, signal_hook::consts::SIGTERM);
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            process::reap_group(self.pgid);
+            if !process::group_exists(self.pgid) || Instant::now() > deadline {
+                break;
+            }
+            let _ = process::signal_group(self.pgid, signal_hook::consts::SIGKILL);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+    }
+}
+
+impl Drop for RunningLoad {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// Reads the worker's reports until it closes its output.
+fn follow(stdout: std::process::ChildStdout, progress: &Mutex<Progress>) {
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut words = line.splitn(3, ' ');
+        match words.next() {
+            Some("ready") => p.ready = true,
+            Some("count") => {
+                let work = words.next().and_then(|w| w.parse().ok());
+                let elapsed = words.next().and_then(|w| w.parse().ok());
+                if let (Some(work), Some(elapsed)) = (work, elapsed) {
+                    p.work = work;
+                    p.elapsed_ns = elapsed;
+                }
+            }
+            Some("end") => p.end = Some(line["end ".len().min(line.len())..].to_string()),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The load worker: what runs inside `latlab __load`, one process group per load.
+//!
+//! It speaks a line protocol on standard output, read by [`super::running`]:
+//! `ready` once set up, `count WORK ELAPSED_NS` every 200 ms, and finally
+//! `end ok` or `end failed MESSAGE`.
+
+use super::{LoadContext, LoadSpec};
+use latlab_rt::shared::SharedCounters;
+use latlab_rt::{affinity, process};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the worker reports its count.
+pub const REPORT_EVERY: Duration = Duration::from_millis(200);
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // latlab gone: nobody to tell, and the parent-death signal ends us anyway.
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+}
+
+/// Runs the load `spec` until told to stop; returns the process exit code.
+pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
+    let _ = process::die_with_parent(signal_hook::consts::SIGKILL);
+    if !cpus.is_empty() {
+        let _ = affinity::set_current_thread(cpus);
+    }
+    // Raised by SIGTERM (latlab stopping the load) or SIGINT.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(signal, stop.clone()) {
+            say(&format!("end failed cannot handle signals: {e}"));
+            return 1;
+        }
+    }
+    let spec = match LoadSpec::parse(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("end failed {e}"));
+            return 1;
+        }
+    };
+    let counters = match SharedCounters::new(64 * 8) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            say(&format!("end failed {e}"));
+            return 1;
+        }
+    };
+    let started = Instant::now();
+    let (reporter_counters, reporter_stop) = (counters.clone(), stop.clone());
+    let ready = Box::new(move || {
+        say("ready");
+        let (counters, stop) = (reporter_counters.clone(), reporter_stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                say(&format!(
+                    "count {} {}",
+                    counters.total(),
+                    started.elapsed().as_nanos()
+                ));
+                std::thread::sleep(REPORT_EVERY);
+            }
+        });
+    });
+    let ctx = LoadContext::new(
+        dir.to_path_buf(),
+        cpus.to_vec(),
+        stop,
+        counters.clone(),
+        ready,
+    );
+    let result = spec.load().run(&spec.params, &ctx);
+    say(&format!(
+        "count {} {}",
+        counters.total(),
+        started.elapsed().as_nanos()
+    ));
+    match result {
+        Ok(()) => {
+            say("end ok");
+            0
+        }
+        Err(e) => {
+            say(&format!("end failed {e}"));
+            1
+        }
+    }
+}
