@@ -140,7 +140,10 @@ impl Notice {
             let worst = streams
                 .iter()
                 .filter(|s| s.missed_periods > 0)
-                .map(|s| format!("{}: {}", s.label(), s.missed_periods))
+                .map(|s| match s.phase.as_str() {
+                    "main" => format!("{}: {}", s.label(), s.missed_periods),
+                    phase => format!("{} in {phase}: {}", s.label(), s.missed_periods),
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             out.push(Notice::MissedPeriods {

@@ -16,6 +16,7 @@
 
 pub mod hist;
 pub mod run;
+pub mod scenario;
 pub mod spec;
 pub mod threshold;
 pub mod units;

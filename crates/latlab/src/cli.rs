@@ -27,9 +27,19 @@ pub enum Command {
     Methods,
     /// List the background loads, with their parameters.
     Loads,
+    /// List the built-in scenarios, or print one (scenarios show NAME).
+    Scenarios(ScenariosArgs),
     /// Run one load (started by `latlab run --load`; not for direct use).
     #[command(name = "__load", hide = true)]
     LoadWorker(LoadWorkerArgs),
+}
+
+/// `latlab scenarios`.
+#[derive(Debug, Args)]
+pub struct ScenariosArgs {
+    /// `show NAME` prints a built-in scenario's TOML.
+    #[arg(value_name = "show NAME", num_args = 0..=2)]
+    pub words: Vec<String>,
 }
 
 /// `latlab __load`.
@@ -54,32 +64,32 @@ Thresholds: --max 100us, or any percentile as --p99 50us, --p99.9 80us, --p99.99
 Exit codes: 0 passed (or no thresholds), 1 a threshold failed, 2 usage or configuration
 error, 3 could not measure.")]
 pub struct RunArgs {
-    /// CPUs to measure, one thread each: 'all', 3, 0-3,5.
-    #[arg(short = 'c', long = "cpus", value_name = "LIST", default_value = "all")]
-    pub cpus: String,
-    /// Scheduling policy: f:95 (fifo), r:50 (rr), o:0 (other), b:0, i, d:RUNTIME:PERIOD.
-    #[arg(
-        short = 'P',
-        long = "priority",
-        value_name = "POLICY",
-        default_value = "f:95"
-    )]
-    pub priority: String,
-    /// Period between wake-ups.
-    #[arg(short = 'p', long, value_name = "DURATION", default_value = "1ms")]
-    pub period: String,
-    /// How long to measure; 0 = until Ctrl-C.
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "30s")]
-    pub duration: String,
-    /// Sleep method: abs, rel, timerfd, posix-timer, spin, hybrid.
-    #[arg(long, value_name = "METHOD", default_value = "abs")]
-    pub method: String,
-    /// Clock to read and sleep on: monotonic, realtime, boottime, tai.
-    #[arg(long, value_name = "CLOCK", default_value = "monotonic")]
-    pub clock: String,
-    /// Discard this span before measuring (added to the duration).
-    #[arg(long, value_name = "DURATION", default_value = "0")]
-    pub warm_up: String,
+    /// A built-in scenario (latlab scenarios lists them) or a scenario file. Flags
+    /// given with it override its values; --load adds to every phase.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: Option<String>,
+    /// CPUs to measure, one thread each: 'all', 3, 0-3,5 [default: all].
+    #[arg(short = 'c', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Scheduling policy: f:95 (fifo), r:50 (rr), o:0 (other), b:0, i, d:RUNTIME:PERIOD
+    /// [default: f:95].
+    #[arg(short = 'P', long = "priority", value_name = "POLICY")]
+    pub priority: Option<String>,
+    /// Period between wake-ups [default: 1ms].
+    #[arg(short = 'p', long, value_name = "DURATION")]
+    pub period: Option<String>,
+    /// How long to measure (each phase of a scenario); 0 = until Ctrl-C [default: 30s].
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Sleep method: abs, rel, timerfd, posix-timer, spin, hybrid [default: abs].
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Clock to read and sleep on: monotonic, realtime, boottime, tai [default: monotonic].
+    #[arg(long, value_name = "CLOCK")]
+    pub clock: Option<String>,
+    /// Discard this span before measuring, in each phase [default: 0].
+    #[arg(long, value_name = "DURATION")]
+    pub warm_up: Option<String>,
     /// Hold /dev/cpu_dma_latency at this many µs while measuring (keeps CPUs out of deep C-states).
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub dma_latency: i32,
@@ -96,9 +106,10 @@ pub struct RunArgs {
     /// Timer slack of the measuring threads (default: as inherited).
     #[arg(long, value_name = "DURATION")]
     pub timer_slack: Option<String>,
-    /// For --method hybrid: sleep until this long before the deadline, then spin.
-    #[arg(long, value_name = "DURATION", default_value = "50us")]
-    pub hybrid_margin: String,
+    /// For --method hybrid: sleep until this long before the deadline, then spin
+    /// [default: 50us].
+    #[arg(long, value_name = "DURATION")]
+    pub hybrid_margin: Option<String>,
     /// Stop the run (and ftrace, writing a trace marker) when a sample exceeds this.
     #[arg(short = 'b', long, value_name = "DURATION")]
     pub breaktrace: Option<String>,
@@ -108,12 +119,12 @@ pub struct RunArgs {
     /// How many samples above --spike to keep per thread.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub spike_nodes: usize,
-    /// How many of the largest samples to keep per thread, with their times.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub top: usize,
-    /// Timeline interval (per-interval max and count).
-    #[arg(long, value_name = "DURATION", default_value = "1s")]
-    pub interval: String,
+    /// How many of the largest samples to keep per thread, with their times [default: 10].
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Timeline interval (per-interval max and count) [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
     /// Fail (exit 1) if any sample exceeds this.
     #[arg(long, value_name = "DURATION")]
     pub max: Option<String>,
@@ -124,9 +135,9 @@ pub struct RunArgs {
     /// or 'exec:COMMAND'. `latlab loads` lists them.
     #[arg(long = "load", value_name = "SPEC")]
     pub loads: Vec<String>,
-    /// CPUs the loads run on (default: every CPU).
-    #[arg(long, value_name = "LIST", default_value = "all")]
-    pub load_cpus: String,
+    /// CPUs the loads run on [default: all].
+    #[arg(long, value_name = "LIST")]
+    pub load_cpus: Option<String>,
     /// Directory for the loads' temporary files (default: the system's temporary
     /// directory).
     #[arg(long, value_name = "DIR")]

@@ -9,6 +9,7 @@ mod display;
 mod error;
 mod json_out;
 mod output;
+mod scenarios;
 mod summary;
 
 use clap::Parser;
@@ -34,6 +35,14 @@ fn main() -> ExitCode {
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Loads => cmd::loads::execute(),
+        cli::Command::Scenarios(s) => match s.words.as_slice() {
+            [] => cmd::scenarios::execute(None),
+            [show, name] if show == "show" => cmd::scenarios::execute(Some(name)),
+            _ => Err(error::CliError::usage(
+                "scenarios",
+                "write `latlab scenarios` or `latlab scenarios show NAME`",
+            )),
+        },
         cli::Command::LoadWorker(w) => Ok(cmd::loads::worker(&w)),
     };
     match result {

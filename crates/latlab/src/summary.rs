@@ -24,15 +24,18 @@ pub fn render(run: &Run, color: bool) -> String {
     };
     let mut out = String::new();
     let period = run.streams.first().map(|s| s.period_ns);
+    let measured: f64 = run.phases.iter().map(|p| p.elapsed_ns.as_secs_f64()).sum();
+    let what = match &run.scenario {
+        Some(name) => format!("scenario {name}, {} phase(s)", run.phases.len()),
+        None => format!(
+            "{} · period {}",
+            run.streams.first().map_or("-", |s| s.method.as_str()),
+            period.map_or("-".to_string(), |p| p.to_string())
+        ),
+    };
     let _ = writeln!(
         out,
-        "{bold}latlab timer{reset} · {} · period {} · {} on {} {} ({}, {})",
-        run.streams.first().map_or("-", |s| s.method.as_str()),
-        period.map_or("-".to_string(), |p| p.to_string()),
-        run.phases.first().map_or("-".to_string(), |p| format!(
-            "{:.1} s",
-            p.elapsed_ns.as_secs_f64()
-        )),
+        "{bold}latlab timer{reset} · {what} · {measured:.1} s on {} {} ({}, {})",
         run.host.hostname,
         run.host.kernel_release,
         match &run.host.preemption.dynamic_mode {
@@ -53,8 +56,13 @@ pub fn render(run: &Run, color: bool) -> String {
 
     let mut table = Table::new();
     table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "CPU",
+    let phased = run.phases.len() > 1;
+    let mut header = vec!["CPU"];
+    if phased {
+        header.insert(0, "phase");
+        header.push("period");
+    }
+    header.extend([
         "policy",
         "samples",
         "min µs",
@@ -68,10 +76,15 @@ pub fn render(run: &Run, color: bool) -> String {
         "missed",
         "early",
     ]);
+    table.set_header(header);
     for s in &run.streams {
         let st = &s.stats;
-        table.add_row(vec![
-            Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string())),
+        let mut row = vec![Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string()))];
+        if phased {
+            row.insert(0, Cell::new(&s.phase));
+            row.push(Cell::new(s.period_ns.to_string()));
+        }
+        row.extend([
             Cell::new(s.policy.to_string()),
             Cell::new(s.samples),
             Cell::new(us(st.min_ns)),
@@ -85,8 +98,10 @@ pub fn render(run: &Run, color: bool) -> String {
             Cell::new(s.missed_periods),
             Cell::new(s.early_wakes),
         ]);
+        table.add_row(row);
     }
-    for i in 2..13 {
+    let first_number = if phased { 4 } else { 2 };
+    for i in first_number..first_number + 11 {
         if let Some(col) = table.column_mut(i) {
             col.set_cell_alignment(CellAlignment::Right);
         }

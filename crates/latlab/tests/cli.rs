@@ -768,3 +768,129 @@ fn loads_that_cannot_start_fail_before_measuring() {
         assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "{load}");
     }
 }
+
+#[test]
+fn every_built_in_scenario_runs_shortened_with_results_per_phase() {
+    let list = latlab().arg("scenarios").output().unwrap();
+    let text = String::from_utf8_lossy(&list.stdout).into_owned();
+    let names: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() >= 7, "{text}");
+    for name in names {
+        let dir = tempfile::tempdir().unwrap();
+        let shown = latlab().args(["scenarios", "show", name]).output().unwrap();
+        let toml_text = String::from_utf8(shown.stdout).unwrap();
+        let scenario = latlab_model::scenario::Scenario::parse(&toml_text, name).unwrap();
+        let (code, run, out) = measure(&[
+            name,
+            "-c",
+            "1",
+            "-d",
+            "300ms",
+            "--load-dir",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{name}: {out}");
+        assert_eq!(run.scenario.as_deref(), Some(name));
+        let phases: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        let planned: Vec<&str> = scenario.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(phases, planned, "{name}");
+        for (phase, planned) in run.phases.iter().zip(&scenario.phases) {
+            let streams: Vec<_> = run
+                .streams
+                .iter()
+                .filter(|s| s.phase == phase.name)
+                .collect();
+            assert_eq!(
+                streams.len(),
+                planned.threads.unwrap_or(1),
+                "{name}/{}",
+                phase.name
+            );
+            assert!(
+                streams.iter().all(|s| s.samples > 0),
+                "{name}/{}",
+                phase.name
+            );
+            assert_eq!(
+                phase.loads.len(),
+                planned.loads.len(),
+                "{name}/{}",
+                phase.name
+            );
+            assert!(phase
+                .loads
+                .iter()
+                .all(|l| l.work > 0 && l.ended == "stopped"));
+        }
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "{name}");
+    }
+}
+
+#[test]
+fn scenario_files_run_and_their_mistakes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(
+        &file,
+        "name = \"mine\"\ndescription = \"two phases\"\n\n[timer]\nperiod = \"2ms\"\n\n\
+         [[phase]]\nname = \"quiet\"\nduration = \"300ms\"\n\n\
+         [[phase]]\nname = \"busy\"\nperiods = 100\nloads = [\"cpu\"]\n\n\
+         [thresholds]\nmax = \"10s\"\n",
+    )
+    .unwrap();
+    let (code, run, out) = measure(&[file.to_str().unwrap(), "-c", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(run.phases.len(), 2);
+    assert_eq!(run.verdict.checks.len(), 2);
+    let busy = run.streams.iter().find(|s| s.phase == "busy").unwrap();
+    assert_eq!(busy.samples + busy.missed_periods, 100);
+
+    let cases: &[(&str, &str)] = &[
+        (
+            "[[phase]]\nname = \"x\"\nperiodz = 3\n",
+            "line 5: unknown field `periodz`",
+        ),
+        (
+            "[[phase]]\nname = \"x\"\nduration = \"5 fortnights\"\n",
+            "phase x: duration",
+        ),
+        (
+            "[[phase]]\nname = \"x\"\nloads = [\"nosuch\"]\n",
+            "unknown load 'nosuch'",
+        ),
+        (
+            "[timer]\npriority = \"f:200\"\n[[phase]]\nname = \"x\"\n",
+            "timer.priority",
+        ),
+        (
+            "[[phase]]\nname = \"x\"\n[thresholds]\np999x = \"1us\"\n",
+            "thresholds.p999x",
+        ),
+    ];
+    for (body, needle) in cases {
+        std::fs::write(
+            &file,
+            format!("name = \"bad\"\ndescription = \"d\"\n{body}"),
+        )
+        .unwrap();
+        let out = latlab()
+            .arg("run")
+            .arg(&file)
+            .args(["-q", "--no-store"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{body}: {err}");
+        assert!(err.contains(needle), "{body}: {err}");
+    }
+    let out = latlab()
+        .args(["run", "no-such-scenario", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scenario 'no-such-scenario'"));
+}

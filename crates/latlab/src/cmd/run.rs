@@ -1,6 +1,8 @@
-//! `latlab run`: validate the flags into a plan, measure, judge, keep, report.
+//! `latlab run`: resolve the plan, measure phase by phase under its loads, judge,
+//! keep, report.
 
 use crate::cli::RunArgs;
+use crate::cmd::plan::{plan, PhasePlan, RunPlan};
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
 use crate::json_out::JsonTarget;
@@ -9,223 +11,33 @@ use crate::summary;
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::RunningLoad;
-use latlab_measure::load::{LoadError, LoadSpec};
+use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
-use latlab_measure::runner::{self, RunError, RunOutcome, RunRequest, SystemSetup};
+use latlab_measure::runner::{self, RunError, SystemSetup};
 use latlab_model::run::{
-    LoadRecord, MemoryLockPlan, Phase, Plan, ProbePlan, Run, TimerSettings, Tool, SCHEMA,
+    Conditions, Event, HostFacts, LoadRecord, Phase, Plan, ProbePlan, Run, Stream, Tool, SCHEMA,
 };
-use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
-use latlab_model::threshold::{Status, Threshold, Verdict};
-use latlab_model::units::{parse_duration, Nanos};
-use latlab_rt::memory::LockScope;
+use latlab_model::threshold::{Status, Verdict};
+use latlab_model::units::Nanos;
 use latlab_rt::trace::BreakTrace;
 use latlab_store::{RunStore, SqliteStore};
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// Shortest period accepted: below it no timer method can keep up and the loop would
-/// only count missed periods.
-const MIN_PERIOD: Nanos = Nanos(1_000);
-/// Longest period accepted.
-const MAX_PERIOD: Nanos = Nanos(3_600_000_000_000);
-
-/// A validated `latlab run`.
-#[derive(Debug)]
-pub struct RunPlan {
-    /// What the runner gets.
-    pub request: RunRequest,
-    /// The timer probe's settings.
-    pub settings: TimerSettings,
-    /// What memory is locked.
-    pub memory_lock: MemoryLockPlan,
-    /// Limits to judge by.
-    pub thresholds: Vec<Threshold>,
-    /// Where the JSON goes.
-    pub json: Option<PathBuf>,
-    /// Where the run is stored (`None` = not stored).
-    pub store: Option<PathBuf>,
-    /// No live display.
-    pub quiet: bool,
-    /// Background loads.
-    pub loads: Vec<LoadSpec>,
-    /// CPUs the loads run on.
-    pub load_cpus: Vec<usize>,
-    /// Where the loads' temporary directories go.
-    pub load_dir: Option<PathBuf>,
-}
-
-fn duration_flag(flag: &str, text: &str) -> Result<Nanos, CliError> {
-    parse_duration(text).map_err(|e| CliError::usage(flag, e))
-}
-
-/// Turns flags into a validated plan; every error names its flag and exits 2.
-pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliError> {
-    let cpus = CpuSelection::parse(&args.cpus)
-        .and_then(|sel| sel.resolve(available_cpus))
-        .map_err(|e| CliError::usage("--cpus", e))?;
-    if cpus.is_empty() {
-        return Err(CliError::usage("--cpus", "no CPU selected"));
-    }
-    let policy = SchedSpec::parse(&args.priority).map_err(|e| CliError::usage("--priority", e))?;
-    let period = duration_flag("--period", &args.period)?;
-    if period < MIN_PERIOD {
-        return Err(CliError::usage(
-            "--period",
-            format!("{period} is too short: the shortest period is {MIN_PERIOD}"),
-        ));
-    }
-    if period > MAX_PERIOD {
-        return Err(CliError::usage(
-            "--period",
-            format!("{period} is too long: the longest period is 1 h"),
-        ));
-    }
-    let duration = duration_flag("--duration", &args.duration)?;
-    let duration = (duration.0 != 0).then_some(duration);
-    if let Some(d) = duration {
-        if d < period {
-            return Err(CliError::usage(
-                "--duration",
-                format!(
-                    "{d} is shorter than the period {period}: no sample would be taken; \
-                     measure for at least one period"
-                ),
-            ));
-        }
-    }
-    let method = TimerMethod::parse(&args.method).map_err(|e| CliError::usage("--method", e))?;
-    let clock = ClockName::parse(&args.clock).map_err(|e| CliError::usage("--clock", e))?;
-    if method == TimerMethod::Timerfd && clock == ClockName::Tai {
-        return Err(CliError::usage(
-            "--clock",
-            "timerfd cannot use the TAI clock: use --method posix-timer or abs with tai, \
-             or timerfd with monotonic, realtime or boottime",
-        ));
-    }
-    let warm_up = duration_flag("--warm-up", &args.warm_up)?;
-    let hybrid_margin = duration_flag("--hybrid-margin", &args.hybrid_margin)?;
-    if method == TimerMethod::Hybrid && hybrid_margin >= period {
-        return Err(CliError::usage(
-            "--hybrid-margin",
-            format!("{hybrid_margin} must be shorter than the period {period}"),
-        ));
-    }
-    let timer_slack = args
-        .timer_slack
-        .as_deref()
-        .map(|t| duration_flag("--timer-slack", t).map(|n| n.0 as u64))
-        .transpose()?;
-    let breaktrace = args
-        .breaktrace
-        .as_deref()
-        .map(|t| duration_flag("--breaktrace", t))
-        .transpose()?;
-    let spike = args
-        .spike
-        .as_deref()
-        .map(|t| duration_flag("--spike", t))
-        .transpose()?;
-    let interval = duration_flag("--interval", &args.interval)?;
-    if interval < Nanos::MILLISECOND {
-        return Err(CliError::usage(
-            "--interval",
-            "the timeline interval must be at least 1ms",
-        ));
-    }
-    if args.top > 1_000 {
-        return Err(CliError::usage(
-            "--top",
-            "keep at most 1000 spikes per thread",
-        ));
-    }
-    if args.spike_nodes > 1_000_000 {
-        return Err(CliError::usage(
-            "--spike-nodes",
-            "keep at most 1000000 spikes per thread",
-        ));
-    }
-    if !(0..=1_000_000).contains(&args.dma_latency) {
-        return Err(CliError::usage("--dma-latency", "give 0 to 1000000 µs"));
-    }
-    let mut thresholds = Vec::new();
-    if let Some(max) = &args.max {
-        thresholds.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
-    }
-    for t in &args.thresholds {
-        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
-        thresholds.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
-    }
-    let memory_lock = match (args.no_mlock, args.mlock_all) {
-        (true, _) => MemoryLockPlan::None,
-        (false, true) => MemoryLockPlan::All,
-        (false, false) => MemoryLockPlan::Touched,
-    };
-    let loads = args
-        .loads
-        .iter()
-        .map(|l| LoadSpec::parse(l).map_err(|e| CliError::usage("--load", e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let load_cpus = CpuSelection::parse(&args.load_cpus)
-        .and_then(|sel| sel.resolve(available_cpus))
-        .map_err(|e| CliError::usage("--load-cpus", e))?;
-    if let Some(dir) = &args.load_dir {
-        if !dir.is_dir() {
-            return Err(CliError::usage(
-                "--load-dir",
-                format!("{} is not a directory", dir.display()),
-            ));
-        }
-    }
-    let settings = TimerSettings {
-        method,
-        period_ns: period,
-        clock,
-        policy,
-        hybrid_margin_ns: hybrid_margin,
-        timer_slack_ns: timer_slack,
-        top_spikes: args.top,
-        spike_threshold_ns: spike,
-        spike_capacity: args.spike_nodes,
-        timeline_interval_ns: interval,
-        breaktrace_ns: breaktrace,
-    };
-    Ok(RunPlan {
-        request: RunRequest {
-            cpus,
-            policy,
-            timer_slack_ns: timer_slack,
-            duration,
-            warm_up,
-            lock_memory: memory_lock_scope(memory_lock),
-            dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
-            phase: "main".to_string(),
-        },
-        settings,
-        memory_lock,
-        thresholds,
-        json: args.json.clone(),
-        store: (!args.no_store).then(|| {
-            args.store
-                .clone()
-                .unwrap_or_else(latlab_store::default_path)
-        }),
-        quiet: args.quiet,
-        loads,
-        load_cpus,
-        load_dir: args.load_dir.clone(),
-    })
-}
-
-fn memory_lock_scope(plan: MemoryLockPlan) -> Option<LockScope> {
-    match plan {
-        MemoryLockPlan::Touched => Some(LockScope::Touched),
-        MemoryLockPlan::All => Some(LockScope::All),
-        MemoryLockPlan::None => None,
-    }
+/// What the phases measured, gathered for the Run.
+#[derive(Default)]
+struct Measured {
+    phases: Vec<Phase>,
+    streams: Vec<Stream>,
+    events: Vec<Event>,
+    notices: Vec<Notice>,
+    conditions: Conditions,
+    started_at: Option<SystemTime>,
+    ended_at: Option<SystemTime>,
+    interrupted: bool,
+    failed: bool,
 }
 
 /// Runs `latlab run`.
@@ -250,69 +62,49 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     }
 
     let host = FactReader::system().gather();
-    let setup = SystemSetup::apply(plan.request.lock_memory, plan.request.dma_latency_us);
-    let mut extra_notices = Vec::new();
-    let breaktrace = match plan.settings.breaktrace_ns {
-        Some(_) => match BreakTrace::open() {
+    let setup = SystemSetup::apply(plan.lock_scope(), plan.dma_latency_us);
+    let mut measured = Measured::default();
+    let breaktrace = match plan
+        .phases
+        .iter()
+        .any(|p| p.settings.breaktrace_ns.is_some())
+    {
+        true => match BreakTrace::open() {
             Ok(bt) => Some(Arc::new(bt)),
             Err(e) => {
-                extra_notices.push(Notice::BreakTraceUnavailable {
+                measured.notices.push(Notice::BreakTraceUnavailable {
                     reason: e.to_string(),
                 });
                 None
             }
         },
-        None => None,
+        false => None,
     };
-    let probe = TimerProbe::new(
-        plan.settings.clone(),
-        plan.request
-            .duration
-            .map(|d| Nanos(d.0 + plan.request.warm_up.0)),
-        breaktrace.clone(),
-    );
-    let loads = start_loads(&plan)?;
-    let live: Vec<LiveStats> = plan
-        .request
-        .cpus
-        .iter()
-        .map(|_| LiveStats::default())
-        .collect();
-    let mut display = LiveDisplay::new(human, plan.quiet, &plan.request, &plan.settings);
-    display.start()?;
-    let measured = runner::run_probe(&probe, &plan.request, &setup, &stop, &live, &mut display);
-    display.finish();
-    let breaktrace_armed = breaktrace.is_some();
-    let load_records: Vec<LoadRecord> = loads.into_iter().map(RunningLoad::stop).collect();
-    for record in load_records.iter().filter(|r| r.ended != "stopped") {
-        extra_notices.push(Notice::LoadEndedEarly {
-            load: record.spec.clone(),
-            how: record.ended.clone(),
-        });
+    for phase in &plan.phases {
+        if stop.load(Ordering::Relaxed) || measured.interrupted || measured.failed {
+            break;
+        }
+        run_phase(
+            &plan,
+            phase,
+            &setup,
+            &stop,
+            breaktrace.as_ref(),
+            human,
+            &mut measured,
+        )?;
     }
-    drop(probe);
+    let breaktrace_armed = breaktrace.is_some();
     drop(breaktrace);
     drop(setup);
-    let outcome = measured.map_err(|e| match e {
-        RunError::Config(m) => CliError::config(m),
-        RunError::Runtime(m) => CliError::runtime(m),
-    })?;
 
-    let measuring_failed = outcome.failure.is_some();
-    let run = assemble(
-        &plan,
-        host,
-        outcome,
-        extra_notices,
-        breaktrace_armed,
-        load_records,
-    );
+    let run = assemble(&plan, host, measured, breaktrace_armed);
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
         Status::Pass | Status::None => exit::OK,
     };
-    if measuring_failed {
+    if run.warnings.iter().any(|w| w.code == "measuring-failed") {
         code = exit::RUNTIME;
     }
     // Keep the run before anything else can go wrong.
@@ -350,18 +142,84 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     Ok(code)
 }
 
-/// Starts every load of the plan and waits until each is running; any that cannot
+/// One phase: its loads started, the probe run, the loads stopped and recorded.
+fn run_phase(
+    plan: &RunPlan,
+    phase: &PhasePlan,
+    setup: &SystemSetup,
+    stop: &AtomicBool,
+    breaktrace: Option<&Arc<BreakTrace>>,
+    human: Human,
+    measured: &mut Measured,
+) -> Result<(), CliError> {
+    let loads = start_loads(plan, phase)?;
+    let probe = TimerProbe::new(
+        phase.settings.clone(),
+        phase
+            .request
+            .duration
+            .map(|d| Nanos(d.0 + phase.request.warm_up.0)),
+        breaktrace.cloned(),
+    );
+    let live: Vec<LiveStats> = phase
+        .request
+        .cpus
+        .iter()
+        .map(|_| LiveStats::default())
+        .collect();
+    let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.settings);
+    display.start()?;
+    let started = SystemTime::now();
+    let outcome = runner::run_probe(&probe, &phase.request, setup, stop, &live, &mut display);
+    display.finish();
+    let records: Vec<LoadRecord> = loads.into_iter().map(RunningLoad::stop).collect();
+    let outcome = outcome.map_err(|e| match e {
+        RunError::Config(m) => CliError::config(m),
+        RunError::Runtime(m) => CliError::runtime(m),
+    })?;
+    for record in records.iter().filter(|r| r.ended != "stopped") {
+        measured.notices.push(Notice::LoadEndedEarly {
+            load: record.spec.clone(),
+            how: record.ended.clone(),
+        });
+    }
+    let elapsed = outcome
+        .ended_at
+        .duration_since(outcome.started_at)
+        .unwrap_or_default();
+    measured.phases.push(Phase {
+        name: phase.request.phase.clone(),
+        started_at: rfc3339(started),
+        elapsed_ns: Nanos(elapsed.as_nanos() as i64),
+        loads: records,
+    });
+    measured.started_at.get_or_insert(outcome.started_at);
+    measured.ended_at = Some(outcome.ended_at);
+    measured.interrupted |= outcome.interrupted;
+    measured.failed |= outcome.failure.is_some();
+    measured.conditions = outcome.conditions;
+    measured.streams.extend(outcome.streams);
+    measured.events.extend(outcome.events);
+    for notice in outcome.notices {
+        if !measured.notices.contains(&notice) {
+            measured.notices.push(notice);
+        }
+    }
+    Ok(())
+}
+
+/// Starts every load of a phase and waits until each is running; any that cannot
 /// start ends the run before measuring (the ones already started are stopped).
-fn start_loads(plan: &RunPlan) -> Result<Vec<RunningLoad>, CliError> {
-    if plan.loads.is_empty() {
+fn start_loads(plan: &RunPlan, phase: &PhasePlan) -> Result<Vec<RunningLoad>, CliError> {
+    if phase.loads.is_empty() {
         return Ok(Vec::new());
     }
     // Descendants of a load that outlive their parent can then still be reaped.
     let _ = latlab_rt::process::become_subreaper();
     let exe = std::env::current_exe()
         .map_err(|e| CliError::runtime(format!("cannot find latlab's own executable: {e}")))?;
-    let mut running = Vec::with_capacity(plan.loads.len());
-    for spec in &plan.loads {
+    let mut running = Vec::with_capacity(phase.loads.len());
+    for spec in &phase.loads {
         match RunningLoad::start(spec, &plan.load_cpus, plan.load_dir.as_deref(), &exe) {
             Ok(load) => running.push(load),
             Err(LoadError::Failed(m)) => return Err(CliError::runtime(m)),
@@ -372,62 +230,51 @@ fn start_loads(plan: &RunPlan) -> Result<Vec<RunningLoad>, CliError> {
 }
 
 /// Builds the Run from the plan and what was measured.
-fn assemble(
-    plan: &RunPlan,
-    host: latlab_model::run::HostFacts,
-    outcome: RunOutcome,
-    extra_notices: Vec<Notice>,
-    breaktrace_armed: bool,
-    loads: Vec<LoadRecord>,
-) -> Run {
-    let mut notices = outcome.notices;
-    notices.extend(extra_notices);
+fn assemble(plan: &RunPlan, host: HostFacts, measured: Measured, breaktrace_armed: bool) -> Run {
+    let mut notices = measured.notices;
     // Degrading warnings first.
     notices.sort_by_key(|n| !n.degrades());
     let warnings: Vec<_> = notices.iter().map(Notice::to_warning).collect();
     let degraded = warnings.iter().any(|w| w.degrades);
-    let verdict = Verdict::judge(&plan.thresholds, &outcome.streams);
-    let mut conditions = outcome.conditions;
+    let verdict = Verdict::judge(&plan.thresholds, &measured.streams);
+    let mut conditions = measured.conditions;
     conditions.breaktrace_armed = breaktrace_armed;
-    let started = rfc3339(outcome.started_at);
-    let elapsed = outcome
-        .ended_at
-        .duration_since(outcome.started_at)
-        .unwrap_or_default();
+    let started = measured.started_at.unwrap_or_else(SystemTime::now);
+    let ended = measured.ended_at.unwrap_or(started);
+    let first = &plan.phases[0];
     Run {
         schema: SCHEMA.to_string(),
-        id: run_id(outcome.started_at),
+        id: run_id(started),
         tool: Tool {
             name: "latlab".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
         },
-        started_at: started.clone(),
-        ended_at: rfc3339(outcome.ended_at),
+        started_at: rfc3339(started),
+        ended_at: rfc3339(ended),
         command_line: std::env::args_os()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        scenario: None,
+        scenario: plan.scenario.clone(),
         plan: Plan {
-            duration_ns: plan.request.duration,
-            warm_up_ns: plan.request.warm_up,
-            cpus: plan.request.cpus.clone(),
-            probes: vec![ProbePlan::Timer(plan.settings.clone())],
-            dma_latency_us: plan.request.dma_latency_us,
+            duration_ns: first.request.duration,
+            warm_up_ns: first.request.warm_up,
+            cpus: first.request.cpus.clone(),
+            probes: plan
+                .phases
+                .iter()
+                .map(|p| ProbePlan::Timer(p.settings.clone()))
+                .collect(),
+            dma_latency_us: plan.dma_latency_us,
             memory_lock: plan.memory_lock,
         },
         host,
         conditions,
         degraded,
-        interrupted: outcome.interrupted,
+        interrupted: measured.interrupted,
         warnings,
-        phases: vec![Phase {
-            name: plan.request.phase.clone(),
-            started_at: started,
-            elapsed_ns: Nanos(elapsed.as_nanos() as i64),
-            loads,
-        }],
-        streams: outcome.streams,
-        events: outcome.events,
+        phases: measured.phases,
+        streams: measured.streams,
+        events: measured.events,
         thresholds: plan.thresholds.clone(),
         verdict,
     }
@@ -459,81 +306,6 @@ fn run_id(started: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn plan_of(extra: &[&str]) -> Result<RunPlan, CliError> {
-        let mut argv = vec!["latlab", "run"];
-        argv.extend_from_slice(extra);
-        let args = crate::cli::expand_percentile_flags(argv.iter().copied());
-        let cli = crate::cli::Cli::try_parse_from(args).unwrap();
-        match cli.command {
-            crate::cli::Command::Run(r) => plan(&r, &[0, 1]),
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn defaults_are_every_cpu_fifo_95_one_ms_thirty_s() {
-        let p = plan_of(&[]).unwrap();
-        assert_eq!(p.request.cpus, vec![0, 1]);
-        assert_eq!(p.request.policy, SchedSpec::Fifo { priority: 95 });
-        assert_eq!(p.settings.period_ns, Nanos::MILLISECOND);
-        assert_eq!(p.request.duration, Some(Nanos::from_secs(30)));
-        assert_eq!(p.settings.method, TimerMethod::Abs);
-        assert_eq!(p.request.dma_latency_us, Some(0));
-        assert_eq!(p.memory_lock, MemoryLockPlan::Touched);
-        assert_eq!(p.request.lock_memory, Some(LockScope::Touched));
-    }
-
-    #[test]
-    fn bad_values_name_their_flag() {
-        let cases: &[(&[&str], &str)] = &[
-            (&["-c", "7"], "--cpus: CPU 7"),
-            (&["-p", "0"], "--period"),
-            (&["-p", "100ns"], "--period"),
-            (&["-p", "2h"], "--period"),
-            (&["-d", "5 fortnights"], "--duration"),
-            (&["-d", "1ms", "-p", "10ms"], "--duration"),
-            (&["-P", "f:120"], "--priority"),
-            (&["-P", "d:2ms:1ms"], "--priority"),
-            (&["--method", "sleepy"], "--method"),
-            (&["--max", "100"], "--max"),
-            (&["--p99.9", "abc"], "--p99.9"),
-            (
-                &["--method", "hybrid", "--hybrid-margin", "2ms"],
-                "--hybrid-margin",
-            ),
-            (&["--method", "timerfd", "--clock", "tai"], "--clock"),
-            (&["--top", "5000"], "--top"),
-        ];
-        for (args, flag) in cases {
-            let e = plan_of(args).unwrap_err();
-            assert_eq!(e.code, exit::USAGE, "{args:?}");
-            assert!(e.message.starts_with(flag), "{args:?}: {}", e.message);
-        }
-    }
-
-    #[test]
-    fn zero_duration_means_until_stopped_and_no_tune_leaves_dma_alone() {
-        let p = plan_of(&["-d", "0", "--no-tune"]).unwrap();
-        assert_eq!(p.request.duration, None);
-        assert_eq!(p.request.dma_latency_us, None);
-    }
-
-    #[test]
-    fn thresholds_from_every_spelling() {
-        let p = plan_of(&[
-            "--max",
-            "100us",
-            "--p99",
-            "50us",
-            "--threshold",
-            "mean=20us",
-        ])
-        .unwrap();
-        let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
-        assert_eq!(text, vec!["max <= 100 µs", "p99 <= 50 µs", "mean <= 20 µs"]);
-    }
 
     #[test]
     fn run_ids_sort_by_time() {

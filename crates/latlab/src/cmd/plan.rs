@@ -1,0 +1,495 @@
+//! Flags and scenarios resolve into one validated plan: `latlab run` with flags, with a
+//! built-in scenario, or with a scenario file all end here.
+//!
+//! For each setting the value comes from the flag if given, else from the scenario,
+//! else from the default; every error names where the value came from (`--period`, or
+//! `osadl: timer.period`) and exits 2.
+
+use crate::cli::RunArgs;
+use crate::error::CliError;
+use crate::scenarios;
+use latlab_measure::load::LoadSpec;
+use latlab_measure::runner::RunRequest;
+use latlab_model::run::{MemoryLockPlan, TimerSettings};
+use latlab_model::scenario::{PhaseSection, Scenario};
+use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
+use latlab_model::threshold::Threshold;
+use latlab_model::units::{parse_duration, Nanos};
+use latlab_rt::memory::LockScope;
+use std::path::PathBuf;
+
+/// Shortest period accepted: below it no timer method can keep up and the loop would
+/// only count missed periods.
+const MIN_PERIOD: Nanos = Nanos(1_000);
+/// Longest period accepted.
+const MAX_PERIOD: Nanos = Nanos(3_600_000_000_000);
+
+/// A validated `latlab run`.
+#[derive(Debug)]
+pub struct RunPlan {
+    /// The scenario's name, when one was given.
+    pub scenario: Option<String>,
+    /// Phases, in order.
+    pub phases: Vec<PhasePlan>,
+    /// What memory is locked.
+    pub memory_lock: MemoryLockPlan,
+    /// `/dev/cpu_dma_latency` request (`None` = leave the system alone).
+    pub dma_latency_us: Option<i32>,
+    /// Limits to judge by.
+    pub thresholds: Vec<Threshold>,
+    /// Where the JSON goes.
+    pub json: Option<PathBuf>,
+    /// Where the run is stored (`None` = not stored).
+    pub store: Option<PathBuf>,
+    /// No live display.
+    pub quiet: bool,
+    /// CPUs the loads run on.
+    pub load_cpus: Vec<usize>,
+    /// Where the loads' temporary directories go.
+    pub load_dir: Option<PathBuf>,
+}
+
+/// One phase: what the runner gets, the probe's settings, the loads.
+#[derive(Debug, Clone)]
+pub struct PhasePlan {
+    /// What the runner gets (its `phase` is the phase's name).
+    pub request: RunRequest,
+    /// The timer probe's settings in this phase.
+    pub settings: TimerSettings,
+    /// Loads during the phase.
+    pub loads: Vec<LoadSpec>,
+}
+
+impl RunPlan {
+    /// The memory lock scope for the runner.
+    pub fn lock_scope(&self) -> Option<LockScope> {
+        match self.memory_lock {
+            MemoryLockPlan::Touched => Some(LockScope::Touched),
+            MemoryLockPlan::All => Some(LockScope::All),
+            MemoryLockPlan::None => None,
+        }
+    }
+}
+
+/// Where a value comes from, for error messages.
+struct Pick<'a> {
+    value: Option<&'a str>,
+    label: String,
+}
+
+/// The flag's value if given, else the scenario's, else `None`; labelled for errors.
+fn pick<'a>(
+    flag: &str,
+    cli: Option<&'a str>,
+    scenario: &str,
+    key: &str,
+    from_file: Option<&'a str>,
+) -> Pick<'a> {
+    match (cli, from_file) {
+        (Some(v), _) => Pick {
+            value: Some(v),
+            label: flag.to_string(),
+        },
+        (None, Some(v)) => Pick {
+            value: Some(v),
+            label: format!("{scenario}: {key}"),
+        },
+        (None, None) => Pick {
+            value: None,
+            label: flag.to_string(),
+        },
+    }
+}
+
+fn duration_of(label: &str, text: &str) -> Result<Nanos, CliError> {
+    parse_duration(text).map_err(|e| CliError::usage(label, e))
+}
+
+/// Turns flags (and the scenario they name) into a validated plan.
+pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliError> {
+    let scenario = match &args.scenario {
+        Some(name) => Some(scenarios::load(name)?),
+        None => None,
+    };
+    let empty = Scenario {
+        name: String::new(),
+        description: String::new(),
+        cpus: None,
+        load_cpus: None,
+        duration: None,
+        warm_up: None,
+        timer: Default::default(),
+        phases: vec![PhaseSection {
+            name: "main".to_string(),
+            ..Default::default()
+        }],
+        thresholds: Default::default(),
+    };
+    let s = scenario.as_ref().unwrap_or(&empty);
+    let sn = s.name.as_str();
+    let t = &s.timer;
+
+    let cpus_pick = pick(
+        "--cpus",
+        args.cpus.as_deref(),
+        sn,
+        "cpus",
+        s.cpus.as_deref(),
+    );
+    let cpus = CpuSelection::parse(cpus_pick.value.unwrap_or("all"))
+        .and_then(|sel| sel.resolve(available_cpus))
+        .map_err(|e| CliError::usage(&cpus_pick.label, e))?;
+    if cpus.is_empty() {
+        return Err(CliError::usage(&cpus_pick.label, "no CPU selected"));
+    }
+    let prio = pick(
+        "--priority",
+        args.priority.as_deref(),
+        sn,
+        "timer.priority",
+        t.priority.as_deref(),
+    );
+    let policy = SchedSpec::parse(prio.value.unwrap_or("f:95"))
+        .map_err(|e| CliError::usage(&prio.label, e))?;
+    let clock_pick = pick(
+        "--clock",
+        args.clock.as_deref(),
+        sn,
+        "timer.clock",
+        t.clock.as_deref(),
+    );
+    let clock = ClockName::parse(clock_pick.value.unwrap_or("monotonic"))
+        .map_err(|e| CliError::usage(&clock_pick.label, e))?;
+    let warm = pick(
+        "--warm-up",
+        args.warm_up.as_deref(),
+        sn,
+        "warm_up",
+        s.warm_up.as_deref(),
+    );
+    let warm_up = duration_of(&warm.label, warm.value.unwrap_or("0"))?;
+    let margin = pick(
+        "--hybrid-margin",
+        args.hybrid_margin.as_deref(),
+        sn,
+        "timer.hybrid_margin",
+        t.hybrid_margin.as_deref(),
+    );
+    let hybrid_margin = duration_of(&margin.label, margin.value.unwrap_or("50us"))?;
+    let optional_duration = |flag: &str, cli: Option<&str>, key: &str, file: Option<&str>| {
+        let p = pick(flag, cli, sn, key, file);
+        p.value.map(|v| duration_of(&p.label, v)).transpose()
+    };
+    let timer_slack = optional_duration(
+        "--timer-slack",
+        args.timer_slack.as_deref(),
+        "timer.timer_slack",
+        t.timer_slack.as_deref(),
+    )?
+    .map(|n| n.0 as u64);
+    let breaktrace = optional_duration(
+        "--breaktrace",
+        args.breaktrace.as_deref(),
+        "timer.breaktrace",
+        t.breaktrace.as_deref(),
+    )?;
+    let spike = optional_duration(
+        "--spike",
+        args.spike.as_deref(),
+        "timer.spike",
+        t.spike.as_deref(),
+    )?;
+    let iv = pick(
+        "--interval",
+        args.interval.as_deref(),
+        sn,
+        "timer.interval",
+        t.interval.as_deref(),
+    );
+    let interval = duration_of(&iv.label, iv.value.unwrap_or("1s"))?;
+    if interval < Nanos::MILLISECOND {
+        return Err(CliError::usage(
+            &iv.label,
+            "the timeline interval must be at least 1ms",
+        ));
+    }
+    let top = args.top.or(t.top).unwrap_or(10);
+    if top > 1_000 {
+        return Err(CliError::usage(
+            "--top",
+            "keep at most 1000 spikes per thread",
+        ));
+    }
+    if args.spike_nodes > 1_000_000 {
+        return Err(CliError::usage(
+            "--spike-nodes",
+            "keep at most 1000000 spikes per thread",
+        ));
+    }
+    if !(0..=1_000_000).contains(&args.dma_latency) {
+        return Err(CliError::usage("--dma-latency", "give 0 to 1000000 µs"));
+    }
+    let memory_lock = match (args.no_mlock, args.mlock_all) {
+        (true, _) => MemoryLockPlan::None,
+        (false, true) => MemoryLockPlan::All,
+        (false, false) => MemoryLockPlan::Touched,
+    };
+    let lc = pick(
+        "--load-cpus",
+        args.load_cpus.as_deref(),
+        sn,
+        "load_cpus",
+        s.load_cpus.as_deref(),
+    );
+    let load_cpus = CpuSelection::parse(lc.value.unwrap_or("all"))
+        .and_then(|sel| sel.resolve(available_cpus))
+        .map_err(|e| CliError::usage(&lc.label, e))?;
+    if let Some(dir) = &args.load_dir {
+        if !dir.is_dir() {
+            return Err(CliError::usage(
+                "--load-dir",
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+    }
+    let extra_loads = args
+        .loads
+        .iter()
+        .map(|l| LoadSpec::parse(l).map_err(|e| CliError::usage("--load", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut phases = Vec::with_capacity(s.phases.len());
+    for section in &s.phases {
+        let key = |k: &str| format!("phase {}: {k}", section.name);
+        let m = match (&args.method, &section.method) {
+            (Some(v), _) => pick("--method", Some(v), sn, "", None),
+            (None, Some(v)) => pick("--method", None, sn, &key("method"), Some(v)),
+            (None, None) => pick("--method", None, sn, "timer.method", t.method.as_deref()),
+        };
+        let method = TimerMethod::parse(m.value.unwrap_or("abs"))
+            .map_err(|e| CliError::usage(&m.label, e))?;
+        let p = match (&args.period, &section.period) {
+            (Some(v), _) => pick("--period", Some(v), sn, "", None),
+            (None, Some(v)) => pick("--period", None, sn, &key("period"), Some(v)),
+            (None, None) => pick("--period", None, sn, "timer.period", t.period.as_deref()),
+        };
+        let period = duration_of(&p.label, p.value.unwrap_or("1ms"))?;
+        if period < MIN_PERIOD {
+            return Err(CliError::usage(
+                &p.label,
+                format!("{period} is too short: the shortest period is {MIN_PERIOD}"),
+            ));
+        }
+        if period > MAX_PERIOD {
+            return Err(CliError::usage(
+                &p.label,
+                format!("{period} is too long: the longest period is 1 h"),
+            ));
+        }
+        if method == TimerMethod::Timerfd && clock == ClockName::Tai {
+            return Err(CliError::usage(
+                &clock_pick.label,
+                "timerfd cannot use the TAI clock: use --method posix-timer or abs with tai, \
+                 or timerfd with monotonic, realtime or boottime",
+            ));
+        }
+        if method == TimerMethod::Hybrid && hybrid_margin >= period {
+            return Err(CliError::usage(
+                &margin.label,
+                format!("{hybrid_margin} must be shorter than the period {period}"),
+            ));
+        }
+        let (duration_label, duration) = match (
+            &args.duration,
+            section.periods,
+            &section.duration,
+            &s.duration,
+        ) {
+            (Some(d), ..) => ("--duration".to_string(), duration_of("--duration", d)?),
+            (None, Some(n), ..) => (key("periods"), Nanos(period.0.saturating_mul(n as i64))),
+            (None, None, Some(d), _) => (
+                key("duration"),
+                duration_of(&format!("{sn}: {}", key("duration")), d)?,
+            ),
+            (None, None, None, Some(d)) => (
+                "duration".to_string(),
+                duration_of(&format!("{sn}: duration"), d)?,
+            ),
+            (None, None, None, None) => ("--duration".to_string(), Nanos::from_secs(30)),
+        };
+        let duration = (duration.0 != 0).then_some(duration);
+        if let Some(d) = duration {
+            if d < period {
+                return Err(CliError::usage(
+                    &duration_label,
+                    format!("{d} is shorter than the period {period}: no sample would be taken; measure for at least one period"),
+                ));
+            }
+        }
+        let placements = match section.threads {
+            None => cpus.clone(),
+            Some(0) | Some(1025..) => {
+                return Err(CliError::usage(
+                    &format!("{sn}: {}", key("threads")),
+                    "give 1 to 1024 threads",
+                ))
+            }
+            Some(n) => (0..n).map(|i| cpus[i % cpus.len()]).collect(),
+        };
+        let mut loads = section
+            .loads
+            .iter()
+            .map(|l| {
+                LoadSpec::parse(l)
+                    .map_err(|e| CliError::usage(&format!("{sn}: {}", key("loads")), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        loads.extend(extra_loads.iter().cloned());
+        let settings = TimerSettings {
+            method,
+            period_ns: period,
+            clock,
+            policy,
+            hybrid_margin_ns: hybrid_margin,
+            timer_slack_ns: timer_slack,
+            top_spikes: top,
+            spike_threshold_ns: spike,
+            spike_capacity: args.spike_nodes,
+            timeline_interval_ns: interval,
+            breaktrace_ns: breaktrace,
+        };
+        phases.push(PhasePlan {
+            request: RunRequest {
+                cpus: placements,
+                policy,
+                timer_slack_ns: timer_slack,
+                duration,
+                warm_up,
+                lock_memory: None, // set per run from memory_lock
+                dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
+                phase: section.name.clone(),
+            },
+            settings,
+            loads,
+        });
+    }
+
+    let mut thresholds = Vec::new();
+    for (metric, limit) in &s.thresholds {
+        thresholds.push(
+            Threshold::new(metric, limit)
+                .map_err(|e| CliError::usage(&format!("{sn}: thresholds.{metric}"), e))?,
+        );
+    }
+    if let Some(max) = &args.max {
+        thresholds.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
+    }
+    for t in &args.thresholds {
+        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
+        thresholds.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
+    }
+    let mut plan = RunPlan {
+        scenario: scenario.as_ref().map(|s| s.name.clone()),
+        phases,
+        memory_lock,
+        dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
+        thresholds,
+        json: args.json.clone(),
+        store: (!args.no_store).then(|| {
+            args.store
+                .clone()
+                .unwrap_or_else(latlab_store::default_path)
+        }),
+        quiet: args.quiet,
+        load_cpus,
+        load_dir: args.load_dir.clone(),
+    };
+    let scope = plan.lock_scope();
+    for phase in &mut plan.phases {
+        phase.request.lock_memory = scope;
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit;
+    use clap::Parser;
+
+    fn plan_of(extra: &[&str]) -> Result<RunPlan, CliError> {
+        let mut argv = vec!["latlab", "run"];
+        argv.extend_from_slice(extra);
+        let args = crate::cli::expand_percentile_flags(argv.iter().copied());
+        let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+        match cli.command {
+            crate::cli::Command::Run(r) => plan(&r, &[0, 1]),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_every_cpu_fifo_95_one_ms_thirty_s() {
+        let p = plan_of(&[]).unwrap();
+        assert_eq!(p.phases[0].request.cpus, vec![0, 1]);
+        assert_eq!(p.phases[0].request.policy, SchedSpec::Fifo { priority: 95 });
+        assert_eq!(p.phases[0].settings.period_ns, Nanos::MILLISECOND);
+        assert_eq!(p.phases[0].request.duration, Some(Nanos::from_secs(30)));
+        assert_eq!(p.phases[0].settings.method, TimerMethod::Abs);
+        assert_eq!(p.phases[0].request.dma_latency_us, Some(0));
+        assert_eq!(p.phases[0].request.phase, "main");
+        assert_eq!(p.memory_lock, MemoryLockPlan::Touched);
+        assert_eq!(p.phases[0].request.lock_memory, Some(LockScope::Touched));
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-c", "7"], "--cpus: CPU 7"),
+            (&["-p", "0"], "--period"),
+            (&["-p", "100ns"], "--period"),
+            (&["-p", "2h"], "--period"),
+            (&["-d", "5 fortnights"], "--duration"),
+            (&["-d", "1ms", "-p", "10ms"], "--duration"),
+            (&["-P", "f:120"], "--priority"),
+            (&["-P", "d:2ms:1ms"], "--priority"),
+            (&["--method", "sleepy"], "--method"),
+            (&["--max", "100"], "--max"),
+            (&["--p99.9", "abc"], "--p99.9"),
+            (
+                &["--method", "hybrid", "--hybrid-margin", "2ms"],
+                "--hybrid-margin",
+            ),
+            (&["--method", "timerfd", "--clock", "tai"], "--clock"),
+            (&["--top", "5000"], "--top"),
+        ];
+        for (args, flag) in cases {
+            let e = plan_of(args).unwrap_err();
+            assert_eq!(e.code, exit::USAGE, "{args:?}");
+            assert!(e.message.starts_with(flag), "{args:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn zero_duration_means_until_stopped_and_no_tune_leaves_dma_alone() {
+        let p = plan_of(&["-d", "0", "--no-tune"]).unwrap();
+        assert_eq!(p.phases[0].request.duration, None);
+        assert_eq!(p.phases[0].request.dma_latency_us, None);
+    }
+
+    #[test]
+    fn thresholds_from_every_spelling() {
+        let p = plan_of(&[
+            "--max",
+            "100us",
+            "--p99",
+            "50us",
+            "--threshold",
+            "mean=20us",
+        ])
+        .unwrap();
+        let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
+        assert_eq!(text, vec!["max <= 100 µs", "p99 <= 50 µs", "mean <= 20 µs"]);
+    }
+}
