@@ -268,6 +268,8 @@ pub struct LoadRecord {
     pub ended: String,
     /// How long stopping it took.
     pub stop_ns: Nanos,
+    /// What the load said about how it ran (e.g. which flood it used).
+    pub notes: Vec<String>,
 }
 
 /// One measuring thread's results in one phase.

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod cpuid;
 pub mod dma;
 mod error;
+pub mod icmp;
 pub mod memory;
 pub mod process;
 pub mod sched;

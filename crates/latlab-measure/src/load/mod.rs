@@ -222,6 +222,7 @@ pub struct LoadContext {
     stop: Arc<AtomicBool>,
     counters: Arc<SharedCounters>,
     ready: Box<dyn Fn() + Sync>,
+    note: Box<dyn Fn(&str) + Sync>,
 }
 
 impl LoadContext {
@@ -232,6 +233,7 @@ impl LoadContext {
         stop: Arc<AtomicBool>,
         counters: Arc<SharedCounters>,
         ready: Box<dyn Fn() + Sync>,
+        note: Box<dyn Fn(&str) + Sync>,
     ) -> LoadContext {
         LoadContext {
             dir,
@@ -239,7 +241,13 @@ impl LoadContext {
             stop,
             counters,
             ready,
+            note,
         }
+    }
+
+    /// Tells latlab something worth recording about how the load runs.
+    pub fn note(&self, text: &str) {
+        (self.note)(text);
     }
 
     /// True once the load must stop.

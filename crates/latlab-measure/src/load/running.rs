@@ -27,6 +27,7 @@ struct Progress {
     work: u64,
     elapsed_ns: u64,
     end: Option<String>,
+    notes: Vec<String>,
 }
 
 /// A load running in its own process group.
@@ -181,6 +182,7 @@ impl RunningLoad {
                 None => "stopped".to_string(),
             },
             stop_ns,
+            notes: p.notes,
         }
     }
 
@@ -237,6 +239,9 @@ fn follow(stdout: std::process::ChildStdout, progress: &Mutex<Progress>) {
                 }
             }
             Some("end") => p.end = Some(line["end ".len().min(line.len())..].to_string()),
+            Some("note") => p
+                .notes
+                .push(line["note ".len().min(line.len())..].to_string()),
             _ => {}
         }
     }

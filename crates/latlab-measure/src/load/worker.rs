@@ -1,8 +1,8 @@
 //! The load worker: what runs inside `latlab __load`, one process group per load.
 //!
 //! It speaks a line protocol on standard output, read by [`super::running`]:
-//! `ready` once set up, `count WORK ELAPSED_NS` every 200 ms, and finally
-//! `end ok` or `end failed MESSAGE`.
+//! `ready` once set up, `count WORK ELAPSED_NS` every 200 ms, `note TEXT` when it has
+//! something to say, and finally `end ok` or `end failed MESSAGE`.
 
 use super::{LoadContext, LoadSpec};
 use latlab_rt::shared::SharedCounters;
@@ -66,12 +66,14 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
             }
         });
     });
+    let note = Box::new(|text: &str| say(&format!("note {}", text.replace('\n', " "))));
     let ctx = LoadContext::new(
         dir.to_path_buf(),
         cpus.to_vec(),
         stop,
         counters.clone(),
         ready,
+        note,
     );
     let result = spec.load().run(&spec.params, &ctx);
     say(&format!(
