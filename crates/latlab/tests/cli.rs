@@ -677,9 +677,11 @@ fn loads_stop_on(signal: i32) {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        !processes_under(dir.path()).is_empty(),
-        "the loads are running"
+    let groups = process_groups_under(dir.path());
+    assert_eq!(
+        groups.len(),
+        3,
+        "each of the three loads runs in a group of its own"
     );
     let rc = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
@@ -698,6 +700,46 @@ fn loads_stop_on(signal: i32) {
     assert!(run.interrupted);
     assert_eq!(run.phases[0].loads.len(), 3);
     assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    // Checked by process group too: not one process is left in the loads' groups.
+    let alive: Vec<(u32, u32)> = all_processes()
+        .into_iter()
+        .filter(|(_, pgid)| groups.contains(pgid))
+        .collect();
+    assert_eq!(alive, vec![], "processes left in the loads' process groups");
+}
+
+/// (pid, process group) of every process.
+fn all_processes() -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 2..];
+            let pgid = after.split_whitespace().nth(2)?.parse().ok()?;
+            Some((pid, pgid))
+        })
+        .collect()
+}
+
+/// The process groups of the loads' workers running under `dir` (each leads its own
+/// group, which holds everything the load started).
+fn process_groups_under(dir: &std::path::Path) -> Vec<u32> {
+    // The workers (latlab __load ...); latlab itself names the directory too.
+    let pids: Vec<u32> = processes_under(dir)
+        .iter()
+        .filter(|line| line.contains("__load"))
+        .filter_map(|line| line.split(':').next()?.parse().ok())
+        .collect();
+    let mut groups: Vec<u32> = all_processes()
+        .into_iter()
+        .filter(|(pid, _)| pids.contains(pid))
+        .map(|(_, pgid)| pgid)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod cpu;
 mod disk;
 mod exec;
 mod filecopy;
+mod find;
 mod hackbench;
 mod launch;
 mod memory;
@@ -38,7 +39,7 @@ pub fn registry() -> Vec<&'static dyn Load> {
         &net::Net,
         &hackbench::Hackbench,
         &walk::Dirwalk,
-        &walk::Find,
+        &find::Find,
         &launch::Launch,
         &filecopy::FileCopy,
         &exec::Exec,

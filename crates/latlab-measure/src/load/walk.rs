@@ -1,7 +1,7 @@
-//! `dirwalk` and `find`: file-system metadata walks (OSADL's `ls -Ral /` loop;
-//! Realfeel's find and the Loongson study's ~50 parallel `find /`).
+//! `dirwalk`: a file-system metadata walk (OSADL's `ls -Ral /` loop), and the walk
+//! itself, which `find` runs several times in parallel.
 
-use super::{param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{Load, LoadContext, LoadError, Param, Params, Work};
 use std::path::{Path, PathBuf};
 
 /// Pseudo file systems a walk does not enter: their size changes as they are read.
@@ -9,7 +9,7 @@ const SKIP: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 /// Walks `root` depth-first with readdir + lstat, again and again, until stopped,
 /// counting every entry seen.
-fn walk_forever(root: &Path, slot: usize, ctx: &LoadContext) {
+pub(super) fn walk_forever(root: &Path, slot: usize, ctx: &LoadContext) {
     while !ctx.stopped() {
         let mut pending: Vec<PathBuf> = vec![root.to_path_buf()];
         while let Some(dir) = pending.pop() {
@@ -35,7 +35,7 @@ fn walk_forever(root: &Path, slot: usize, ctx: &LoadContext) {
     }
 }
 
-fn root_of(params: &Params) -> Result<PathBuf, LoadError> {
+pub(super) fn root_of(params: &Params) -> Result<PathBuf, LoadError> {
     let root = PathBuf::from(params.get("root").map(String::as_str).unwrap_or("/"));
     if !root.is_dir() {
         return Err(LoadError::Spec(format!(
@@ -46,7 +46,7 @@ fn root_of(params: &Params) -> Result<PathBuf, LoadError> {
     Ok(root)
 }
 
-const WORK: Work = Work {
+pub(super) const WORK: Work = Work {
     unit: "entries",
     rate_unit: "files/s",
     scale: 1.0,
@@ -83,58 +83,6 @@ impl Load for Dirwalk {
         let root = root_of(params)?;
         ctx.ready();
         walk_forever(&root, 0, ctx);
-        Ok(())
-    }
-}
-
-pub(super) struct Find;
-
-impl Load for Find {
-    fn name(&self) -> &'static str {
-        "find"
-    }
-
-    fn describe(&self) -> &'static str {
-        "several find / walks in parallel (Realfeel's find load, the Loongson study's finds)"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[
-            Param {
-                name: "root",
-                default: "/",
-                meaning: "tree to walk (/proc, /sys and /dev are skipped)",
-            },
-            Param {
-                name: "walkers",
-                default: "4",
-                meaning: "parallel walks",
-            },
-        ]
-    }
-
-    fn work(&self) -> Work {
-        WORK
-    }
-
-    fn check(&self, params: &Params, _dir: &Path) -> Result<(), LoadError> {
-        root_of(params)?;
-        match param_u64(params, "walkers")? {
-            1..=256 => Ok(()),
-            _ => Err(LoadError::Spec("find walkers: give 1 to 256".into())),
-        }
-    }
-
-    fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
-        let root = root_of(params)?;
-        let walkers = param_u64(params, "walkers")? as usize;
-        ctx.ready();
-        std::thread::scope(|s| {
-            for w in 0..walkers {
-                let root = root.clone();
-                s.spawn(move || walk_forever(&root, w, ctx));
-            }
-        });
         Ok(())
     }
 }
