@@ -73,3 +73,20 @@ pub fn reap_group(pgid: u32) -> usize {
         reaped += 1;
     }
 }
+
+/// Raises the soft limit on open files to the hard limit (loads such as hackbench
+/// open many descriptors).
+pub fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit; raising the soft limit up to
+    // the hard limit needs no privilege.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

@@ -600,6 +600,7 @@ fn every_load_works_reports_its_rate_stops_and_leaves_nothing() {
         "net:mode=icmp",
         "hackbench:groups=2,fds=4",
         "hackbench:groups=1,fds=4,mode=thread,transport=pipe",
+        "hackbench:groups=2,fds=4,mode=process,transport=pipe",
         "dirwalk:root=/usr",
         "find:root=/usr,walkers=2",
         "launch",
@@ -783,6 +784,7 @@ fn loads_that_cannot_start_fail_before_measuring() {
         ("hackbench:mode=fibers", "give process or thread"),
         ("dirwalk:root=/no/such/dir", "not a directory"),
         ("exec:", "needs a command"),
+        ("exec:no-such-command-anywhere -j4", "ended at once"),
     ];
     for (load, needle) in cases {
         let out = latlab()
@@ -912,6 +914,14 @@ fn scenario_files_run_and_their_mistakes_are_named() {
         (
             "[[phase]]\nname = \"x\"\n[thresholds]\np999x = \"1us\"\n",
             "thresholds.p999x",
+        ),
+        (
+            "[[phase]]\nname = \"x\"\nperiods = 0\n",
+            "give at least 1 period",
+        ),
+        (
+            "[[phase]]\nname = \"x\"\n[[phase]]\nname = \"y\"\nloads = [\"disk:size=100000G\"]\n",
+            "no space for the disk load",
         ),
     ];
     for (body, needle) in cases {

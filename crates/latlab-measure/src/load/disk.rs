@@ -81,6 +81,9 @@ impl Load for Disk {
                 written += n as u64;
                 ctx.count(0, n as u64);
             }
+            if ctx.stopped() {
+                break; // flushing now would only delay the stop
+            }
             file.sync_data().map_err(failed)?;
             latlab_rt::shared::sync_all();
         }

@@ -39,6 +39,16 @@ impl Load for Exec {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| LoadError::Failed(format!("cannot run sh -c {command:?}: {e}")))?;
+        // A command that ends at once (mistyped, not found) did not start.
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?
+        {
+            return Err(LoadError::Failed(format!(
+                "{command:?} ended at once ({status}): check the command"
+            )));
+        }
         ctx.ready();
         let status = loop {
             if let Some(status) = child

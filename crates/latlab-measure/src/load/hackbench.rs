@@ -64,13 +64,14 @@ impl Load for Hackbench {
 
     fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
         let plan = Plan::of(params)?;
+        if plan.processes {
+            return run_as_processes(&plan, ctx);
+        }
         let mut tasks = Vec::new();
         for group in 0..plan.groups {
             tasks.extend(plan.group_tasks(group)?);
         }
-        if plan.processes {
-            run_as_processes(tasks, ctx)
-        } else {
+        {
             ctx.ready();
             std::thread::scope(|s| {
                 for (slot, task) in tasks.into_iter().enumerate() {
@@ -235,19 +236,33 @@ impl Task {
     }
 }
 
-/// Forks one process per task (all before any thread exists), then waits.
-fn run_as_processes(tasks: Vec<Task>, ctx: &LoadContext) -> Result<(), LoadError> {
-    let mut children = Vec::with_capacity(tasks.len());
-    for (slot, task) in tasks.into_iter().enumerate() {
-        match fork_single_threaded().map_err(|e| LoadError::Failed(format!("hackbench: {e}")))? {
-            Forked::Child => {
-                // Die with the worker even if latlab is killed outright.
-                let _ = latlab_rt::process::die_with_parent(signal_hook::consts::SIGKILL);
-                task.run(slot, ctx);
-                exit_child(0);
+/// Forks one process per task, a group at a time and all before any thread exists,
+/// then waits. Each child keeps only its own task's channels and the parent none, so
+/// a receiver sees end-of-file as soon as its group's senders are gone.
+fn run_as_processes(plan: &Plan, ctx: &LoadContext) -> Result<(), LoadError> {
+    let mut children = Vec::new();
+    let mut slot = 0;
+    for group in 0..plan.groups {
+        let mut tasks: Vec<Option<Task>> = plan.group_tasks(group)?.into_iter().map(Some).collect();
+        for i in 0..tasks.len() {
+            let forked = fork_single_threaded();
+            match forked.map_err(|e| LoadError::Failed(format!("hackbench: {e}")))? {
+                Forked::Child => {
+                    // Die with the worker even if latlab is killed outright.
+                    let _ = latlab_rt::process::die_with_parent(signal_hook::consts::SIGKILL);
+                    let mine = tasks[i].take();
+                    drop(tasks);
+                    if let Some(task) = mine {
+                        task.run(slot, ctx);
+                    }
+                    exit_child(0);
+                }
+                Forked::Parent(pid) => {
+                    children.push(pid);
+                    tasks[i] = None; // the parent's copy of the channels closes here
+                }
             }
-            // The parent closes its copy of the task's channels right away.
-            Forked::Parent(pid) => children.push(pid),
+            slot += 1;
         }
     }
     ctx.ready();

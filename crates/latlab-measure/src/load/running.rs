@@ -108,15 +108,15 @@ impl RunningLoad {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let p = self.progress();
+            if p.ready {
+                return Ok(());
+            }
             if let Some(end) = p.end {
                 return Err(LoadError::Unavailable(format!(
                     "load {} could not start: {}",
                     self.spec.text,
                     end.trim_start_matches("failed ")
                 )));
-            }
-            if p.ready {
-                return Ok(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(LoadError::Unavailable(format!(
@@ -150,16 +150,40 @@ impl RunningLoad {
         self.progress().work
     }
 
-    /// Stops the load (SIGTERM to its group, SIGKILL after a grace period), reaps every
-    /// process of its group, removes its directory, and says what it achieved.
-    pub fn stop(mut self) -> LoadRecord {
-        let ended_early = self.progress().end.clone().or_else(|| {
+    /// Stops several loads at once: all are asked first, then each is waited for, so
+    /// the grace periods overlap.
+    pub fn stop_all(mut loads: Vec<RunningLoad>) -> Vec<LoadRecord> {
+        // Whether each ended on its own is settled before any is asked to stop.
+        let early: Vec<Option<String>> = loads.iter_mut().map(|l| l.ended_on_its_own()).collect();
+        for load in &loads {
+            let _ = process::signal_group(load.pgid, signal_hook::consts::SIGTERM);
+        }
+        loads
+            .into_iter()
+            .zip(early)
+            .map(|(load, early)| load.stop_with(early))
+            .collect()
+    }
+
+    /// How the load ended, if it ended before being asked to stop.
+    fn ended_on_its_own(&mut self) -> Option<String> {
+        self.progress().end.clone().or_else(|| {
             self.child
                 .try_wait()
                 .ok()
                 .flatten()
                 .map(|s| format!("exited ({s})"))
-        });
+        })
+    }
+
+    /// Stops the load (SIGTERM to its group, SIGKILL after a grace period), reaps every
+    /// process of its group, removes its directory, and says what it achieved.
+    pub fn stop(mut self) -> LoadRecord {
+        let early = self.ended_on_its_own();
+        self.stop_with(early)
+    }
+
+    fn stop_with(mut self, ended_early: Option<String>) -> LoadRecord {
         let t0 = Instant::now();
         self.terminate();
         let stop_ns = Nanos(t0.elapsed().as_nanos() as i64);
@@ -193,8 +217,14 @@ impl RunningLoad {
         }
         self.stopped = true;
         let _ = process::signal_group(self.pgid, signal_hook::consts::SIGTERM);
+        // The grace period covers every process of the group, not only the worker.
         let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+        while Instant::now() < deadline {
+            let _ = self.child.try_wait();
+            process::reap_group(self.pgid);
+            if !process::group_exists(self.pgid) {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
         let deadline = Instant::now() + Duration::from_secs(2);

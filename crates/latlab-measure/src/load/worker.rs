@@ -10,7 +10,7 @@ use latlab_rt::{affinity, process};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often the worker reports its count.
@@ -28,6 +28,9 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     if !cpus.is_empty() {
         let _ = affinity::set_current_thread(cpus);
     }
+    // Loads are background work: never at latlab's own policy, whatever it was.
+    let _ = latlab_rt::sched::set_current_thread(latlab_rt::sched::Policy::Other { nice: 0 });
+    process::raise_open_files_limit();
     // Raised by SIGTERM (latlab stopping the load) or SIGINT.
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -50,9 +53,12 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
             return 1;
         }
     };
-    let started = Instant::now();
+    // Rates are over the time the load ran, from `ready` on (not its set-up).
+    let started: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let (reporter_counters, reporter_stop) = (counters.clone(), stop.clone());
+    let ready_started = started.clone();
     let ready = Box::new(move || {
+        let started = *ready_started.get_or_init(Instant::now);
         say("ready");
         let (counters, stop) = (reporter_counters.clone(), reporter_stop.clone());
         std::thread::spawn(move || {
@@ -79,7 +85,7 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     say(&format!(
         "count {} {}",
         counters.total(),
-        started.elapsed().as_nanos()
+        started.get().map_or(0, |s| s.elapsed().as_nanos())
     ));
     match result {
         Ok(()) => {

@@ -306,6 +306,12 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             &s.duration,
         ) {
             (Some(d), ..) => ("--duration".to_string(), duration_of("--duration", d)?),
+            (None, Some(0), ..) => {
+                return Err(CliError::usage(
+                    &format!("{sn}: {}", key("periods")),
+                    "give at least 1 period",
+                ))
+            }
             (None, Some(n), ..) => (key("periods"), Nanos(period.0.saturating_mul(n as i64))),
             (None, None, Some(d), _) => (
                 key("duration"),
@@ -381,13 +387,17 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
                 .map_err(|e| CliError::usage(&format!("{sn}: thresholds.{metric}"), e))?,
         );
     }
+    // A flag replaces the scenario's limit on the same metric.
+    let mut from_flags = Vec::new();
     if let Some(max) = &args.max {
-        thresholds.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
+        from_flags.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
     }
     for t in &args.thresholds {
         let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
-        thresholds.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
+        from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
     }
+    thresholds.retain(|s: &Threshold| !from_flags.iter().any(|f| f.metric == s.metric));
+    thresholds.extend(from_flags);
     let mut plan = RunPlan {
         scenario: scenario.as_ref().map(|s| s.name.clone()),
         phases,
@@ -407,6 +417,16 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     let scope = plan.lock_scope();
     for phase in &mut plan.phases {
         phase.request.lock_memory = scope;
+    }
+    // Every load of every phase is checked now (parameters, free space), so a later
+    // phase cannot fail to start after earlier ones have measured.
+    let base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
+    for phase in &plan.phases {
+        for load in &phase.loads {
+            load.load()
+                .check(&load.params, &base)
+                .map_err(|e| CliError::usage(&format!("--load {}", load.text), e))?;
+        }
     }
     Ok(plan)
 }
@@ -476,6 +496,42 @@ mod tests {
         let p = plan_of(&["-d", "0", "--no-tune"]).unwrap();
         assert_eq!(p.phases[0].request.duration, None);
         assert_eq!(p.phases[0].request.dma_latency_us, None);
+    }
+
+    #[test]
+    fn flags_override_a_scenarios_values_and_thresholds() {
+        let p = plan_of(&["osadl", "-d", "2s", "-p", "1ms"]).unwrap();
+        assert_eq!(p.scenario.as_deref(), Some("osadl"));
+        let names: Vec<&str> = p
+            .phases
+            .iter()
+            .map(|ph| ph.request.phase.as_str())
+            .collect();
+        assert_eq!(names, ["idle", "load"]);
+        for ph in &p.phases {
+            assert_eq!(ph.request.duration, Some(Nanos::from_secs(2)));
+            assert_eq!(ph.settings.period_ns, Nanos::MILLISECOND);
+        }
+        assert_eq!(p.phases[1].loads.len(), 2);
+        let p = plan_of(&["osadl"]).unwrap();
+        assert_eq!(p.phases[0].settings.period_ns, Nanos(200_000));
+        assert_eq!(p.phases[0].request.duration, Some(Nanos::from_secs(30)));
+        assert_eq!(p.phases[1].request.duration, Some(Nanos::from_secs(60)));
+    }
+
+    #[test]
+    fn a_flag_replaces_the_scenarios_limit_on_the_same_metric() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"s\"\ndescription = \"d\"\n[[phase]]\nname = \"x\"\n\
+             [thresholds]\nmax = \"100us\"\n\"p99\" = \"20us\"\n",
+        )
+        .unwrap();
+        let p = plan_of(&[file.to_str().unwrap(), "--max", "5ms"]).unwrap();
+        let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
+        assert_eq!(text, vec!["p99 <= 20 µs", "max <= 5 ms"]);
     }
 
     #[test]

@@ -55,9 +55,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second Ctrl-C ends the process at once.
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+        // Every signal only asks to stop: exiting at once would skip the clean-up of the
+        // loads (processes, files), and stopping takes well under a second anyway.
+        signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
 
@@ -84,7 +84,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         if stop.load(Ordering::Relaxed) || measured.interrupted || measured.failed {
             break;
         }
-        run_phase(
+        let result = run_phase(
             &plan,
             phase,
             &setup,
@@ -92,7 +92,19 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             breaktrace.as_ref(),
             human,
             &mut measured,
-        )?;
+        );
+        match result {
+            Ok(()) => {}
+            // Nothing measured yet: a plain error.
+            Err(e) if measured.phases.is_empty() => return Err(e),
+            // Keep what earlier phases measured; the run ends with exit code 3.
+            Err(e) => {
+                measured.notices.push(Notice::MeasuringFailed {
+                    reason: format!("phase {}: {e}", phase.request.phase),
+                });
+                measured.failed = true;
+            }
+        }
     }
     let breaktrace_armed = breaktrace.is_some();
     drop(breaktrace);
@@ -172,7 +184,7 @@ fn run_phase(
     let started = SystemTime::now();
     let outcome = runner::run_probe(&probe, &phase.request, setup, stop, &live, &mut display);
     display.finish();
-    let records: Vec<LoadRecord> = loads.into_iter().map(RunningLoad::stop).collect();
+    let records: Vec<LoadRecord> = RunningLoad::stop_all(loads);
     let outcome = outcome.map_err(|e| match e {
         RunError::Config(m) => CliError::config(m),
         RunError::Runtime(m) => CliError::runtime(m),
@@ -216,8 +228,8 @@ fn start_loads(plan: &RunPlan, phase: &PhasePlan) -> Result<Vec<RunningLoad>, Cl
     }
     // Descendants of a load that outlive their parent can then still be reaped.
     let _ = latlab_rt::process::become_subreaper();
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::runtime(format!("cannot find latlab's own executable: {e}")))?;
+    // The running image itself, even if the file was replaced since latlab started.
+    let exe = std::path::PathBuf::from("/proc/self/exe");
     let mut running = Vec::with_capacity(phase.loads.len());
     for spec in &phase.loads {
         match RunningLoad::start(spec, &plan.load_cpus, plan.load_dir.as_deref(), &exe) {
