@@ -119,8 +119,17 @@ impl RunningLoad {
                 )));
             }
             if let Ok(Some(status)) = self.child.try_wait() {
+                // Its last words may still be on their way through the pipe.
+                let said = Instant::now() + Duration::from_millis(500);
+                while self.progress().end.is_none() && Instant::now() < said {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                let why = match self.progress().end {
+                    Some(end) => end.trim_start_matches("failed ").to_string(),
+                    None => format!("its worker exited ({status})"),
+                };
                 return Err(LoadError::Unavailable(format!(
-                    "load {} could not start: its worker exited ({status})",
+                    "load {} could not start: {why}",
                     self.spec.text
                 )));
             }
