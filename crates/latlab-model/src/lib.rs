@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod export;
 pub mod hist;
 pub mod run;
 pub mod scenario;

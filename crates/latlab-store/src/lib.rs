@@ -44,6 +44,14 @@ pub enum StoreError {
         /// The version found.
         found: i64,
     },
+    /// A run reference that matches no run, or more than one.
+    #[error("no run '{reference}': {reason}")]
+    NotFound {
+        /// The reference as given.
+        reference: String,
+        /// Why.
+        reason: String,
+    },
     /// A query failed.
     #[error("run store error: {0}")]
     Sql(#[from] rusqlite::Error),
@@ -80,6 +88,59 @@ pub trait RunStore {
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     /// Loads one run whole.
     fn load(&self, id: &str) -> Result<Option<Run>, StoreError>;
+
+    /// Ids of every run, newest first.
+    fn ids(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Finds a run by reference: `last`, `last~N` (N runs before the last), a full id,
+    /// or a unique prefix of one.
+    fn resolve(&self, reference: &str) -> Result<Run, StoreError> {
+        let ids = self.ids()?;
+        let id = resolve_reference(reference, &ids)?;
+        self.load(&id)?.ok_or_else(|| StoreError::NotFound {
+            reference: reference.to_string(),
+            reason: "it vanished from the store".to_string(),
+        })
+    }
+}
+
+/// Picks the id a reference means among `ids` (newest first).
+pub fn resolve_reference(reference: &str, ids: &[String]) -> Result<String, StoreError> {
+    let not_found = |reason: String| StoreError::NotFound {
+        reference: reference.to_string(),
+        reason,
+    };
+    let r = reference.trim();
+    if let Some(back) = r.strip_prefix("last") {
+        let n: usize = match back.strip_prefix('~') {
+            None if back.is_empty() => 0,
+            Some(n) => n
+                .parse()
+                .map_err(|_| not_found("write last, last~1, last~2, ...".to_string()))?,
+            None => return Err(not_found("write last, last~1, last~2, ...".to_string())),
+        };
+        return ids
+            .get(n)
+            .cloned()
+            .ok_or_else(|| not_found(format!("the store holds {} run(s)", ids.len())));
+    }
+    if r.is_empty() {
+        return Err(not_found(
+            "give a run id, a prefix of one, or last".to_string(),
+        ));
+    }
+    let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(r)).collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(not_found(
+            "no run has that id (latlab runs lists them)".to_string(),
+        )),
+        many => Err(not_found(format!(
+            "{} runs start with it ({}, ...): give more of the id",
+            many.len(),
+            many[0]
+        ))),
+    }
 }
 
 /// The embedded SQLite store.
@@ -219,6 +280,14 @@ impl RunStore for SqliteStore {
                 degraded: r.get(8)?,
             })
         })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs ORDER BY started_at DESC, id DESC")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

@@ -165,3 +165,38 @@ fn concurrent_writers_do_not_corrupt_the_store() {
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.list(1000).unwrap().len(), 100);
 }
+
+#[test]
+fn references_resolve_to_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    for (id, at) in [
+        ("20261120T100000Z-aaaaaa", "2026-11-20T10:00:00.000Z"),
+        ("20261121T100000Z-bbbbbb", "2026-11-21T10:00:00.000Z"),
+        ("20261121T110000Z-cccccc", "2026-11-21T11:00:00.000Z"),
+    ] {
+        store.save(&sample_run(id, at, 1_000)).unwrap();
+    }
+    assert_eq!(store.resolve("last").unwrap().id, "20261121T110000Z-cccccc");
+    assert_eq!(
+        store.resolve("last~1").unwrap().id,
+        "20261121T100000Z-bbbbbb"
+    );
+    assert_eq!(
+        store.resolve("20261120").unwrap().id,
+        "20261120T100000Z-aaaaaa"
+    );
+    let ambiguous = store.resolve("20261121").unwrap_err().to_string();
+    assert!(ambiguous.contains("2 runs start with it"), "{ambiguous}");
+    assert!(store
+        .resolve("last~3")
+        .unwrap_err()
+        .to_string()
+        .contains("holds 3 run(s)"));
+    assert!(store.resolve("last~x").is_err());
+    assert!(store
+        .resolve("nope")
+        .unwrap_err()
+        .to_string()
+        .contains("latlab runs"));
+}

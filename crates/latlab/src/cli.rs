@@ -23,6 +23,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the runs in the store, newest first.
     Runs(RunsArgs),
+    /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
+    Show(ShowArgs),
+    /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
+    Export(ExportArgs),
     /// List the timer probe's sleep methods.
     Methods,
     /// List the background loads, with their parameters.
@@ -154,6 +158,33 @@ pub struct RunArgs {
     /// Do not save the run in the store.
     #[arg(long)]
     pub no_store: bool,
+}
+
+/// `latlab show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run: an id, a unique prefix of one, last, last~1, ...
+    #[arg(default_value = "last")]
+    pub run: String,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run: an id, a unique prefix of one, last, last~1, ...
+    pub run: String,
+    /// json, csv, cyclictest, openmetrics or junit.
+    #[arg(short, long, value_name = "FORMAT")]
+    pub format: String,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
 }
 
 /// `latlab runs`.

@@ -33,6 +33,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
+        cli::Command::Show(show) => cmd::show::execute(&show),
+        cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Loads => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {

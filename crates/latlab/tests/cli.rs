@@ -947,3 +947,99 @@ fn scenario_files_run_and_their_mistakes_are_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scenario 'no-such-scenario'"));
 }
+
+#[test]
+fn stored_runs_are_shown_and_exported_in_every_format() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store_arg = store.to_str().unwrap();
+    for max in ["10s", "1ns"] {
+        let out = latlab()
+            .args([
+                "run", "-c", "0-1", "-d", "1s", "-q", "--max", max, "--store", store_arg,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c <= 1));
+    }
+    let show = latlab()
+        .args(["show", "last", "--store", store_arg])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.status.success() && text.contains("samples") && text.contains("FAIL"),
+        "{text}"
+    );
+    let show = latlab()
+        .args(["show", "last~1", "--store", store_arg])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).contains("PASS"));
+
+    let export = |format: &str| {
+        let out = latlab()
+            .args(["export", "last", "--format", format, "--store", store_arg])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let run = Run::from_json(&export("json")).unwrap();
+    assert_eq!(run.streams.len(), 2);
+    let csv = export("csv");
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.lines().nth(1).unwrap().starts_with(&run.id));
+    let hist = export("cyclictest");
+    let total_line = hist.lines().find(|l| l.starts_with("# Total:")).unwrap();
+    let totals: Vec<u64> = total_line[8..]
+        .split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let overflow_line = hist
+        .lines()
+        .find(|l| l.starts_with("# Histogram Overflows:"))
+        .unwrap();
+    let overflows: Vec<u64> = overflow_line[22..]
+        .split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let max_line = hist
+        .lines()
+        .find(|l| l.starts_with("# Max Latencies:"))
+        .unwrap();
+    let maxes: Vec<i64> = max_line[16..]
+        .split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    for (i, s) in run.streams.iter().enumerate() {
+        assert_eq!(totals[i] + overflows[i], s.samples, "stream {i}");
+        assert_eq!(maxes[i], s.stats.max_ns.unwrap().0 / 1_000);
+    }
+    let metrics = export("openmetrics");
+    assert!(metrics.ends_with("# EOF\n"));
+    assert!(metrics.contains(&format!("run=\"{}\"", run.id)));
+    let junit = export("junit");
+    assert!(
+        junit.contains("failures=\"2\"") && junit.contains("<failure"),
+        "{junit}"
+    );
+
+    let bad = latlab()
+        .args(["export", "last", "--format", "yaml", "--store", store_arg])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown format 'yaml'"));
+    let missing = latlab()
+        .args(["show", "zzz", "--store", store_arg])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no run 'zzz'"));
+}

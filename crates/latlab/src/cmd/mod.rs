@@ -1,8 +1,10 @@
 //! One module per subcommand.
 
+pub mod export;
 pub mod loads;
 pub mod methods;
 pub mod plan;
 pub mod run;
 pub mod runs;
 pub mod scenarios;
+pub mod show;

@@ -1,0 +1,104 @@
+//! `csv`: one row per stream with its statistics, in nanoseconds.
+
+use super::{ExportError, Exporter};
+use crate::run::{Run, REPORTED_PERCENTILES};
+
+pub(super) struct Csv;
+
+impl Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
+    fn describe(&self) -> &'static str {
+        "one row per stream: phase, CPU, settings, counts and statistics in ns"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        let mut out = String::from(
+            "run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,\
+             early_wakes,min_ns,mean_ns,stddev_ns",
+        );
+        for p in REPORTED_PERCENTILES {
+            out.push_str(&format!(",p{}_ns", crate::run::percentile_key(p)));
+        }
+        out.push_str(",max_ns\n");
+        let n = |v: Option<crate::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
+        let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
+        for s in &run.streams {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                run.id,
+                quote(&s.phase),
+                s.cpu.map_or(String::new(), |c| c.to_string()),
+                s.thread,
+                s.probe,
+                s.method,
+                s.period_ns.0,
+                s.policy,
+                s.samples,
+                s.missed_periods,
+                s.early_wakes,
+                n(s.stats.min_ns),
+                f(s.stats.mean_ns),
+                f(s.stats.stddev_ns),
+            ));
+            for p in REPORTED_PERCENTILES {
+                out.push_str(&format!(",{}", n(s.stats.percentile(p))));
+            }
+            out.push_str(&format!(",{}\n", n(s.stats.max_ns)));
+        }
+        Ok(out)
+    }
+}
+
+/// Quotes a field if it holds a comma, a quote or a line break (RFC 4180).
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixture;
+
+    #[test]
+    fn one_row_per_stream_with_every_statistic() {
+        let text = Csv.export(&fixture::run()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("run,phase,cpu,thread,"));
+        assert!(lines[0].ends_with(",p99.999_ns,max_ns"));
+        let row: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(
+            &row[..12],
+            &[
+                "20261121T000000Z-abcdef",
+                "main",
+                "0",
+                "0",
+                "timer",
+                "abs",
+                "1000000",
+                "fifo:95",
+                "4",
+                "1",
+                "0",
+                "2500"
+            ]
+        );
+        assert_eq!(row[12], "5475.0");
+        assert_eq!(row[row.len() - 1], "12400");
+        // p50 of 2.5, 3.1, 3.9, 12.4 µs is the second sample, within 0.1 %.
+        let p50: i64 = row[14].parse().unwrap();
+        assert!((3_100..=3_103).contains(&p50), "{p50}");
+        let columns = lines[0].split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == columns));
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,158 @@
+//! `cyclictest`: the histogram text `cyclictest -h` prints, so OSADL's and rteval's
+//! scripts work on latlab runs.
+//!
+//! One row per microsecond, one column per stream (`%06d` bin, `%06lu` counts
+//! separated by tabs), then `# Total`, `# Min/Avg/Max Latencies` in whole µs
+//! (truncated, as cyclictest computes them) and `# Histogram Overflows`. Rows go up to
+//! the largest sample, at most 100 000 µs; later samples count as overflows. A
+//! histogram bin holds the samples whose HdrHistogram bucket (within 0.1 %) has its
+//! middle in that microsecond.
+
+use super::{histogram_of, ExportError, Exporter};
+use crate::run::Run;
+use std::fmt::Write as _;
+
+pub(super) struct Cyclictest;
+
+/// Most rows written (cyclictest's `-h` limit is the user's choice; 100 ms covers any
+/// real-time system).
+const MAX_ROWS: usize = 100_000;
+
+impl Exporter for Cyclictest {
+    fn name(&self) -> &'static str {
+        "cyclictest"
+    }
+
+    fn describe(&self) -> &'static str {
+        "cyclictest -h histogram text (1 µs rows), read by OSADL's and rteval's scripts"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        if run.streams.is_empty() {
+            return Err(ExportError("the run has no streams to export".into()));
+        }
+        let max_us = run
+            .streams
+            .iter()
+            .filter_map(|s| s.stats.max_ns)
+            .map(|m| m.0.max(0) as usize / 1_000)
+            .max()
+            .unwrap_or(0);
+        let rows = (max_us + 1).min(MAX_ROWS);
+        let mut columns = Vec::with_capacity(run.streams.len());
+        let mut overflows = Vec::with_capacity(run.streams.len());
+        for stream in &run.streams {
+            let mut bins = vec![0u64; rows];
+            let mut over = 0u64;
+            for (value, count) in histogram_of(stream)?.buckets() {
+                let bin = (middle_equivalent(value) / 1_000) as usize;
+                match bins.get_mut(bin) {
+                    Some(b) => *b += count,
+                    None => over += count,
+                }
+            }
+            columns.push(bins);
+            overflows.push(over);
+        }
+        let mut out = String::from("# Histogram\n");
+        for row in 0..rows {
+            let counts: Vec<String> = columns.iter().map(|c| format!("{:06}", c[row])).collect();
+            let _ = writeln!(out, "{row:06} {}", counts.join("\t"));
+        }
+        let line = |label: &str, values: Vec<String>| format!("# {label}: {}\n", values.join(" "));
+        out.push_str(&line(
+            "Total",
+            columns
+                .iter()
+                .map(|c| format!("{:09}", c.iter().sum::<u64>()))
+                .collect(),
+        ));
+        let us = |v: Option<crate::Nanos>| v.map_or(0, |n| n.0.max(0) / 1_000);
+        out.push_str(&line(
+            "Min Latencies",
+            run.streams
+                .iter()
+                .map(|s| format!("{:05}", us(s.stats.min_ns)))
+                .collect(),
+        ));
+        out.push_str(&line(
+            "Avg Latencies",
+            run.streams
+                .iter()
+                .map(|s| format!("{:05}", s.stats.mean_ns.map_or(0, |m| (m / 1_000.0) as i64)))
+                .collect(),
+        ));
+        out.push_str(&line(
+            "Max Latencies",
+            run.streams
+                .iter()
+                .map(|s| format!("{:05}", us(s.stats.max_ns)))
+                .collect(),
+        ));
+        out.push_str(&line(
+            "Histogram Overflows",
+            overflows.iter().map(|o| format!("{o:05}")).collect(),
+        ));
+        out.push_str("# Histogram Overflow at cycle number:\n");
+        for i in 0..run.streams.len() {
+            let _ = writeln!(out, "# Thread {i}:");
+        }
+        Ok(out)
+    }
+}
+
+/// The middle of the 3-significant-digit HdrHistogram bucket whose highest value is
+/// `highest`: buckets are powers of two wide, 1 ns below 2048 ns.
+fn middle_equivalent(highest: u64) -> u64 {
+    if highest < 2_048 {
+        return highest;
+    }
+    let magnitude = 63 - highest.leading_zeros() as u64; // 2^magnitude <= highest
+    let width = 1u64 << (magnitude - 10);
+    highest - (highest % width) + width / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixture;
+
+    #[test]
+    fn looks_like_cyclictest_and_adds_up() {
+        let run = fixture::run();
+        let text = Cyclictest.export(&run).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "# Histogram");
+        assert_eq!(lines[1], "000000 000000\t000000");
+        // 1.2 and 1.9 µs land in row 1 of the second stream; 2.0 and 2.3 µs in row 2.
+        assert_eq!(lines[2], "000001 000000\t000002");
+        assert_eq!(lines[3], "000002 000001\t000002");
+        // Rows up to the largest sample, 45 µs.
+        assert_eq!(lines[46], "000045 000000\t000001");
+        assert_eq!(lines[47], "# Total: 000000004 000000005");
+        assert_eq!(lines[48], "# Min Latencies: 00002 00001");
+        assert_eq!(lines[49], "# Avg Latencies: 00005 00010");
+        assert_eq!(lines[50], "# Max Latencies: 00012 00045");
+        assert_eq!(lines[51], "# Histogram Overflows: 00000 00000");
+        assert_eq!(lines[53], "# Thread 0:");
+        let total: u64 = lines[1..47]
+            .iter()
+            .map(|l| {
+                l.split([' ', '\t'])
+                    .skip(1)
+                    .map(|c| c.parse::<u64>().unwrap())
+                    .sum::<u64>()
+            })
+            .sum();
+        assert_eq!(total, 9);
+    }
+
+    #[test]
+    fn middle_equivalent_values() {
+        assert_eq!(middle_equivalent(2_047), 2_047);
+        assert_eq!(middle_equivalent(3_101), 3_101);
+        assert_eq!(middle_equivalent(12_407), 12_404);
+        assert_eq!(middle_equivalent(45_023), 45_008);
+        assert_eq!(middle_equivalent(1_000_447), 1_000_192);
+    }
+}

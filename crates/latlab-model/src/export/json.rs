@@ -1,0 +1,20 @@
+//! `json`: the Run itself (latlab.run/1).
+
+use super::{ExportError, Exporter};
+use crate::run::Run;
+
+pub(super) struct Json;
+
+impl Exporter for Json {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
+    fn describe(&self) -> &'static str {
+        "the Run itself, latlab.run/1 (docs/run-format.md)"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        Ok(run.to_json_pretty() + "\n")
+    }
+}

@@ -1,0 +1,145 @@
+//! Exports: a Run in the formats other tools read, one file per format behind one
+//! trait (as hyperfine does it).
+
+mod csv;
+mod cyclictest;
+mod json;
+mod junit;
+mod openmetrics;
+
+use crate::hist::LatencyHistogram;
+use crate::run::{Run, Stream};
+
+/// Why a Run could not be exported.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ExportError(pub String);
+
+/// One output format.
+pub trait Exporter {
+    /// Its name on the command line.
+    fn name(&self) -> &'static str;
+    /// One line on what reads it.
+    fn describe(&self) -> &'static str;
+    /// The Run, as text in this format.
+    fn export(&self, run: &Run) -> Result<String, ExportError>;
+}
+
+/// Every format.
+pub fn exporters() -> Vec<&'static dyn Exporter> {
+    vec![
+        &json::Json,
+        &csv::Csv,
+        &cyclictest::Cyclictest,
+        &openmetrics::OpenMetrics,
+        &junit::Junit,
+    ]
+}
+
+/// Looks a format up by name.
+pub fn exporter(name: &str) -> Option<&'static dyn Exporter> {
+    exporters().into_iter().find(|e| e.name() == name)
+}
+
+/// A stream's histogram, decoded, or an export error naming the stream.
+fn histogram_of(stream: &Stream) -> Result<LatencyHistogram, ExportError> {
+    stream
+        .decode_histogram()
+        .map_err(|e| ExportError(format!("{} [{}]: {e}", stream.label(), stream.phase)))
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    use crate::hist::LatencyHistogram;
+    use crate::run::*;
+    use crate::spec::{ClockName, SchedSpec, TimerMethod};
+    use crate::threshold::{Threshold, Verdict};
+    use crate::Nanos;
+
+    /// A small two-stream Run with known samples.
+    pub fn run() -> Run {
+        let stream = |cpu: usize, values: &[i64]| {
+            let mut sums = ExactSums::default();
+            let mut hist = LatencyHistogram::new();
+            for &v in values {
+                sums.add(v);
+                hist.record(v);
+            }
+            Stream {
+                probe: "timer".into(),
+                method: "abs".into(),
+                phase: "main".into(),
+                thread: cpu,
+                cpu: Some(cpu),
+                policy: SchedSpec::DEFAULT,
+                period_ns: Nanos::MILLISECOND,
+                samples: values.len() as u64,
+                missed_periods: 1,
+                overrun_wakes: 1,
+                early_wakes: 0,
+                first_sample_ns: Some(Nanos(values[0])),
+                warm_up_samples: 0,
+                drift_ns: None,
+                elapsed_ns: Nanos::SECOND,
+                timer_slack_ns: 0,
+                page_faults: 0,
+                stats: Statistics::compute(&sums, &hist),
+                histogram: EncodedHistogram::from_histogram(&hist),
+                spikes: Spikes::default(),
+                timeline: Timeline::default(),
+            }
+        };
+        let streams = vec![
+            stream(0, &[2_500, 3_100, 3_900, 12_400]),
+            stream(1, &[1_200, 1_900, 2_000, 45_000, 2_300]),
+        ];
+        let thresholds = vec![Threshold::parse("max=20us").unwrap()];
+        let verdict = Verdict::judge(&thresholds, &streams);
+        Run {
+            schema: SCHEMA.into(),
+            id: "20261121T000000Z-abcdef".into(),
+            tool: Tool {
+                name: "latlab".into(),
+                version: "0.1.0".into(),
+            },
+            started_at: "2026-11-21T00:00:00.000Z".into(),
+            ended_at: "2026-11-21T00:00:01.000Z".into(),
+            command_line: vec!["latlab".into(), "run".into()],
+            scenario: None,
+            plan: Plan {
+                duration_ns: Some(Nanos::SECOND),
+                warm_up_ns: Nanos::ZERO,
+                cpus: vec![0, 1],
+                probes: vec![ProbePlan::Timer(TimerSettings {
+                    method: TimerMethod::Abs,
+                    period_ns: Nanos::MILLISECOND,
+                    clock: ClockName::Monotonic,
+                    policy: SchedSpec::DEFAULT,
+                    hybrid_margin_ns: Nanos(50_000),
+                    timer_slack_ns: None,
+                    top_spikes: 10,
+                    spike_threshold_ns: None,
+                    spike_capacity: 0,
+                    timeline_interval_ns: Nanos::SECOND,
+                    breaktrace_ns: None,
+                })],
+                dma_latency_us: Some(0),
+                memory_lock: MemoryLockPlan::Touched,
+            },
+            host: HostFacts {
+                hostname: "rig".into(),
+                kernel_release: "6.18.0".into(),
+                ..HostFacts::default()
+            },
+            conditions: Conditions::default(),
+            degraded: false,
+            interrupted: false,
+            warnings: vec![],
+            phases: vec![],
+            streams,
+            events: vec![],
+            thresholds,
+            verdict,
+        }
+    }
+}

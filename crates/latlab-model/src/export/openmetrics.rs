@@ -1,0 +1,172 @@
+//! `openmetrics`: OpenMetrics text for Prometheus — each stream's latency as a
+//! histogram with fixed bounds, plus gauges for its percentiles and counters for its
+//! samples, missed periods and early wakes.
+
+use super::{histogram_of, ExportError, Exporter};
+use crate::run::{percentile_key, Run, REPORTED_PERCENTILES};
+use std::fmt::Write as _;
+
+pub(super) struct OpenMetrics;
+
+/// Histogram bounds in seconds: 1-2-5 steps from 1 µs to 1 s.
+const BOUNDS_NS: [u64; 19] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+];
+
+fn seconds(ns: f64) -> String {
+    let s = format!("{:.9}", ns / 1e9);
+    let s = s.trim_end_matches('0');
+    if s.ends_with('.') {
+        format!("{s}0")
+    } else {
+        s.to_string()
+    }
+}
+
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Exporter for OpenMetrics {
+    fn name(&self) -> &'static str {
+        "openmetrics"
+    }
+
+    fn describe(&self) -> &'static str {
+        "OpenMetrics text (Prometheus): latency histograms, percentile gauges, counters"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        let mut out = String::new();
+        let labels = |s: &crate::run::Stream| {
+            format!(
+                "run=\"{}\",host=\"{}\",phase=\"{}\",cpu=\"{}\",method=\"{}\"",
+                escape(&run.id),
+                escape(&run.host.hostname),
+                escape(&s.phase),
+                s.cpu.map_or("-".to_string(), |c| c.to_string()),
+                escape(&s.method)
+            )
+        };
+        let name = "latlab_wakeup_latency_seconds";
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let _ = writeln!(out, "# UNIT {name} seconds");
+        let _ = writeln!(
+            out,
+            "# HELP {name} Wake-up latency: wake-up minus deadline."
+        );
+        for s in &run.streams {
+            let buckets = histogram_of(s)?.buckets();
+            let l = labels(s);
+            for bound in BOUNDS_NS {
+                let below: u64 = buckets
+                    .iter()
+                    .filter(|(v, _)| *v <= bound)
+                    .map(|(_, c)| c)
+                    .sum();
+                let _ = writeln!(
+                    out,
+                    "{name}_bucket{{{l},le=\"{}\"}} {below}",
+                    seconds(bound as f64)
+                );
+            }
+            let _ = writeln!(out, "{name}_bucket{{{l},le=\"+Inf\"}} {}", s.samples);
+            let sum = s.stats.mean_ns.unwrap_or(0.0) * s.samples as f64;
+            let _ = writeln!(out, "{name}_sum{{{l}}} {}", seconds(sum));
+            let _ = writeln!(out, "{name}_count{{{l}}} {}", s.samples);
+        }
+        let gauge = "latlab_wakeup_latency_quantile_seconds";
+        let _ = writeln!(out, "# TYPE {gauge} gauge");
+        let _ = writeln!(out, "# UNIT {gauge} seconds");
+        let _ = writeln!(
+            out,
+            "# HELP {gauge} Wake-up latency percentiles and maximum."
+        );
+        for s in &run.streams {
+            let l = labels(s);
+            for p in REPORTED_PERCENTILES {
+                if let Some(v) = s.stats.percentile(p) {
+                    let q = percentile_key(p / 100.0);
+                    let _ = writeln!(
+                        out,
+                        "{gauge}{{{l},quantile=\"{q}\"}} {}",
+                        seconds(v.0 as f64)
+                    );
+                }
+            }
+            if let Some(max) = s.stats.max_ns {
+                let _ = writeln!(
+                    out,
+                    "{gauge}{{{l},quantile=\"1\"}} {}",
+                    seconds(max.0 as f64)
+                );
+            }
+        }
+        let counters = [
+            ("latlab_missed_periods", "Periods without a wake-up."),
+            ("latlab_early_wakes", "Wake-ups before the deadline."),
+        ];
+        for (counter, help) in counters {
+            let _ = writeln!(out, "# TYPE {counter} counter");
+            let _ = writeln!(out, "# HELP {counter} {help}");
+            for s in &run.streams {
+                let value = match counter {
+                    "latlab_missed_periods" => s.missed_periods,
+                    _ => s.early_wakes,
+                };
+                let _ = writeln!(out, "{counter}_total{{{}}} {value}", labels(s));
+            }
+        }
+        out.push_str("# EOF\n");
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixture;
+
+    #[test]
+    fn histograms_are_cumulative_and_end_with_eof() {
+        let text = OpenMetrics.export(&fixture::run()).unwrap();
+        assert!(text.ends_with("# EOF\n"));
+        let cpu1: Vec<u64> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("latlab_wakeup_latency_seconds_bucket") && l.contains("cpu=\"1\"")
+            })
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(cpu1.len(), BOUNDS_NS.len() + 1);
+        assert!(cpu1.windows(2).all(|w| w[0] <= w[1]), "{cpu1:?}");
+        // 1.2, 1.9, 2.0 µs at or below 2 µs; 2.3 at or below 5 µs; 45 µs at or below 50 µs.
+        assert_eq!(&cpu1[..6], &[0, 3, 4, 4, 4, 5]);
+        assert_eq!(*cpu1.last().unwrap(), 5);
+        assert!(text.contains("quantile=\"0.99\""));
+        assert!(text.contains("latlab_missed_periods_total{run=\"20261121T000000Z-abcdef\""));
+        assert_eq!(seconds(2_000.0), "0.000002");
+        assert_eq!(seconds(0.0), "0.0");
+    }
+}
