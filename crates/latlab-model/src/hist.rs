@@ -87,6 +87,19 @@ impl LatencyHistogram {
         self.clamped
     }
 
+    /// The value of the sample of rank `rank` (1 = smallest), as the highest value of its
+    /// bucket; ranks beyond the count give the largest.
+    pub fn value_at_rank(&self, rank: u64) -> u64 {
+        let mut seen = 0;
+        for v in self.inner.iter_recorded() {
+            seen += v.count_at_value();
+            if seen >= rank {
+                return v.value_iterated_to();
+            }
+        }
+        self.inner.max()
+    }
+
     /// The value at percentile `p` (0–100), by nearest rank: the highest value
     /// equivalent to the sample of rank ⌈p/100 · n⌉ (within 0.1 %). The rank is computed
     /// in integers, so `p99.9` of 5000 samples is the 4995th, not the 4996th that
@@ -99,14 +112,14 @@ impl LatencyHistogram {
         // p in millionths of a percent: exact for every rank written with ≤ 6 decimals.
         let scaled = (p.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
         let rank = ((scaled * n as u128).div_ceil(100_000_000) as u64).max(1);
-        let mut seen = 0;
-        for v in self.inner.iter_recorded() {
-            seen += v.count_at_value();
-            if seen >= rank {
-                return v.value_iterated_to();
-            }
-        }
-        self.inner.max()
+        self.value_at_rank(rank)
+    }
+
+    /// Adds another histogram's counts.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.inner.add(&other.inner);
+        self.clamped += other.clamped;
     }
 
     /// Buckets with samples: (highest equivalent value in ns, count), ascending.

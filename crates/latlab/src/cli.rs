@@ -27,6 +27,8 @@ pub enum Command {
     Show(ShowArgs),
     /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
     Export(ExportArgs),
+    /// Runs side by side, with a regression verdict (exit 1 on regression).
+    Compare(CompareArgs),
     /// List the timer probe's sleep methods.
     Methods,
     /// List the background loads, with their parameters.
@@ -166,6 +168,23 @@ pub struct ShowArgs {
     /// The run: an id, a unique prefix of one, last, last~1, ...
     #[arg(default_value = "last")]
     pub run: String,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The base run and the runs to judge against it (ids, prefixes, last, last~1).
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<String>,
+    /// Metrics to judge: p99.9, p99, p50, mean, max, ... (repeatable) [default: p99.9].
+    #[arg(long = "metric", value_name = "METRIC")]
+    pub metrics: Vec<String>,
+    /// Relative change allowed before a significant difference is a regression.
+    #[arg(long, value_name = "PERCENT", default_value = "10%")]
+    pub tolerance: String,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

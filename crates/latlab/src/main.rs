@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Show(show) => cmd::show::execute(&show),
         cli::Command::Export(export) => cmd::export::execute(&export),
+        cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Loads => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {

@@ -1043,3 +1043,50 @@ fn stored_runs_are_shown_and_exported_in_every_format() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no run 'zzz'"));
 }
+
+#[test]
+fn compare_finds_a_regression_and_an_improvement() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store_arg = store.to_str().unwrap();
+    // The same measurement, the second at SCHED_OTHER with 200 µs of timer slack: its
+    // wake-ups come about 200 µs late, a change no noise can hide.
+    for extra in [
+        &["-P", "f:95"][..],
+        &["-P", "o:0", "--timer-slack", "200us"][..],
+    ] {
+        let out = latlab()
+            .args(["run", "-c", "1", "-d", "1s", "-q", "--store", store_arg])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let compare = |base: &str, new: &str| {
+        latlab()
+            .args(["compare", base, new, "--metric", "p50", "--metric", "max"])
+            .args(["--tolerance", "10%", "--store", store_arg])
+            .output()
+            .unwrap()
+    };
+    let worse = compare("last~1", "last");
+    let text = String::from_utf8_lossy(&worse.stdout);
+    assert_eq!(worse.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("p50: base") && text.contains("REGRESSION"),
+        "{text}"
+    );
+    assert!(text.contains("Method: 95 % distribution-free"), "{text}");
+    let better = compare("last", "last~1");
+    let text = String::from_utf8_lossy(&better.stdout);
+    assert_eq!(better.status.code(), Some(0), "{text}");
+    assert!(text.contains("improvement"), "{text}");
+    let bad = latlab()
+        .args([
+            "compare", "last", "last~1", "--metric", "p200", "--store", store_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
