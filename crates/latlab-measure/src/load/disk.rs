@@ -1,7 +1,7 @@
 //! `disk`: a file written and flushed over and over (Wilshire's "dd job and writing
 //! the buffers to the hard disk using sync", Rapid Reaction Linux Tables 1 and 5).
 
-use super::{param_size, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{param_size, require_free_space, Load, LoadContext, LoadError, Param, Params, Work};
 use std::io::{Seek, SeekFrom, Write};
 
 pub(super) struct Disk;
@@ -48,19 +48,7 @@ impl Load for Disk {
                 "disk block: give 1 byte to 64M, at most the size".into(),
             ));
         }
-        let free = latlab_rt::shared::free_bytes(dir)
-            .map_err(|e| LoadError::Unavailable(format!("disk load: {e}")))?;
-        let needed = size + (16 << 20);
-        if free < needed {
-            return Err(LoadError::Unavailable(format!(
-                "no space for the disk load: it needs {} MB in {}, which has {} MB free; \
-                 lower size= or choose another directory with --load-dir",
-                needed >> 20,
-                dir.display(),
-                free >> 20
-            )));
-        }
-        Ok(())
+        require_free_space("disk", dir, size)
     }
 
     fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {

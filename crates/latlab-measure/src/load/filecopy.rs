@@ -1,7 +1,7 @@
 //! `filecopy`: two large files copied over each other, again and again (Realfeel's
 //! file-move load).
 
-use super::{param_size, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{param_size, require_free_space, Load, LoadContext, LoadError, Param, Params, Work};
 use std::io::{Read, Write};
 
 pub(super) struct FileCopy;
@@ -33,19 +33,7 @@ impl Load for FileCopy {
 
     fn check(&self, params: &Params, dir: &std::path::Path) -> Result<(), LoadError> {
         let size = param_size(params, "size")?;
-        let free = latlab_rt::shared::free_bytes(dir)
-            .map_err(|e| LoadError::Unavailable(format!("filecopy load: {e}")))?;
-        let needed = 2 * size + (16 << 20);
-        if free < needed {
-            return Err(LoadError::Unavailable(format!(
-                "no space for the filecopy load: it needs {} MB in {}, which has {} MB free; \
-                 lower size= or choose another directory with --load-dir",
-                needed >> 20,
-                dir.display(),
-                free >> 20
-            )));
-        }
-        Ok(())
+        require_free_space("filecopy", dir, 2 * size)
     }
 
     fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {

@@ -214,6 +214,24 @@ pub fn param_size(params: &Params, key: &str) -> Result<u64, LoadError> {
     latlab_model::units::parse_size(text).map_err(|e| LoadError::Spec(format!("{key}: {e}")))
 }
 
+/// Checks that `dir` has room for `bytes` (plus 16 MB to spare) before load `name`
+/// starts writing there.
+pub fn require_free_space(name: &str, dir: &Path, bytes: u64) -> Result<(), LoadError> {
+    let free = latlab_rt::shared::free_bytes(dir)
+        .map_err(|e| LoadError::Unavailable(format!("{name} load: {e}")))?;
+    let needed = bytes + (16 << 20);
+    if free < needed {
+        return Err(LoadError::Unavailable(format!(
+            "no space for the {name} load: it needs {} MB in {}, which has {} MB free; \
+             lower size= or choose another directory with --load-dir",
+            needed >> 20,
+            dir.display(),
+            free >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// What a running load sees of its worker process.
 pub struct LoadContext {
     /// The load's private directory (removed by latlab afterwards).
