@@ -23,11 +23,6 @@ impl Nanos {
     /// One second.
     pub const SECOND: Nanos = Nanos(1_000_000_000);
 
-    /// From whole microseconds.
-    pub const fn from_micros(us: i64) -> Nanos {
-        Nanos(us * 1_000)
-    }
-
     /// From whole milliseconds.
     pub const fn from_millis(ms: i64) -> Nanos {
         Nanos(ms * 1_000_000)
@@ -51,11 +46,6 @@ impl Nanos {
     /// The value in seconds, as a float for display.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
-    }
-
-    /// A `std::time::Duration` (negative values become zero).
-    pub fn to_std(self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.0.max(0) as u64)
     }
 
     /// Formats in microseconds with three decimals, e.g. `12.345 µs`.

@@ -501,25 +501,13 @@ fn the_measuring_threads_take_no_page_fault_while_measuring() {
 
 #[test]
 fn json_goes_to_pipes_and_devices_too() {
-    let (code, _, _) = {
-        let _guard = serial();
-        let out = latlab()
-            .args([
-                "run",
-                "-c",
-                "0",
-                "-d",
-                "1s",
-                "-q",
-                "--no-store",
-                "--json",
-                "/dev/null",
-            ])
-            .output()
-            .unwrap();
-        (out.status.code(), (), ())
-    };
-    assert_eq!(code, Some(0));
+    let _guard = serial();
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "1s", "-q", "--no-store"])
+        .args(["--json", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
 }
 
 #[test]

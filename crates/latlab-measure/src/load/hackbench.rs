@@ -68,18 +68,16 @@ impl Load for Hackbench {
             return run_as_processes(&plan, ctx);
         }
         let mut tasks = Vec::new();
-        for group in 0..plan.groups {
-            tasks.extend(plan.group_tasks(group)?);
+        for _ in 0..plan.groups {
+            tasks.extend(plan.group_tasks()?);
         }
-        {
-            ctx.ready();
-            std::thread::scope(|s| {
-                for (slot, task) in tasks.into_iter().enumerate() {
-                    s.spawn(move || task.run(slot, ctx));
-                }
-            });
-            Ok(())
-        }
+        ctx.ready();
+        std::thread::scope(|s| {
+            for (slot, task) in tasks.into_iter().enumerate() {
+                s.spawn(move || task.run(slot, ctx));
+            }
+        });
+        Ok(())
     }
 }
 
@@ -128,7 +126,7 @@ impl Plan {
     }
 
     /// One group's receivers and senders, connected.
-    fn group_tasks(&self, _group: usize) -> Result<Vec<Task>, LoadError> {
+    fn group_tasks(&self) -> Result<Vec<Task>, LoadError> {
         let failed = |e: std::io::Error| LoadError::Failed(format!("hackbench: {e}"));
         let mut readers = Vec::with_capacity(self.fds);
         let mut writers: Vec<Channel> = Vec::with_capacity(self.fds);
@@ -242,8 +240,8 @@ impl Task {
 fn run_as_processes(plan: &Plan, ctx: &LoadContext) -> Result<(), LoadError> {
     let mut children = Vec::new();
     let mut slot = 0;
-    for group in 0..plan.groups {
-        let mut tasks: Vec<Option<Task>> = plan.group_tasks(group)?.into_iter().map(Some).collect();
+    for _ in 0..plan.groups {
+        let mut tasks: Vec<Option<Task>> = plan.group_tasks()?.into_iter().map(Some).collect();
         for i in 0..tasks.len() {
             let forked = fork_single_threaded();
             match forked.map_err(|e| LoadError::Failed(format!("hackbench: {e}")))? {

@@ -144,21 +144,6 @@ impl RunningLoad {
         }
     }
 
-    /// The process group the load runs in.
-    pub fn process_group(&self) -> u32 {
-        self.pgid
-    }
-
-    /// The load's private directory.
-    pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_ref().map(|d| d.path())
-    }
-
-    /// Work reported so far.
-    pub fn work(&self) -> u64 {
-        self.progress().work
-    }
-
     /// Stops several loads at once: all are asked first, then each is waited for, so
     /// the grace periods overlap.
     pub fn stop_all(mut loads: Vec<RunningLoad>) -> Vec<LoadRecord> {
