@@ -389,38 +389,47 @@ fn not_permitted_runs_degraded_and_says_so() {
 /// Puts tracefs back as it was (the break trace deliberately leaves tracing stopped),
 /// also when the test fails.
 struct TracefsRestore {
+    root: &'static str,
     was_mounted: bool,
     tracing_on: Option<String>,
 }
 
 impl TracefsRestore {
-    const ROOT: &'static str = "/sys/kernel/tracing";
+    /// Where latlab looks for tracefs, in its order; it mounts at the first when
+    /// neither is mounted.
+    const ROOTS: [&'static str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
     fn capture() -> Self {
-        let on = std::path::Path::new(Self::ROOT).join("tracing_on");
+        let mounted = Self::ROOTS
+            .into_iter()
+            .find(|root| std::path::Path::new(root).join("tracing_on").exists());
+        let root = mounted.unwrap_or(Self::ROOTS[0]);
         TracefsRestore {
-            was_mounted: on.exists(),
-            tracing_on: std::fs::read_to_string(on).ok(),
+            root,
+            was_mounted: mounted.is_some(),
+            tracing_on: std::fs::read_to_string(std::path::Path::new(root).join("tracing_on")).ok(),
         }
+    }
+
+    fn tracing_on(&self) -> String {
+        std::fs::read_to_string(std::path::Path::new(self.root).join("tracing_on")).unwrap()
     }
 }
 
 impl Drop for TracefsRestore {
     fn drop(&mut self) {
-        let on = std::path::Path::new(Self::ROOT).join("tracing_on");
+        let on = std::path::Path::new(self.root).join("tracing_on");
         if let Some(v) = &self.tracing_on {
             let _ = std::fs::write(&on, v.trim());
         } else if !self.was_mounted && on.exists() {
-            let _ = std::process::Command::new("umount")
-                .arg(Self::ROOT)
-                .status();
+            let _ = std::process::Command::new("umount").arg(self.root).status();
         }
     }
 }
 
 #[test]
 fn breaktrace_stops_at_the_first_sample_over_the_limit() {
-    let _restore = TracefsRestore::capture();
+    let restore = TracefsRestore::capture();
     let (code, run, out) = measure(&["-c", "0", "-d", "5s", "-b", "1ns"]);
     assert_eq!(code, 0, "{out}");
     assert!(run.interrupted);
@@ -429,8 +438,11 @@ fn breaktrace_stops_at_the_first_sample_over_the_limit() {
     assert_eq!(run.streams[0].samples, 1);
     assert!(out.contains("break-trace"), "{out}");
     if run.conditions.breaktrace_armed {
-        let on = std::fs::read_to_string("/sys/kernel/tracing/tracing_on").unwrap();
-        assert_eq!(on.trim(), "0", "tracing is stopped at the event");
+        assert_eq!(
+            restore.tracing_on().trim(),
+            "0",
+            "tracing is stopped at the event"
+        );
     }
 }
 
