@@ -8,6 +8,8 @@
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/1`).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
+//! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
+//!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
 //!
 //! Everything here is deterministic, so it is tested with plain unit tests.
 
@@ -16,6 +18,7 @@
 
 pub mod export;
 pub mod hist;
+pub mod import;
 pub mod run;
 pub mod scenario;
 pub mod spec;

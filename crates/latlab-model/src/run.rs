@@ -58,9 +58,25 @@ pub struct Run {
     pub thresholds: Vec<Threshold>,
     /// The judgement.
     pub verdict: Verdict,
+    /// For a Run imported from another tool's result file: where it came from and what
+    /// it lacks. Absent (not `null`) in Runs latlab measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportRecord>,
 }
 
 impl Run {
+    /// True when the field at `path` (`host.hz`, `streams[].policy`), or one holding it
+    /// (`host`), holds a stand-in because the Run was imported from a source without
+    /// it ([`ImportRecord::unknown_fields`]); never for a Run latlab measured.
+    pub fn is_unknown(&self, path: &str) -> bool {
+        self.import.as_ref().is_some_and(|import| {
+            import.unknown_fields.iter().any(|field| {
+                path.strip_prefix(field.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
+        })
+    }
+
     /// Parses a Run from JSON, refusing other schemas.
     pub fn from_json(text: &str) -> Result<Run, RunFormatError> {
         #[derive(Deserialize)]
@@ -90,6 +106,23 @@ pub enum RunFormatError {
     /// Another schema.
     #[error("unsupported schema '{0}': this latlab reads {SCHEMA}; upgrade latlab to read it")]
     Schema(String),
+}
+
+/// Where an imported Run came from and what its source did not have.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportRecord {
+    /// The source format (`cyclictest-json`, `cyclictest-hist`, `rtla-timerlat-hist`, ...).
+    pub format: String,
+    /// The file as the user named it.
+    pub file: String,
+    /// When it was imported, RFC 3339 UTC.
+    pub imported_at: String,
+    /// What the source did not have, one plain sentence each (e.g. "no host facts").
+    pub lacks: Vec<String>,
+    /// Fields of this Run holding stand-ins (zero, empty, `other:0`) because the source
+    /// did not have them, as paths (`host`, `streams[].policy`); readers show them as
+    /// unknown.
+    pub unknown_fields: Vec<String>,
 }
 
 /// Name and version of the producing program.

@@ -78,6 +78,11 @@ impl RunFigures {
         })
     }
 
+    /// Every stream's histogram, merged.
+    pub fn histogram(&self) -> &LatencyHistogram {
+        &self.histogram
+    }
+
     /// A percentile of the merged samples (0–100), clamped to the exact min and max.
     pub fn percentile(&self, p: f64) -> Option<Nanos> {
         let (min, max) = (self.min?, self.max?);

@@ -85,6 +85,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             status: Status::None,
             checks: vec![],
         },
+        import: None,
     }
 }
 

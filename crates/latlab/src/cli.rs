@@ -29,6 +29,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
     Compare(CompareArgs),
+    /// A report of one or several runs: HTML with plots, Markdown, text, or one plot as SVG.
+    Report(ReportArgs),
+    /// Other tools' result files into the store: cyclictest, rtla, oslat, jitterdebugger.
+    Import(ImportArgs),
     /// List the timer probe's sleep methods.
     Methods,
     /// List the background loads, with their parameters.
@@ -185,6 +189,48 @@ pub struct CompareArgs {
     /// Relative change allowed before a significant difference is a regression.
     #[arg(long, value_name = "PERCENT", default_value = "10%")]
     pub tolerance: String,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The runs (ids, unique prefixes, last, last~1, ...); several are overlaid and compared.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<String>,
+    /// html, markdown, text, svg-histogram, svg-profile or svg-timeline [default: from
+    /// the --output file's extension (.html, .md, .txt, .svg), else text].
+    #[arg(short, long, value_name = "KIND")]
+    pub format: Option<String>,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Result files: cyclictest --json, -h and -v output, rtla timerlat hist, oslat
+    /// text or --json, jitterdebugger JSON, or latlab's own Run JSON.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// The files' format, when detecting it is not enough: cyclictest-json, cyclictest-hist, cyclictest-verbose,
+    /// rtla-timerlat-hist, oslat, oslat-json, jitterdebugger.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The unit of files that do not state it (cyclictest -h and -v): us, or ns when
+    /// cyclictest ran with -N [default: us, noted in the run].
+    #[arg(long, value_name = "us|ns")]
+    pub unit: Option<String>,
+    /// The measuring period of files that do not state it (a one-thread cyclictest -v
+    /// log): places samples in time and counts missed periods.
+    #[arg(long, value_name = "DURATION")]
+    pub period: Option<String>,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

@@ -10,6 +10,7 @@ mod error;
 mod json_out;
 mod output;
 mod scenarios;
+mod stamp;
 mod summary;
 
 use clap::Parser;
@@ -36,6 +37,8 @@ fn main() -> ExitCode {
         cli::Command::Show(show) => cmd::show::execute(&show),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
+        cli::Command::Report(report) => cmd::report::execute(&report),
+        cli::Command::Import(import) => cmd::import::execute(&import),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Loads => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {

@@ -23,27 +23,62 @@ pub fn render(run: &Run, color: bool) -> String {
         ("", "", "", "")
     };
     let mut out = String::new();
-    let period = run.streams.first().map(|s| s.period_ns);
-    let measured: f64 = run.phases.iter().map(|p| p.elapsed_ns.as_secs_f64()).sum();
+    let period = run
+        .streams
+        .first()
+        .map(|s| s.period_ns)
+        .filter(|_| !run.is_unknown("streams[].period_ns"));
+    let measured = if run.is_unknown("phases[].elapsed_ns") {
+        "time unknown".to_string()
+    } else {
+        let secs: f64 = run.phases.iter().map(|p| p.elapsed_ns.as_secs_f64()).sum();
+        format!("{secs:.1} s")
+    };
     let what = match &run.scenario {
         Some(name) => format!("scenario {name}, {} phase(s)", run.phases.len()),
         None => format!(
             "{} · period {}",
-            run.streams.first().map_or("-", |s| s.method.as_str()),
+            run.streams
+                .first()
+                .filter(|_| !run.is_unknown("streams[].method"))
+                .map_or("-", |s| s.method.as_str()),
             period.map_or("-".to_string(), |p| p.to_string())
         ),
     };
+    let probe = run.streams.first().map_or("timer", |s| s.probe.as_str());
+    let host = if run.is_unknown("host") {
+        "an unknown host".to_string()
+    } else {
+        format!(
+            "{} {} ({}, {})",
+            run.host.hostname,
+            run.host.kernel_release,
+            match &run.host.preemption.dynamic_mode {
+                Some(mode) => format!("{} ({mode})", run.host.preemption.model),
+                None => run.host.preemption.model.clone(),
+            },
+            match &run.host.virtualization {
+                Some(v) => v.as_str(),
+                None if run.import.is_some() => "virtualisation unknown",
+                None => "bare metal",
+            },
+        )
+    };
     let _ = writeln!(
         out,
-        "{bold}latlab timer{reset} · {what} · {measured:.1} s on {} {} ({}, {})",
-        run.host.hostname,
-        run.host.kernel_release,
-        match &run.host.preemption.dynamic_mode {
-            Some(mode) => format!("{} ({mode})", run.host.preemption.model),
-            None => run.host.preemption.model.clone(),
-        },
-        run.host.virtualization.as_deref().unwrap_or("bare metal"),
+        "{bold}{} {probe}{reset} · {what} · {measured} on {host}",
+        run.tool.name
     );
+    if let Some(import) = &run.import {
+        let _ = writeln!(
+            out,
+            "Imported from {} ({}) at {}; the source lacked:",
+            import.file, import.format, import.imported_at
+        );
+        for lack in &import.lacks {
+            let _ = writeln!(out, "  - {lack}");
+        }
+    }
     if run.degraded {
         let _ = writeln!(
             out,
@@ -84,8 +119,15 @@ pub fn render(run: &Run, color: bool) -> String {
             row.insert(0, Cell::new(&s.phase));
             row.push(Cell::new(s.period_ns.to_string()));
         }
+        let known = |path: &str, value: String| {
+            if run.is_unknown(path) {
+                "?".to_string()
+            } else {
+                value
+            }
+        };
         row.extend([
-            Cell::new(s.policy.to_string()),
+            Cell::new(known("streams[].policy", s.policy.to_string())),
             Cell::new(s.samples),
             Cell::new(us(st.min_ns)),
             Cell::new(us(st.percentile(50.0))),
@@ -95,8 +137,11 @@ pub fn render(run: &Run, color: bool) -> String {
             Cell::new(us_f(st.mean_ns)),
             Cell::new(us_f(st.stddev_ns)),
             Cell::new(us(s.first_sample_ns)),
-            Cell::new(s.missed_periods),
-            Cell::new(s.early_wakes),
+            Cell::new(known(
+                "streams[].missed_periods",
+                s.missed_periods.to_string(),
+            )),
+            Cell::new(known("streams[].early_wakes", s.early_wakes.to_string())),
         ]);
         table.add_row(row);
     }

@@ -68,11 +68,17 @@ impl Exporter for Cyclictest {
                 .collect(),
         ));
         let us = |v: Option<crate::Nanos>| v.map_or(0, |n| n.0.max(0) / 1_000);
+        // Without samples cyclictest prints its initial minimum, 1000000.
         out.push_str(&line(
             "Min Latencies",
             run.streams
                 .iter()
-                .map(|s| format!("{:05}", us(s.stats.min_ns)))
+                .map(|s| {
+                    format!(
+                        "{:05}",
+                        s.stats.min_ns.map_or(1_000_000, |m| m.0.max(0) / 1_000)
+                    )
+                })
                 .collect(),
         ));
         out.push_str(&line(

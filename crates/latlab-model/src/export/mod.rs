@@ -3,6 +3,7 @@
 
 mod csv;
 mod cyclictest;
+mod cyclictest_json;
 mod json;
 mod junit;
 mod openmetrics;
@@ -31,6 +32,7 @@ pub fn exporters() -> Vec<&'static dyn Exporter> {
         &json::Json,
         &csv::Csv,
         &cyclictest::Cyclictest,
+        &cyclictest_json::CyclictestJson,
         &openmetrics::OpenMetrics,
         &junit::Junit,
     ]
@@ -140,6 +142,7 @@ pub(crate) mod fixture {
             events: vec![],
             thresholds,
             verdict,
+            import: None,
         }
     }
 }

@@ -2,9 +2,11 @@
 
 pub mod compare;
 pub mod export;
+pub mod import;
 pub mod loads;
 pub mod methods;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod runs;
 pub mod scenarios;

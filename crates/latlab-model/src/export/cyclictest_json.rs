@@ -1,0 +1,162 @@
+//! `cyclictest-json`: the JSON `cyclictest --json=FILE` writes (rt-tests 2.x:
+//! `rt_write_json` in `src/lib/rt-utils.c`, `write_stats` in `src/cyclictest/cyclictest.c`),
+//! with the same keys, in the same order and layout, so scripts that read cyclictest's
+//! JSON read latlab runs. Unlike cyclictest's own it is always valid JSON: strings are
+//! escaped, and a stream without samples has `avg` `null` where cyclictest writes `-nan`.
+//!
+//! Values are in µs (`resolution_in_ns` 0), truncated as cyclictest truncates them; one
+//! thread per stream, in order. A histogram bucket goes to the microsecond of its highest
+//! equivalent value (exact for whole-µs values such as imported ones; within the
+//! histogram's 0.1 % otherwise), the minimum's and maximum's to theirs.
+
+use super::{histogram_of, ExportError, Exporter};
+use crate::import::time::rfc3339_to_rfc2822;
+use crate::run::{Run, Stream};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub(super) struct CyclictestJson;
+
+impl Exporter for CyclictestJson {
+    fn name(&self) -> &'static str {
+        "cyclictest-json"
+    }
+
+    fn describe(&self) -> &'static str {
+        "cyclictest --json layout (µs), read by scripts written for cyclictest's JSON"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        if run.streams.is_empty() {
+            return Err(ExportError("the run has no streams to export".into()));
+        }
+        let text = |s: &str| serde_json::to_string(s).expect("a str always serialises");
+        let time = |t: &str| text(&rfc3339_to_rfc2822(t).unwrap_or_default());
+        let realtime = u8::from(run.host.preemption.model == "PREEMPT_RT");
+        let mut out = String::from("{\n");
+        let _ = writeln!(out, "  \"file_version\": 1,");
+        let _ = writeln!(
+            out,
+            "  \"cmdline:\": {},",
+            text(&run.command_line.join(" "))
+        );
+        let _ = writeln!(out, "  \"rt_test_version:\": {},", text(&run.tool.version));
+        let _ = writeln!(out, "  \"start_time\": {},", time(&run.started_at));
+        let _ = writeln!(out, "  \"end_time\": {},", time(&run.ended_at));
+        let _ = writeln!(out, "  \"return_code\": 0,");
+        let _ = writeln!(out, "  \"sysinfo\": {{");
+        let _ = writeln!(out, "    \"sysname\": \"Linux\",");
+        let _ = writeln!(out, "    \"nodename\": {},", text(&run.host.hostname));
+        let _ = writeln!(out, "    \"release\": {},", text(&run.host.kernel_release));
+        let _ = writeln!(out, "    \"version\": {},", text(&run.host.kernel_version));
+        let _ = writeln!(out, "    \"machine\": {},", text(&run.host.architecture));
+        let _ = writeln!(out, "    \"realtime\": {realtime}");
+        let _ = writeln!(out, "  }},");
+        let _ = writeln!(out, "  \"num_threads\": {},", run.streams.len());
+        let _ = writeln!(out, "  \"resolution_in_ns\": 0,");
+        let _ = writeln!(out, "  \"thread\": {{");
+        for (i, stream) in run.streams.iter().enumerate() {
+            let _ = writeln!(out, "    \"{i}\": {{");
+            out.push_str("      \"histogram\": {");
+            let bins = bins(stream)?;
+            let entries: Vec<String> = bins
+                .iter()
+                .map(|(us, n)| format!("\n        \"{us}\": {n}"))
+                .collect();
+            out.push_str(&entries.join(","));
+            if !entries.is_empty() {
+                out.push('\n');
+            }
+            out.push_str("      },\n");
+            let us = |n: Option<crate::Nanos>, none: i64| n.map_or(none, |n| n.0 / 1_000);
+            let _ = writeln!(out, "      \"cycles\": {},", stream.samples);
+            // cyclictest's values for a thread without cycles: its initial min and max.
+            let _ = writeln!(
+                out,
+                "      \"min\": {},",
+                us(stream.stats.min_ns, 1_000_000)
+            );
+            let _ = writeln!(out, "      \"max\": {},", us(stream.stats.max_ns, 0));
+            match stream.stats.mean_ns {
+                Some(mean) => {
+                    let _ = writeln!(out, "      \"avg\": {:.2},", mean / 1_000.0);
+                }
+                None => out.push_str("      \"avg\": null,\n"),
+            }
+            let _ = writeln!(
+                out,
+                "      \"cpu\": {},",
+                stream.cpu.map_or(-1, |c| c as i64)
+            );
+            let _ = writeln!(out, "      \"node\": -1");
+            let last = i + 1 == run.streams.len();
+            let _ = writeln!(out, "    }}{}", if last { "" } else { "," });
+        }
+        out.push_str("  }\n}\n");
+        Ok(out)
+    }
+}
+
+/// A stream's samples per microsecond (µs → count), as cyclictest bins them: the
+/// smallest and largest samples in the bins of the exact minimum and maximum (the
+/// histogram buckets holding them are narrower than 0.1 %, but may straddle a µs), the
+/// others by their bucket, and negative samples (early wakes) left out, as cyclictest's
+/// unsigned bins leave them out: `cycles` minus the histogram's total counts them.
+fn bins(stream: &Stream) -> Result<BTreeMap<i64, u64>, ExportError> {
+    let us = |n: Option<crate::Nanos>| n.map(|n| n.0 / 1_000);
+    let (min, max) = (us(stream.stats.min_ns), us(stream.stats.max_ns));
+    let low = min.unwrap_or(0).max(0);
+    let high = max.unwrap_or(i64::MAX).max(low);
+    let mut buckets = histogram_of(stream)?.buckets();
+    if let Some(zero) = buckets.first_mut().filter(|b| b.0 == 0) {
+        zero.1 = zero.1.saturating_sub(stream.early_wakes);
+    }
+    buckets.retain(|b| b.1 > 0);
+    let last = buckets.len().saturating_sub(1);
+    let mut bins = BTreeMap::new();
+    for (i, &(value, count)) in buckets.iter().enumerate() {
+        let natural = (value.min(i64::MAX as u64) as i64 / 1_000).clamp(low, high);
+        let first_is_min = i == 0 && min.is_some_and(|m| m >= 0);
+        match (first_is_min, i == last && max.is_some()) {
+            // One bucket holds both: the maximum is one sample, the rest go with the minimum.
+            (true, true) if low != high => {
+                *bins.entry(low).or_insert(0) += count - 1;
+                *bins.entry(high).or_insert(0) += 1;
+            }
+            (true, _) => *bins.entry(low).or_insert(0) += count,
+            (false, true) => *bins.entry(high).or_insert(0) += count,
+            (false, false) => *bins.entry(natural).or_insert(0) += count,
+        }
+    }
+    Ok(bins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixture;
+
+    #[test]
+    fn writes_cyclictest_layout_as_valid_json() {
+        let run = fixture::run();
+        let text = CyclictestJson.export(&run).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["num_threads"], 2);
+        assert_eq!(value["resolution_in_ns"], 0);
+        let t1 = &value["thread"]["1"];
+        assert_eq!(t1["cycles"], 5);
+        assert_eq!(t1["min"], 1);
+        assert_eq!(t1["max"], 45);
+        assert_eq!(t1["avg"], 10.48);
+        assert_eq!(t1["histogram"]["1"], 2);
+        assert_eq!(t1["histogram"]["45"], 1);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "  \"file_version\": 1,");
+        assert_eq!(lines[2], "  \"cmdline:\": \"latlab run\",");
+        assert_eq!(
+            lines[5],
+            "  \"end_time\": \"Sat, 21 Nov 2026 00:00:01 +0000\","
+        );
+        assert!(text.contains("      \"histogram\": {\n        \"2\": 1,\n"));
+    }
+}

@@ -1,0 +1,227 @@
+//! A source's histogram and summary figures, as cyclictest, rtla, oslat and
+//! jitterdebugger print them: each bucket's count at the bucket's lower edge, the samples
+//! outside its range, and the tool's own minimum, maximum and mean, which are checked
+//! against the buckets and used to refine each other.
+
+use super::build::Provenance;
+use crate::Nanos;
+
+/// A source histogram (each bucket's count at the bucket's lower edge) and the source's
+/// summary figures.
+pub(super) struct Binned {
+    /// False when the source kept no histogram at all (cyclictest JSON without `-h`):
+    /// then `buckets` is empty and `overflow` counts every sample.
+    pub(super) histogram: bool,
+    /// Lower edge and count of each bucket, ascending.
+    pub(super) buckets: Vec<(Nanos, u64)>,
+    /// Width of a bucket.
+    pub(super) width: Nanos,
+    /// Samples outside the histogram's range.
+    pub(super) overflow: u64,
+    /// Where the range ends: overflowed samples are at least this (or negative).
+    pub(super) overflow_from: Nanos,
+    /// The source's own figures.
+    pub(super) min: Option<Nanos>,
+    pub(super) max: Option<Nanos>,
+    pub(super) mean: Option<f64>,
+}
+
+impl Binned {
+    /// Samples in buckets and overflows.
+    pub(super) fn samples(&self) -> u64 {
+        self.buckets.iter().map(|b| b.1).sum::<u64>() + self.overflow
+    }
+
+    /// The value of rank ⌈q/100 · n⌉ (nearest rank, as [`LatencyHistogram::percentile`](crate::hist::LatencyHistogram::percentile)
+    /// ranks): its bucket's lower edge, exact on the source's own buckets; for an
+    /// overflowed sample the range's end, or the maximum for the largest. `None` without
+    /// samples.
+    pub(super) fn percentile(&self, q: f64) -> Option<Nanos> {
+        let n = self.samples();
+        if n == 0 {
+            return None;
+        }
+        let scaled = (q.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
+        let rank = ((scaled * n as u128).div_ceil(100_000_000) as u64).max(1);
+        // Overflowed samples below the range's end can only be negative: they come first.
+        let negative = self.max.is_some_and(|m| m < self.overflow_from);
+        if negative && rank <= self.overflow {
+            return self.min;
+        }
+        let mut seen = if negative { self.overflow } else { 0 };
+        for &(edge, count) in &self.buckets {
+            seen += count;
+            if seen >= rank {
+                return Some(edge);
+            }
+        }
+        match self.max {
+            Some(max) if rank == n => Some(max),
+            _ => Some(self.overflow_from),
+        }
+    }
+
+    /// Checks the summary figures against the buckets; the error says what disagrees.
+    pub(super) fn check(&self) -> Result<(), Disagreement> {
+        self.disagreement()
+            .map_err(|(figure, problem)| Disagreement { figure, problem })
+    }
+
+    fn disagreement(&self) -> Result<(), (Figure, String)> {
+        let (Some(min), Some(max)) = (self.min, self.max) else {
+            return Ok(());
+        };
+        if min > max {
+            return Err((Figure::Min, format!("minimum {min} is above maximum {max}")));
+        }
+        let (Some(&(lowest, _)), Some(&(highest, _))) = (
+            self.buckets.iter().find(|b| b.1 > 0),
+            self.buckets.iter().rev().find(|b| b.1 > 0),
+        ) else {
+            return Ok(());
+        };
+        let w = self.width.0;
+        if min.0 >= lowest.0 + w {
+            let problem =
+                format!("minimum {min} lies above the lowest bucket with samples ({lowest})");
+            return Err((Figure::Min, problem));
+        }
+        if max.0 < highest.0 {
+            let problem =
+                format!("maximum {max} lies below the highest bucket with samples ({highest})");
+            return Err((Figure::Max, problem));
+        }
+        if self.overflow == 0 && min < lowest {
+            let problem = format!(
+                "minimum {min} lies below the lowest bucket with samples ({lowest}) and \
+                 nothing overflowed"
+            );
+            return Err((Figure::Min, problem));
+        }
+        if self.overflow == 0 && max.0 >= highest.0 + w {
+            let problem = format!(
+                "maximum {max} lies above the highest bucket with samples ({highest}) and \
+                 nothing overflowed"
+            );
+            return Err((Figure::Max, problem));
+        }
+        Ok(())
+    }
+}
+
+/// Which of a source's summary figures disagrees with its histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Figure {
+    Min,
+    Max,
+}
+
+/// A summary figure that disagrees with the histogram, and how.
+#[derive(Debug)]
+pub(super) struct Disagreement {
+    pub(super) figure: Figure,
+    pub(super) problem: String,
+}
+
+impl From<Disagreement> for String {
+    fn from(d: Disagreement) -> String {
+        d.problem
+    }
+}
+
+/// The mean to record for a source that prints its mean truncated to whole units
+/// (`unit` ns): the bucket mean when it truncates to the printed figure, else the figure
+/// itself, noted as truncated.
+pub(super) fn truncated_mean(b: &Binned, printed: i64, unit: i64, p: &mut Provenance) -> f64 {
+    match bucket_mean(b).filter(|m| b.width.0 == unit && (m / unit as f64) as i64 == printed) {
+        Some(mean) => mean,
+        None => {
+            p.lack(format!(
+                "a mean only to the whole {} (the source prints it truncated, and its \
+                 buckets cannot refine it)",
+                if unit == 1 { "ns" } else { "µs" }
+            ));
+            (printed * unit) as f64
+        }
+    }
+}
+
+/// The mean to record for a source that prints its mean with two decimals (`%.2f`) in
+/// units of `unit` ns: the bucket mean when it rounds to the printed figure, else the
+/// figure.
+pub(super) fn rounded_mean(b: &Binned, printed: f64, unit: i64) -> f64 {
+    let figure = (printed * 100.0).round() * unit as f64 / 100.0;
+    bucket_mean(b)
+        .filter(|m| b.width.0 == unit && ((m / unit as f64) - printed).abs() <= 0.005 + 1e-9)
+        .unwrap_or(figure)
+}
+
+/// The exact mean of the bucketed values, when every sample is in a bucket. For a source
+/// whose buckets are one unit of its resolution wide (cyclictest, jitterdebugger), this
+/// is the mean the source computed before printing it rounded or truncated; importers
+/// use it where it agrees with the printed figure.
+pub(super) fn bucket_mean(b: &Binned) -> Option<f64> {
+    let n = b.samples();
+    if b.overflow > 0 || !b.histogram || n == 0 {
+        return None;
+    }
+    let sum: i128 = b
+        .buckets
+        .iter()
+        .map(|&(e, c)| e.0 as i128 * c as i128)
+        .sum();
+    Some(sum as f64 / n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binned(buckets: &[(i64, u64)], overflow: u64, min: i64, max: i64) -> Binned {
+        Binned {
+            histogram: true,
+            buckets: buckets.iter().map(|&(e, c)| (Nanos(e), c)).collect(),
+            width: Nanos::MICROSECOND,
+            overflow,
+            overflow_from: Nanos(100_000),
+            min: Some(Nanos(min)),
+            max: Some(Nanos(max)),
+            mean: None,
+        }
+    }
+
+    #[test]
+    fn checks_figures_against_buckets() {
+        assert!(binned(&[(3_000, 2), (5_000, 1)], 0, 3_000, 5_000)
+            .check()
+            .is_ok());
+        assert!(binned(&[(3_000, 2), (5_000, 1)], 0, 4_000, 5_000)
+            .check()
+            .is_err());
+        assert!(binned(&[(3_000, 2), (5_000, 1)], 0, 3_000, 9_000)
+            .check()
+            .is_err());
+        assert!(binned(&[(3_000, 2), (5_000, 1)], 1, 3_000, 900_000)
+            .check()
+            .is_ok());
+        assert!(binned(&[(3_000, 2)], 0, 5_000, 3_000).check().is_err());
+    }
+
+    #[test]
+    fn percentiles_are_bucket_edges() {
+        let b = binned(&[(3_000, 2), (5_000, 1)], 2, 3_000, 900_000);
+        assert_eq!(b.percentile(0.0), Some(Nanos(3_000)));
+        assert_eq!(b.percentile(40.0), Some(Nanos(3_000)));
+        assert_eq!(b.percentile(60.0), Some(Nanos(5_000)));
+        assert_eq!(b.percentile(80.0), Some(Nanos(100_000)));
+        assert_eq!(b.percentile(100.0), Some(Nanos(900_000)));
+        assert_eq!(binned(&[], 0, 0, 0).percentile(50.0), None);
+    }
+
+    #[test]
+    fn bucket_mean_needs_every_sample() {
+        let b = binned(&[(3_000, 2), (5_000, 1)], 0, 3_000, 5_000);
+        assert!((bucket_mean(&b).unwrap() - 11_000.0 / 3.0).abs() < 1e-9);
+        assert_eq!(bucket_mean(&binned(&[(3_000, 2)], 1, 3_000, 200_000)), None);
+    }
+}

@@ -1,0 +1,126 @@
+//! jitterdebugger's results (github.com/igaw/jitterdebugger, `dump_stats` in
+//! `jitterdebugger.c`): `{"version": 1, "cpu": {"0": {"histogram": {"3": 3678, ...},
+//! "count": N, "min": µs, "max": µs, "avg": %.2f}, ...}}` (the first releases have no
+//! `version`). Samples are wake-up latencies truncated to whole µs; the histogram has one
+//! bucket per µs below 1000 µs (`HIST_MAX_ENTRIES`) and no overflow count, so samples at
+//! 1000 µs or more are `count` minus the histogram's total. A thread without samples has
+//! `min` 4294967295 and `avg` `-nan`.
+
+use super::binned::{self, Binned};
+use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::printf_json::{self, line_of};
+use super::{ImportContext, ImportError};
+use crate::run::{MemoryLockPlan, Run};
+use crate::Nanos;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// jitterdebugger's histogram range: `HIST_MAX_ENTRIES` buckets of 1 µs.
+const RANGE_US: i64 = 1_000;
+
+#[derive(Deserialize)]
+struct File {
+    version: Option<u32>,
+    cpu: BTreeMap<String, Cpu>,
+}
+
+#[derive(Deserialize)]
+struct Cpu {
+    histogram: BTreeMap<u64, u64>,
+    count: u64,
+    min: u64,
+    max: u64,
+    avg: Option<f64>,
+}
+
+/// Imports jitterdebugger JSON.
+pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, ImportError> {
+    let text = printf_json::read_text(input, &ctx.file)?;
+    let parsed = printf_json::parse::<File>(&text, &ctx.file, "jitterdebugger JSON")?;
+    let file = parsed.value;
+    let mut p = Provenance::default();
+    for repair in parsed.repairs {
+        p.lack(format!("not valid JSON as written ({repair})"));
+    }
+    if let Some(v) = file.version.filter(|&v| v != 1) {
+        p.lack(format!(
+            "results version {v} (this importer follows version 1)"
+        ));
+    }
+    let cpus_line = line_of(&text, "\"cpu\"", 1).unwrap_or(1);
+    let mut streams = Vec::with_capacity(file.cpu.len());
+    for i in 0..file.cpu.len() {
+        let line = line_of(&text, &format!("\"{i}\": {{"), cpus_line as usize).unwrap_or(cpus_line);
+        let c = file.cpu.get(&i.to_string()).ok_or_else(|| {
+            ImportError::at(
+                &ctx.file,
+                cpus_line,
+                format!("entries are numbered from 0, but {i} is missing: the file is damaged"),
+            )
+        })?;
+        let b =
+            binned(c).map_err(|e| ImportError::at(&ctx.file, line, format!("thread {i}: {e}")))?;
+        streams.push(StreamSource {
+            probe: "timer",
+            method: None,
+            thread: i,
+            cpu: None,
+            policy: None,
+            period: None,
+            elapsed: None,
+            values: Values::Binned(b),
+        });
+    }
+    p.lack("no CPU numbers (jitterdebugger numbers its threads; they are its CPUs only when it ran on every CPU)");
+    p.lack("values truncated to whole µs by jitterdebugger: buckets are recorded at their lower edge, so percentiles are to the 1 µs bucket width, lower edge");
+    let source = Source {
+        tool: "jitterdebugger",
+        memory_lock: Some(MemoryLockPlan::All),
+        ..Source::default()
+    };
+    build::assemble(super::Format::Jitterdebugger, ctx, source, streams, p)
+}
+
+/// One thread's histogram and figures, checked against each other.
+fn binned(c: &Cpu) -> Result<Binned, String> {
+    let in_buckets: u64 = c.histogram.values().sum();
+    if in_buckets > c.count {
+        return Err(format!(
+            "the histogram holds {in_buckets} samples but count is {}: the file is inconsistent",
+            c.count
+        ));
+    }
+    if let Some(k) = c.histogram.keys().find(|&&k| k >= RANGE_US as u64) {
+        return Err(format!(
+            "bucket {k} lies beyond jitterdebugger's 1000 µs histogram: not jitterdebugger's file"
+        ));
+    }
+    let mut b = Binned {
+        histogram: true,
+        buckets: c
+            .histogram
+            .iter()
+            .map(|(&k, &n)| (Nanos(k as i64 * 1_000), n))
+            .collect(),
+        width: Nanos::MICROSECOND,
+        overflow: c.count - in_buckets,
+        overflow_from: Nanos(RANGE_US * 1_000),
+        min: None,
+        max: None,
+        mean: None,
+    };
+    if c.count == 0 {
+        return Ok(b);
+    }
+    let avg = c
+        .avg
+        .filter(|a| a.is_finite())
+        .ok_or("avg is not a number although count is not 0: the file is damaged")?;
+    b.min = Some(Nanos(c.min as i64 * 1_000));
+    b.max = Some(Nanos(c.max as i64 * 1_000));
+    b.check()
+        .map_err(|d| format!("{}: the file is inconsistent", d.problem))?;
+    b.mean = Some(binned::rounded_mean(&b, avg, 1_000));
+    Ok(b)
+}

@@ -1,0 +1,167 @@
+//! The header rt-tests' `rt_write_json` (`src/lib/rt-utils.c`) writes before a test's
+//! own results (cyclictest's, oslat's): `file_version`, the command line under the key
+//! `"cmdline:"` (argv joined with spaces, not escaped), the version under
+//! `"rt_test_version:"`, `start_time` and `end_time` (local time, RFC 2822),
+//! `return_code`, and `sysinfo` (`uname`, and `realtime` from `/sys/kernel/realtime`).
+
+use super::build::{Provenance, Source};
+use super::printf_json;
+use super::{time, ImportContext, ImportError};
+use crate::run::{HostFacts, Preemption, Warning};
+use crate::Nanos;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::io::BufRead;
+
+/// The header's fields (a test's own struct holds it with `#[serde(flatten)]`).
+#[derive(Deserialize)]
+pub(super) struct Header {
+    file_version: Option<u32>,
+    #[serde(rename = "cmdline:", alias = "cmdline")]
+    cmdline: Option<String>,
+    #[serde(rename = "rt_test_version:", alias = "rt_test_version")]
+    version: Option<String>,
+    start_time: Option<String>,
+    end_time: Option<String>,
+    return_code: Option<i64>,
+    sysinfo: Option<SysInfo>,
+}
+
+#[derive(Deserialize)]
+struct SysInfo {
+    nodename: String,
+    release: String,
+    version: String,
+    machine: String,
+    realtime: Option<u8>,
+}
+
+/// A whole file: its text, as the test's struct `T`, with the repairs it needed noted.
+pub(super) fn read<T: DeserializeOwned>(
+    input: impl BufRead,
+    ctx: &ImportContext,
+    what: &str,
+    p: &mut Provenance,
+) -> Result<(String, T), ImportError> {
+    let text = printf_json::read_text(input, &ctx.file)?;
+    let parsed = printf_json::parse::<T>(&text, &ctx.file, what)?;
+    for repair in parsed.repairs {
+        p.lack(format!("not valid JSON as written ({repair})"));
+    }
+    Ok((text, parsed.value))
+}
+
+impl Header {
+    /// The command line's words (`[""]` without one).
+    pub(super) fn argv(&self) -> Vec<&str> {
+        self.cmdline.as_deref().unwrap_or("").split(' ').collect()
+    }
+
+    /// The program's name, without its directory (`""` without a command line).
+    pub(super) fn program(&self) -> &str {
+        let first = self
+            .cmdline
+            .as_deref()
+            .unwrap_or("")
+            .split(' ')
+            .next()
+            .unwrap_or("");
+        first.rsplit('/').next().unwrap_or("")
+    }
+
+    /// What the header tells of the run, for `tool`.
+    pub(super) fn source(self, tool: &'static str, p: &mut Provenance) -> Source {
+        if let Some(v) = self.file_version.filter(|&v| v != 1) {
+            p.lack(format!(
+                "file_version {v}: read as version 1, the one this importer follows"
+            ));
+        }
+        let seconds = |t: &Option<String>| t.as_deref().and_then(time::rfc2822_seconds);
+        let elapsed = match (seconds(&self.start_time), seconds(&self.end_time)) {
+            (Some(start), Some(end)) => {
+                p.lack("elapsed time only to the second (from start_time and end_time)");
+                Some(Nanos::from_secs(end - start))
+            }
+            _ => None,
+        };
+        let program = self.program().to_string();
+        let warnings = self
+            .return_code
+            .filter(|&c| c != 0)
+            .map(|code| Warning {
+                code: "source-failed".to_string(),
+                message: format!(
+                    "{program} ended with return code {code}: its results may be incomplete"
+                ),
+                degrades: false,
+            })
+            .into_iter()
+            .collect();
+        if self.cmdline.is_some() {
+            p.lack("the command line as rt-tests joined it: arguments holding spaces cannot be told apart");
+        }
+        Source {
+            tool,
+            version: self.version,
+            started_at: self
+                .start_time
+                .as_deref()
+                .and_then(time::rfc2822_to_rfc3339),
+            ended_at: self.end_time.as_deref().and_then(time::rfc2822_to_rfc3339),
+            command_line: self
+                .cmdline
+                .map(|c| c.split(' ').map(String::from).collect()),
+            host: self.sysinfo.map(|s| host_facts(s, p)),
+            elapsed,
+            warnings,
+            ..Source::default()
+        }
+    }
+}
+
+/// Host facts from `sysinfo`, and what it lacks.
+fn host_facts(s: SysInfo, p: &mut Provenance) -> HostFacts {
+    // What `uname -v` and /sys/kernel/realtime say of the preemption model.
+    let words: Vec<&str> = s.version.split_whitespace().collect();
+    let model = if s.realtime == Some(1) || words.contains(&"PREEMPT_RT") {
+        "PREEMPT_RT"
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        "dynamic"
+    } else if words.contains(&"PREEMPT") {
+        "full"
+    } else {
+        "unknown"
+    };
+    let mut evidence = vec![format!("uname -v = {}", s.version)];
+    if let Some(r) = s.realtime {
+        evidence.push(format!("sysinfo.realtime = {r} (/sys/kernel/realtime)"));
+    }
+    for field in [
+        "host.cpu_model",
+        "host.cpus_online",
+        "host.cpus_online_list",
+        "host.virtualization",
+        "host.clocksource",
+        "host.hz",
+    ] {
+        p.unknown(field);
+    }
+    match model {
+        "unknown" => p.unknown("host.preemption"),
+        "dynamic" => p.unknown("host.preemption.dynamic_mode"),
+        _ => {}
+    }
+    p.lack("host facts only from uname: no CPU model, CPU count, virtualization, clocksource or tick rate");
+    HostFacts {
+        hostname: s.nodename,
+        kernel_release: s.release,
+        kernel_version: s.version,
+        architecture: s.machine,
+        preemption: Preemption {
+            model: model.to_string(),
+            dynamic_mode: None,
+            evidence,
+        },
+        ..HostFacts::default()
+    }
+}

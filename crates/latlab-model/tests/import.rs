@@ -1,0 +1,728 @@
+//! Importers on real output of the tools (fixtures/import/, see its README): every file
+//! imports, is detected as what it is, adds up, reproduces the tool's own figures, and
+//! damaged or truncated copies give an error naming the file and the line.
+
+use latlab_model::export;
+use latlab_model::import::{self, Format, ImportContext, TimeUnit};
+use latlab_model::run::{Run, Stream};
+use latlab_model::Nanos;
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import")
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(fixture_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn ctx(name: &str) -> ImportContext {
+    ImportContext::new(name, "20261121T022300Z-000000", "2026-11-21T02:30:00.000Z")
+}
+
+/// Every fixture, its format, and the unit it needs (the -N logs do not say).
+const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
+    ("cyclictest-1t.hist.txt", Format::CyclictestHist, None),
+    ("cyclictest-2t.hist.txt", Format::CyclictestHist, None),
+    ("cyclictest-2t-newer.hist.txt", Format::CyclictestHist, None),
+    (
+        "cyclictest-2t-status-H.hist.txt",
+        Format::CyclictestHist,
+        None,
+    ),
+    ("cyclictest-quote.hist.txt", Format::CyclictestHist, None),
+    ("cyclictest-zero.hist.txt", Format::CyclictestHist, None),
+    ("cyclictest-2t.json", Format::CyclictestJson, None),
+    ("cyclictest-nohist.json", Format::CyclictestJson, None),
+    ("cyclictest-ns.json", Format::CyclictestJson, None),
+    ("cyclictest-quote.json", Format::CyclictestJson, None),
+    ("cyclictest-zero.json", Format::CyclictestJson, None),
+    ("cyclictest-2t.verbose.txt", Format::CyclictestVerbose, None),
+    (
+        "cyclictest-1t-h.verbose.txt",
+        Format::CyclictestVerbose,
+        None,
+    ),
+    (
+        "cyclictest-ns-h.verbose.txt",
+        Format::CyclictestVerbose,
+        Some(TimeUnit::Nanoseconds),
+    ),
+    ("rtla-timerlat-hist.txt", Format::RtlaTimerlatHist, None),
+    (
+        "rtla-timerlat-hist-ns-user.txt",
+        Format::RtlaTimerlatHist,
+        None,
+    ),
+    ("oslat.txt", Format::Oslat, None),
+    ("oslat-2c-z.txt", Format::Oslat, None),
+    ("oslat.json", Format::OslatJson, None),
+    ("jitterdebugger.json", Format::Jitterdebugger, None),
+    ("jitterdebugger-v1.json", Format::Jitterdebugger, None),
+];
+
+fn import_fixture(name: &str) -> Run {
+    let (_, format, unit) = FIXTURES
+        .iter()
+        .find(|f| f.0 == name)
+        .expect("a listed fixture");
+    let mut c = ctx(name);
+    c.unit = *unit;
+    import::import(*format, read(name).as_slice(), &c).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The per-thread values of a `# LABEL:` line of cyclictest's histogram text.
+fn footer(text: &str, label: &str) -> Vec<i64> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("# {label}:")))
+        .unwrap_or_else(|| panic!("no '# {label}:' line"));
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+fn line_of<'a>(text: &'a str, label: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(&format!("# {label}:")))
+        .unwrap()
+}
+
+#[test]
+fn every_fixture_is_detected_as_its_format() {
+    for (name, format, _) in FIXTURES {
+        let head = read(name);
+        let head = &head[..head.len().min(import::DETECT_BYTES)];
+        assert_eq!(import::detect(head), Some(*format), "{name}");
+    }
+}
+
+#[test]
+fn every_fixture_imports_and_adds_up() {
+    for (name, format, _) in FIXTURES {
+        let run = import_fixture(name);
+        let record = run.import.as_ref().expect("an import record");
+        assert_eq!(record.format, format.name());
+        assert_eq!(record.file, *name);
+        assert!(
+            !record.lacks.is_empty(),
+            "{name}: every source lacks something"
+        );
+        let no_histogram = record
+            .unknown_fields
+            .iter()
+            .any(|f| f == "streams[].histogram");
+        for s in &run.streams {
+            let hist = s.decode_histogram().unwrap();
+            assert!(
+                no_histogram || hist.len() == s.samples,
+                "{name} {}: histogram total + overflows = samples",
+                s.label()
+            );
+            assert_eq!(s.histogram.total, hist.len());
+            if s.samples == 0 || no_histogram {
+                continue;
+            }
+            let (min, max) = (s.stats.min_ns.unwrap(), s.stats.max_ns.unwrap());
+            let p50 = s.stats.percentile(50.0).unwrap();
+            assert!(
+                min <= p50 && p50 <= max,
+                "{name} {}: {min} <= {p50} <= {max}",
+                s.label()
+            );
+            assert!(
+                s.stats.mean_ns.unwrap() >= min.0 as f64 - 1.0,
+                "{name}: mean below min"
+            );
+        }
+        // The imported Run is a valid latlab.run/1 document.
+        let back = Run::from_json(&run.to_json_pretty()).unwrap();
+        assert_eq!(
+            (back.streams.len(), back.import),
+            (run.streams.len(), run.import),
+            "{name}"
+        );
+    }
+}
+
+/// The acceptance criterion: a real -h file, imported and exported again as cyclictest
+/// text, gives cyclictest's own Min, Avg and Max lines.
+#[test]
+fn cyclictest_hist_round_trips_its_summary_lines() {
+    let exporter = export::exporter("cyclictest").unwrap();
+    for name in [
+        "cyclictest-1t.hist.txt",
+        "cyclictest-2t.hist.txt",
+        "cyclictest-2t-newer.hist.txt",
+        "cyclictest-quote.hist.txt",
+        "cyclictest-zero.hist.txt",
+    ] {
+        let original = String::from_utf8(read(name)).unwrap();
+        let exported = exporter.export(&import_fixture(name)).unwrap();
+        for label in ["Min Latencies", "Avg Latencies", "Max Latencies"] {
+            assert_eq!(
+                line_of(&exported, label),
+                line_of(&original, label),
+                "{name}"
+            );
+        }
+    }
+    // With -H cyclictest adds an all-threads column to Max (and Overflows), which the
+    // exporter does not write; the threads' own values must match.
+    let name = "cyclictest-2t-status-H.hist.txt";
+    let original = String::from_utf8(read(name)).unwrap();
+    let exported = exporter.export(&import_fixture(name)).unwrap();
+    for label in ["Min Latencies", "Avg Latencies", "Max Latencies"] {
+        assert_eq!(
+            footer(&exported, label),
+            footer(&original, label)[..2],
+            "{name} {label}"
+        );
+    }
+}
+
+/// cyclictest's JSON and its -h text of the same run give the same figures.
+#[test]
+fn cyclictest_json_matches_the_same_runs_histogram_text() {
+    let exporter = export::exporter("cyclictest").unwrap();
+    for (json, hist) in [
+        ("cyclictest-2t.json", "cyclictest-2t.hist.txt"),
+        ("cyclictest-quote.json", "cyclictest-quote.hist.txt"),
+        ("cyclictest-zero.json", "cyclictest-zero.hist.txt"),
+    ] {
+        let from_json = import_fixture(json);
+        let from_hist = import_fixture(hist);
+        assert_eq!(from_json.streams.len(), from_hist.streams.len());
+        for (a, b) in from_json.streams.iter().zip(&from_hist.streams) {
+            assert_eq!(a.samples, b.samples, "{json}");
+            assert_eq!(a.stats.min_ns, b.stats.min_ns, "{json}");
+            assert_eq!(a.stats.max_ns, b.stats.max_ns, "{json}");
+            assert_eq!(a.stats.percentile(50.0), b.stats.percentile(50.0), "{json}");
+        }
+        let original = String::from_utf8(read(hist)).unwrap();
+        let exported = exporter.export(&from_json).unwrap();
+        for label in ["Min Latencies", "Avg Latencies", "Max Latencies"] {
+            assert_eq!(
+                line_of(&exported, label),
+                line_of(&original, label),
+                "{json}"
+            );
+        }
+    }
+}
+
+#[test]
+fn cyclictest_json_keeps_settings_host_and_defects() {
+    let run = import_fixture("cyclictest-2t.json");
+    assert_eq!(run.tool.name, "cyclictest");
+    assert_eq!(run.tool.version, "2.40");
+    assert_eq!(run.started_at, "2026-11-21T02:23:07.000Z");
+    assert_eq!(run.host.kernel_release, "6.18.44-fc-v595");
+    assert_eq!(run.plan.memory_lock, latlab_model::run::MemoryLockPlan::All);
+    let s = &run.streams[1];
+    assert_eq!(
+        (s.cpu, s.samples, s.period_ns),
+        (Some(1), 500, Nanos::MILLISECOND)
+    );
+    assert_eq!(s.policy.to_string(), "fifo:95");
+    assert_eq!(s.stats.max_ns, Some(Nanos(1_056_000)));
+    assert!((s.stats.mean_ns.unwrap() - 11_810.0).abs() < 1e-6);
+
+    let quoted = import_fixture("cyclictest-quote.json");
+    assert!(quoted
+        .command_line
+        .iter()
+        .any(|a| a == "--json=quote\"d.json"));
+    assert!(quoted
+        .import
+        .unwrap()
+        .lacks
+        .iter()
+        .any(|l| l.starts_with("not valid JSON as written (line 3:")));
+
+    let zero = import_fixture("cyclictest-zero.json");
+    assert_eq!(zero.streams[0].samples, 0);
+    assert_eq!(zero.streams[0].stats.min_ns, None);
+
+    let ns = import_fixture("cyclictest-ns.json");
+    assert_eq!(ns.streams[0].stats.min_ns, Some(Nanos(2_862)));
+    assert_eq!(ns.streams[0].samples, 300);
+
+    let no_hist = import_fixture("cyclictest-nohist.json");
+    let record = no_hist.import.unwrap();
+    assert!(record
+        .unknown_fields
+        .iter()
+        .any(|f| f == "streams[].histogram"));
+    assert_eq!(no_hist.streams[0].samples, 200);
+    assert_eq!(no_hist.streams[0].stats.max_ns, Some(Nanos(7_238_000)));
+}
+
+#[test]
+fn cyclictest_json_exporter_round_trips() {
+    let exporter = export::exporter("cyclictest-json").unwrap();
+    let example = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-run.json"),
+    )
+    .unwrap();
+    let runs = FIXTURES
+        .iter()
+        .map(|(name, ..)| (*name, import_fixture(name)))
+        .chain([("example-run.json", Run::from_json(&example).unwrap())]);
+    for (name, run) in runs {
+        let text = exporter.export(&run).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{name}: not valid JSON: {e}"));
+        assert_eq!(
+            import::detect(text.as_bytes()),
+            Some(Format::CyclictestJson),
+            "{name}"
+        );
+        let back = import::import(
+            Format::CyclictestJson,
+            text.as_bytes(),
+            &ctx("exported.json"),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(back.streams.len(), run.streams.len());
+        let us = |n: Option<Nanos>| n.map(|n| n.0 / 1_000);
+        for (a, b) in run.streams.iter().zip(&back.streams) {
+            assert_eq!(b.samples, a.samples, "{name}");
+            if a.samples > 0 {
+                assert_eq!(us(b.stats.min_ns), us(a.stats.min_ns), "{name}");
+                assert_eq!(us(b.stats.max_ns), us(a.stats.max_ns), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn verbose_logs_match_the_histogram_cyclictest_printed_after_them() {
+    for name in ["cyclictest-1t-h.verbose.txt", "cyclictest-ns-h.verbose.txt"] {
+        let text = String::from_utf8(read(name)).unwrap();
+        let unit = if name.contains("-ns") { 1 } else { 1_000 };
+        let s = &import_fixture(name).streams[0];
+        assert_eq!(
+            s.stats.min_ns,
+            Some(Nanos(footer(&text, "Min Latencies")[0] * unit)),
+            "{name}"
+        );
+        assert_eq!(
+            s.stats.max_ns,
+            Some(Nanos(footer(&text, "Max Latencies")[0] * unit)),
+            "{name}"
+        );
+        assert_eq!(
+            (s.stats.mean_ns.unwrap() / unit as f64) as i64,
+            footer(&text, "Avg Latencies")[0],
+            "{name}"
+        );
+        assert_eq!(s.samples, 300);
+        assert_eq!(
+            s.period_ns,
+            Nanos::MILLISECOND,
+            "{name}: -h prints the interval as it is"
+        );
+        assert_eq!(s.cpu, Some(1));
+        assert_eq!(s.timeline.count.iter().sum::<u64>(), 300);
+        assert_eq!(s.spikes.top[0].value_ns, s.stats.max_ns.unwrap());
+    }
+}
+
+#[test]
+fn verbose_log_periods_undo_cyclictests_distance() {
+    let run = import_fixture("cyclictest-2t.verbose.txt");
+    let periods: Vec<Nanos> = run.streams.iter().map(|s| s.period_ns).collect();
+    assert_eq!(periods, [Nanos(1_000_000), Nanos(1_500_000)]);
+    assert_eq!(
+        run.streams.iter().map(|s| s.cpu).collect::<Vec<_>>(),
+        [Some(0), Some(1)]
+    );
+    // cyclictest stopped when thread 0 had its 300 loops (-l 300).
+    assert_eq!(
+        run.streams.iter().map(|s| s.samples).collect::<Vec<_>>(),
+        [300, 210]
+    );
+    let s = &run.streams[0];
+    let top = &s.spikes.top;
+    assert!(top.windows(2).all(|w| w[0].value_ns >= w[1].value_ns));
+    // A single-thread log without -h has no unambiguous period unless one is given.
+    let text = read("cyclictest-2t.verbose.txt");
+    let one: Vec<u8> = String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("1:") && !l.starts_with("Thread 1"))
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
+    let run = import::import(Format::CyclictestVerbose, one.as_slice(), &ctx("one.txt")).unwrap();
+    assert!(run
+        .import
+        .as_ref()
+        .unwrap()
+        .unknown_fields
+        .iter()
+        .any(|f| f == "streams[].period_ns"));
+    assert!(run.streams[0].timeline.count.is_empty());
+    let mut given = ctx("one.txt");
+    given.period = Some(Nanos::MILLISECOND);
+    let run = import::import(Format::CyclictestVerbose, one.as_slice(), &given).unwrap();
+    assert_eq!(run.streams[0].period_ns, Nanos::MILLISECOND);
+    assert_eq!(run.streams[0].timeline.count.iter().sum::<u64>(), 300);
+}
+
+#[test]
+fn rtla_keeps_every_column() {
+    let run = import_fixture("rtla-timerlat-hist.txt");
+    assert_eq!(run.tool.name, "rtla");
+    assert_eq!(run.streams.len(), 10);
+    assert_eq!(run.phases[0].elapsed_ns, Nanos::from_secs(600));
+    let thr1 = &run.streams[3];
+    assert_eq!(
+        (thr1.probe.as_str(), thr1.cpu, thr1.samples),
+        ("timerlat-thread", Some(1), 600_002)
+    );
+    assert_eq!(
+        (thr1.stats.min_ns, thr1.stats.max_ns),
+        (Some(Nanos(1_000)), Some(Nanos(58_000)))
+    );
+
+    let run = import_fixture("rtla-timerlat-hist-ns-user.txt");
+    let probes: Vec<(&str, Option<usize>, u64)> = run
+        .streams
+        .iter()
+        .map(|s| (s.probe.as_str(), s.cpu, s.samples))
+        .collect();
+    assert_eq!(
+        probes,
+        [
+            ("timerlat-irq", Some(0), 200),
+            ("timerlat-thread", Some(0), 202),
+            ("timerlat-user", Some(0), 200),
+            ("timerlat-irq", Some(2), 200),
+            ("timerlat-thread", Some(2), 202),
+            ("timerlat-user", Some(2), 0),
+        ]
+    );
+    assert_eq!(run.streams[1].stats.max_ns, Some(Nanos(23_456)));
+    let record = run.import.unwrap();
+    assert!(record.lacks.iter().any(|l| l.contains("events missed")));
+    assert!(record
+        .lacks
+        .iter()
+        .any(|l| l.contains("bucket width read as 1 µs")));
+}
+
+#[test]
+fn oslat_buckets_are_recorded_at_their_lower_end() {
+    let run = import_fixture("oslat.txt");
+    let s = &run.streams[0];
+    assert_eq!(
+        (s.probe.as_str(), s.cpu, run.tool.version.as_str()),
+        ("noise", Some(1), "2.40")
+    );
+    assert_eq!(
+        s.stats.min_ns,
+        Some(Nanos(0)),
+        "oslat's 'Minimum 1' is the upper end of [0, 1) µs"
+    );
+    assert_eq!(s.stats.max_ns, Some(Nanos(2_701_000)));
+    let text = String::from_utf8(read("oslat.txt")).unwrap();
+    let in_buckets: u64 = text
+        .lines()
+        .filter(|l| l.contains(" (us):"))
+        .map(|l| {
+            l.split('\t')
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(s.samples, in_buckets);
+    let two = import_fixture("oslat-2c-z.txt");
+    assert_eq!(
+        two.streams.iter().map(|s| s.cpu).collect::<Vec<_>>(),
+        [Some(0), Some(1)]
+    );
+    let json = import_fixture("oslat.json");
+    assert_eq!(json.streams[0].stats.max_ns, Some(Nanos(1_404_000)));
+    assert_eq!(json.started_at, "2026-11-21T02:23:58.000Z");
+}
+
+#[test]
+fn jitterdebugger_counts_samples_beyond_its_histogram() {
+    let run = import_fixture("jitterdebugger.json");
+    assert_eq!(
+        run.streams.iter().map(|s| s.samples).collect::<Vec<_>>(),
+        [3901, 3886]
+    );
+    let v1 = import_fixture("jitterdebugger-v1.json");
+    let s = &v1.streams[1];
+    assert_eq!((s.samples, s.stats.max_ns), (993, Some(Nanos(2_200_000))));
+    assert_eq!(s.decode_histogram().unwrap().len(), 993);
+    assert_eq!(v1.streams[2].samples, 0);
+}
+
+/// Cut positions inside a line (so the cut is visible), spread over the file.
+fn mid_line_cuts(bytes: &[u8]) -> Vec<usize> {
+    [
+        bytes.len() / 5,
+        bytes.len() / 2,
+        bytes.len() * 4 / 5,
+        bytes.len().saturating_sub(3),
+    ]
+    .into_iter()
+    .filter_map(|mut at| {
+        while at > 0 && at < bytes.len() && (bytes[at - 1] == b'\n' || bytes[at - 1] == b' ') {
+            at += 1;
+        }
+        (at > 0 && at < bytes.len()).then_some(at)
+    })
+    .collect()
+}
+
+#[test]
+fn truncated_files_give_an_error_naming_file_and_line() {
+    for (name, format, unit) in FIXTURES {
+        let bytes = read(name);
+        for cut in mid_line_cuts(&bytes) {
+            let mut c = ctx(name);
+            c.unit = *unit;
+            let err = import::import(*format, &bytes[..cut], &c)
+                .err()
+                .unwrap_or_else(|| panic!("{name} cut at {cut} imported"));
+            let text = err.to_string();
+            assert!(text.starts_with(&format!("{name}:")), "{text}");
+            assert!(
+                err.line.is_some(),
+                "{name} cut at {cut}: no line in '{text}'"
+            );
+        }
+    }
+}
+
+#[test]
+fn damaged_files_give_an_error_naming_file_and_line() {
+    let cases: &[(&str, Format, &str, &str, u64)] = &[
+        (
+            "cyclictest-1t.hist.txt",
+            Format::CyclictestHist,
+            "000005 000014",
+            "000005 0000x4",
+            8,
+        ),
+        (
+            "cyclictest-1t.hist.txt",
+            Format::CyclictestHist,
+            "# Total: 000000499",
+            "# Total: 000000498",
+            103,
+        ),
+        (
+            "cyclictest-1t.hist.txt",
+            Format::CyclictestHist,
+            "# Min Latencies: 00003",
+            "# Min Latencies: 00007",
+            104,
+        ),
+        (
+            "cyclictest-2t-status-H.hist.txt",
+            Format::CyclictestHist,
+            "000005 000058\t000035\t000093",
+            "000005 000058\t000035\t000094",
+            0,
+        ),
+        (
+            "cyclictest-2t.json",
+            Format::CyclictestJson,
+            "\"cycles\": 500,",
+            "\"cycles\": 5,",
+            19,
+        ),
+        (
+            "cyclictest-2t.json",
+            Format::CyclictestJson,
+            "\"num_threads\": 2",
+            "\"num_threads\": 3",
+            18,
+        ),
+        (
+            "cyclictest-2t.verbose.txt",
+            Format::CyclictestVerbose,
+            "       0:       2:       7",
+            "       0:       1:       7",
+            11,
+        ),
+        (
+            "cyclictest-2t.verbose.txt",
+            Format::CyclictestVerbose,
+            "       0:       2:       7",
+            "       0:       2:      7b",
+            11,
+        ),
+        (
+            "rtla-timerlat-hist.txt",
+            Format::RtlaTimerlatHist,
+            "count:   600002",
+            "count:   600003",
+            53,
+        ),
+        (
+            "rtla-timerlat-hist.txt",
+            Format::RtlaTimerlatHist,
+            "max:         16",
+            "max:          9",
+            56,
+        ),
+        (
+            "oslat.txt",
+            Format::Oslat,
+            "     Minimum:\t 1 (us)",
+            "     Minimum:\t 7 (us)",
+            48,
+        ),
+        (
+            "jitterdebugger-v1.json",
+            Format::Jitterdebugger,
+            "\"count\": 1000,",
+            "\"count\": 999,",
+            4,
+        ),
+    ];
+    for (name, format, from, to, line) in cases {
+        let text = String::from_utf8(read(name)).unwrap();
+        assert!(text.contains(from), "{name}: {from}");
+        let damaged = text.replacen(from, to, 1);
+        let err = import::import(*format, damaged.as_bytes(), &ctx(name))
+            .err()
+            .unwrap_or_else(|| panic!("{name}: '{to}' imported"));
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("{name}:")), "{message}");
+        if *line > 0 {
+            assert_eq!(err.line, Some(*line), "{message}");
+        } else {
+            assert!(err.line.is_some(), "{message}");
+        }
+    }
+}
+
+#[test]
+fn a_different_unit_than_the_file_states_is_refused() {
+    let mut c = ctx("cyclictest-2t.json");
+    c.unit = Some(TimeUnit::Nanoseconds);
+    let err = import::import(
+        Format::CyclictestJson,
+        read("cyclictest-2t.json").as_slice(),
+        &c,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("import it without a unit"),
+        "{err}"
+    );
+}
+
+/// Every field an imported Run has is described in docs/run-format.md (as the example's
+/// are, tests/run_format.rs).
+#[test]
+fn imported_runs_fields_are_documented() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/run-format.md"),
+    )
+    .unwrap();
+    let documented = |name: &str| {
+        doc.match_indices(name).any(|(i, _)| {
+            let before = doc[..i].chars().next_back();
+            let after = doc[i + name.len()..].chars().next();
+            matches!(before, Some('`') | Some('.')) && matches!(after, Some('`' | '.' | '[' | ','))
+        })
+    };
+    let run = import_fixture("cyclictest-2t.json");
+    let value = serde_json::to_value(&run).unwrap();
+    for key in value["import"].as_object().unwrap().keys() {
+        assert!(
+            documented(&format!("import.{key}")),
+            "import.{key} undocumented"
+        );
+    }
+    for field in &run.import.unwrap().unknown_fields {
+        let last = field.rsplit(['.', ']']).next().unwrap();
+        assert!(documented(last), "{field}: a path to no documented field");
+    }
+}
+
+fn streams_agree(a: &[Stream], b: &[Stream]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(
+            (x.samples, x.stats.min_ns, x.stats.max_ns, x.stats.mean_ns),
+            (y.samples, y.stats.min_ns, y.stats.max_ns, y.stats.mean_ns)
+        );
+    }
+}
+
+#[test]
+fn both_histogram_layouts_read_the_same() {
+    streams_agree(
+        &import_fixture("cyclictest-2t.hist.txt").streams,
+        &import_fixture("cyclictest-2t-newer.hist.txt").streams,
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// No input makes an importer panic; every error names the file.
+    #[test]
+    fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..2_000)) {
+        for format in Format::ALL {
+            if let Err(e) = import::import(format, bytes.as_slice(), &ctx("garbage")) {
+                prop_assert!(e.to_string().starts_with("garbage"));
+            }
+        }
+        let _ = import::detect(&bytes);
+    }
+
+    /// Any samples, as a -v log, exported as cyclictest JSON, read back the same: counts,
+    /// minimum and maximum in whole µs, early wakes.
+    #[test]
+    fn cyclictest_json_round_trips_any_samples(values in proptest::collection::vec(-50i64..3_000_000, 1..300)) {
+        let log: String = values.iter().enumerate().map(|(c, v)| format!("{:8}:{:8}:{:8}\n", 0, c, v)).collect();
+        let mut c = ctx("log.txt");
+        c.unit = Some(TimeUnit::Nanoseconds);
+        let run = import::import(Format::CyclictestVerbose, log.as_bytes(), &c).unwrap();
+        let text = export::exporter("cyclictest-json").unwrap().export(&run).unwrap();
+        let back = import::import(Format::CyclictestJson, text.as_bytes(), &ctx("x.json")).unwrap();
+        let (a, b) = (&run.streams[0], &back.streams[0]);
+        let us = |n: Option<Nanos>| n.map(|n| n.0 / 1_000);
+        prop_assert_eq!(b.samples, a.samples);
+        prop_assert_eq!(us(b.stats.min_ns), us(a.stats.min_ns));
+        prop_assert_eq!(us(b.stats.max_ns), us(a.stats.max_ns));
+        prop_assert_eq!(b.early_wakes, a.early_wakes);
+    }
+
+    /// Damaged copies of real files (a span deleted, a byte changed) never panic.
+    #[test]
+    fn damaged_fixtures_never_panic(which in 0..FIXTURES.len(), at in 0.0..1.0f64, len in 0usize..40, byte in any::<u8>()) {
+        let (name, format, unit) = FIXTURES[which];
+        let mut bytes = read(name);
+        let start = ((bytes.len() as f64) * at) as usize;
+        let end = (start + len).min(bytes.len());
+        bytes.drain(start..end);
+        if start < bytes.len() {
+            bytes[start] = byte;
+        }
+        let mut c = ctx(name);
+        c.unit = unit;
+        if let Err(e) = import::import(format, bytes.as_slice(), &c) {
+            prop_assert!(e.to_string().starts_with(name));
+        }
+    }
+}

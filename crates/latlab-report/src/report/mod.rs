@@ -1,0 +1,204 @@
+//! Reports: one or several Runs as a self-contained HTML page, GitHub-flavoured
+//! Markdown, terminal text, or one plot as a standalone SVG document.
+//!
+//! Every kind is written from the same document model (`report/document.rs`): the facts,
+//! the verdict, the tables and the plots are chosen and formatted once, so an HTML page
+//! and a text report of the same runs say the same thing. Plots are drawn with
+//! `plotters` into SVG and are bounded in size whatever the run's length: histograms
+//! are re-binned into at most a few hundred bins, a profile keeps at most two points
+//! per pixel column and a timeline each column's largest sample, and histograms are
+//! walked bucket by bucket, never value by value.
+//!
+//! Everything taken from a Run (host names, kernel versions, warnings, file names) is
+//! escaped for the output's language: HTML/XML in pages and plots, Markdown in
+//! Markdown, and control characters are replaced in text.
+
+mod curves;
+mod document;
+mod figures;
+mod html;
+mod markdown;
+mod plot;
+mod run_section;
+mod run_tables;
+mod text;
+
+use latlab_model::hist::HistogramError;
+use latlab_model::run::Run;
+use std::fmt;
+use std::str::FromStr;
+
+/// What [`render`] produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReportKind {
+    /// One self-contained HTML page: inline CSS and SVG, no script, no network.
+    Html,
+    /// GitHub-flavoured Markdown: the facts and tables, without plots.
+    Markdown,
+    /// Plain text for a terminal: the facts and aligned tables, without plots.
+    Text,
+    /// One plot as a standalone SVG document.
+    Svg(PlotKind),
+}
+
+impl ReportKind {
+    /// Every kind, in the order of [`ReportKind::name`]'s help text.
+    pub const ALL: [ReportKind; 6] = [
+        ReportKind::Html,
+        ReportKind::Markdown,
+        ReportKind::Text,
+        ReportKind::Svg(PlotKind::Histogram),
+        ReportKind::Svg(PlotKind::Profile),
+        ReportKind::Svg(PlotKind::Timeline),
+    ];
+
+    /// The kind's name, as [`FromStr`] reads it: `html`, `markdown`, `text`,
+    /// `svg-histogram`, `svg-profile`, `svg-timeline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportKind::Html => "html",
+            ReportKind::Markdown => "markdown",
+            ReportKind::Text => "text",
+            ReportKind::Svg(PlotKind::Histogram) => "svg-histogram",
+            ReportKind::Svg(PlotKind::Profile) => "svg-profile",
+            ReportKind::Svg(PlotKind::Timeline) => "svg-timeline",
+        }
+    }
+}
+
+impl fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ReportKind {
+    type Err = ReportError;
+
+    /// Reads a kind's [`name`](ReportKind::name), case-insensitively; `md` and `txt`
+    /// are accepted too.
+    fn from_str(text: &str) -> Result<ReportKind, ReportError> {
+        let name = text.trim().to_ascii_lowercase();
+        match name.as_str() {
+            "md" => return Ok(ReportKind::Markdown),
+            "txt" => return Ok(ReportKind::Text),
+            _ => {}
+        }
+        ReportKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| ReportError::UnknownKind(text.to_string()))
+    }
+}
+
+/// The plots a report draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlotKind {
+    /// OSADL-style latency histogram: latency (µs, linear) against the number of
+    /// samples (log scale), one line per stream, the worst case in the legend.
+    Histogram,
+    /// Latency profile: the fraction of samples at or above each latency (log scale,
+    /// from 1 down to one sample), one line per stream.
+    Profile,
+    /// The largest sample of each timeline interval against the time into the run.
+    Timeline,
+}
+
+impl PlotKind {
+    /// Every plot, in the order a report shows them.
+    pub const ALL: [PlotKind; 3] = [PlotKind::Histogram, PlotKind::Profile, PlotKind::Timeline];
+
+    /// The plot's name: `histogram`, `profile`, `timeline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlotKind::Histogram => "histogram",
+            PlotKind::Profile => "profile",
+            PlotKind::Timeline => "timeline",
+        }
+    }
+}
+
+impl fmt::Display for PlotKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// No run was given.
+    #[error("nothing to report: give at least one run")]
+    NoRuns,
+    /// A report kind's name was not recognised.
+    #[error(
+        "unknown report kind '{0}': choose html, markdown, text, svg-histogram, svg-profile \
+         or svg-timeline"
+    )]
+    UnknownKind(String),
+    /// A stream's histogram could not be decoded.
+    #[error(
+        "run {run}, {stream}: {source}; the Run is damaged: export it again from the store \
+         or measure again"
+    )]
+    Histogram {
+        /// The run's id.
+        run: String,
+        /// The stream (`cpu 1 [main]`).
+        stream: String,
+        /// What was wrong.
+        source: HistogramError,
+    },
+    /// The plotting library failed (a bug: drawing into a string cannot fail otherwise).
+    #[error("could not draw the {plot} plot: {message}; please report this as a bug")]
+    Plot {
+        /// Which plot.
+        plot: PlotKind,
+        /// The library's message.
+        message: String,
+    },
+}
+
+/// Renders `runs` as `kind`.
+///
+/// One run gives its report; several give a comparison first (overlaid plots, one line
+/// per run, and a table with one row per run), then each run's own report. For
+/// [`ReportKind::Svg`], one run gives one line per stream, several one line per run.
+pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    match kind {
+        ReportKind::Html => html::render(&document::Document::build(runs, true)?),
+        ReportKind::Markdown => Ok(markdown::render(&document::Document::build(runs, false)?)),
+        ReportKind::Text => Ok(text::render(&document::Document::build(runs, false)?)),
+        ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_read_their_names() {
+        for kind in ReportKind::ALL {
+            assert_eq!(kind.name().parse::<ReportKind>().unwrap(), kind);
+        }
+        assert_eq!("MD".parse::<ReportKind>().unwrap(), ReportKind::Markdown);
+        assert_eq!("txt".parse::<ReportKind>().unwrap(), ReportKind::Text);
+        let err = "pdf".parse::<ReportKind>().unwrap_err().to_string();
+        assert!(
+            err.contains("'pdf'") && err.contains("svg-timeline"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn no_runs_is_an_error() {
+        assert!(matches!(
+            render(&[], ReportKind::Html),
+            Err(ReportError::NoRuns)
+        ));
+    }
+}

@@ -1,0 +1,344 @@
+//! The tables of one run's report: statistics, spikes, phases with their loads,
+//! threshold checks and events.
+
+use super::document::{Block, Table};
+use super::figures::{self, DecodedRun, DecodedStream, Unknowns};
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{Phase, ProbePlan, Run};
+use latlab_model::Nanos;
+
+/// A table cell whose figure an imported Run's source did not have.
+const NOT_IN_SOURCE: &str = "?";
+
+/// The stream fields the statistics table shows.
+const TABLE_FIELDS: [&str; 6] = [
+    "streams[].policy",
+    "streams[].period_ns",
+    "streams[].stats.percentiles_ns",
+    "streams[].stats.stddev_ns",
+    "streams[].missed_periods",
+    "streams[].early_wakes",
+];
+
+/// The statistics table with its explanation, which streams had no samples, and the
+/// drift of relative schedules.
+pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
+    let run = decoded.run;
+    let total: u64 = run.streams.iter().map(|s| s.samples).sum();
+    let mut blocks = vec![
+        Block::Table(statistics_table(decoded)),
+        Block::Paragraph(format!(
+            "{total} samples in all. Latency = wake-up − deadline, in µs; min, max, mean and \
+             stddev are exact, percentiles come from the histogram (within 0.1 %). first = \
+             the very first wake-up; missed periods = periods without a wake-up because one \
+             came more than a period late; early wakes = wake-ups before the deadline."
+        )),
+    ];
+    let unknowns = Unknowns::of(run);
+    if TABLE_FIELDS.iter().any(|field| unknowns.has(field)) {
+        blocks.push(Block::Paragraph(format!(
+            "{NOT_IN_SOURCE} = not in the imported file."
+        )));
+    }
+    let empty: Vec<&str> = decoded
+        .streams
+        .iter()
+        .filter(|s| s.stream.samples == 0)
+        .map(|s| s.name.as_str())
+        .collect();
+    if !empty.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "no samples on {}: no statistics, and no line in the plots",
+            empty.join(", ")
+        )));
+    }
+    let drift: Vec<String> = decoded
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let drift = s.stream.drift_ns?;
+            let sleeps = s.stream.samples + s.stream.warm_up_samples;
+            Some(format!(
+                "drift of the relative schedule on {}: {drift} after {sleeps} sleeps ({} per \
+                 period)",
+                s.name,
+                Nanos(drift.0 / sleeps.max(1) as i64)
+            ))
+        })
+        .collect();
+    if !drift.is_empty() {
+        blocks.push(Block::List(drift));
+    }
+    blocks
+}
+
+/// One row per stream: samples, percentiles, extremes, first sample, missed periods
+/// and early wakes; the period too when streams differ in it.
+fn statistics_table(decoded: &DecodedRun) -> Table {
+    let periods_differ = decoded
+        .run
+        .streams
+        .windows(2)
+        .any(|w| w[0].period_ns != w[1].period_ns);
+    let mut columns = vec![("stream", false), ("policy", false)];
+    if periods_differ {
+        columns.push(("period", true));
+    }
+    columns.extend([
+        ("samples", true),
+        ("min (µs)", true),
+        ("p50 (µs)", true),
+        ("p90 (µs)", true),
+        ("p99 (µs)", true),
+        ("p99.9 (µs)", true),
+        ("p99.99 (µs)", true),
+        ("max (µs)", true),
+        ("mean (µs)", true),
+        ("stddev (µs)", true),
+        ("first (µs)", true),
+        ("missed periods", true),
+        ("early wakes", true),
+    ]);
+    let mut table = Table::new(&columns);
+    let unknowns = Unknowns::of(decoded.run);
+    let cell = |path: &str, value: String| {
+        if unknowns.has(path) {
+            NOT_IN_SOURCE.to_string()
+        } else {
+            value
+        }
+    };
+    for s in &decoded.streams {
+        let (stream, st) = (s.stream, &s.stream.stats);
+        let mut cells = vec![
+            s.name.clone(),
+            cell("streams[].policy", stream.policy.to_string()),
+        ];
+        if periods_differ {
+            cells.push(cell("streams[].period_ns", stream.period_ns.to_string()));
+        }
+        cells.push(stream.samples.to_string());
+        cells.push(figures::us(st.min_ns));
+        for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
+            let value = figures::us(st.percentile(p));
+            cells.push(cell("streams[].stats.percentiles_ns", value));
+        }
+        cells.extend([
+            figures::us(st.max_ns),
+            figures::us_f64(st.mean_ns),
+            cell("streams[].stats.stddev_ns", figures::us_f64(st.stddev_ns)),
+            figures::us(stream.first_sample_ns),
+            cell(
+                "streams[].missed_periods",
+                stream.missed_periods.to_string(),
+            ),
+            cell("streams[].early_wakes", stream.early_wakes.to_string()),
+        ]);
+        table.push(cells, Some(s.colour));
+    }
+    table
+}
+
+/// The largest samples over every stream, and how many samples passed the threshold.
+pub(crate) fn spikes(decoded: &DecodedRun) -> Vec<Block> {
+    let top = decoded
+        .run
+        .plan
+        .probes
+        .iter()
+        .map(|p| match p {
+            ProbePlan::Timer(t) => t.top_spikes,
+        })
+        .max()
+        .unwrap_or(10)
+        .clamp(1, 50);
+    let mut all: Vec<(&DecodedStream, Nanos, Nanos)> = decoded
+        .streams
+        .iter()
+        .flat_map(|s| {
+            s.stream
+                .spikes
+                .top
+                .iter()
+                .map(move |t| (s, t.value_ns, t.at_ns))
+        })
+        .collect();
+    all.sort_by_key(|(_, value, _)| std::cmp::Reverse(*value));
+    if all.is_empty() {
+        return vec![Block::Paragraph("No spikes were recorded.".to_string())];
+    }
+    let mut table = Table::new(&[
+        ("#", true),
+        ("stream", false),
+        ("latency (µs)", true),
+        ("at (s)", true),
+    ]);
+    for (rank, (s, value, at)) in all.iter().take(top).enumerate() {
+        table.push(
+            vec![
+                (rank + 1).to_string(),
+                s.name.clone(),
+                figures::us(Some(*value)),
+                format!("{:.3}", at.as_secs_f64()),
+            ],
+            Some(s.colour),
+        );
+    }
+    let mut blocks = vec![
+        Block::Paragraph(format!(
+            "The {} largest samples over every stream; at = when it was due, from the start \
+             of the stream's measured span.",
+            top.min(all.len())
+        )),
+        Block::Table(table),
+    ];
+    let above: Vec<String> = decoded
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let spikes = &s.stream.spikes;
+            let threshold = spikes.threshold_ns?;
+            let dropped = match spikes.above_threshold_dropped {
+                0 => String::new(),
+                n => format!(", {n} more not kept (raise --spike-nodes)"),
+            };
+            Some(format!(
+                "{}: {} samples above {threshold}{dropped}",
+                s.name,
+                spikes.above_threshold.len()
+            ))
+        })
+        .collect();
+    if !above.is_empty() {
+        blocks.push(Block::List(above));
+    }
+    blocks
+}
+
+/// One phase: when, how long, its streams merged, and its loads with their rates.
+pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) -> Vec<Block> {
+    let streams: Vec<&DecodedStream> = decoded
+        .streams
+        .iter()
+        .filter(|s| s.stream.phase == phase.name)
+        .collect();
+    let samples: u64 = streams.iter().map(|s| s.stream.samples).sum();
+    let mut merged = LatencyHistogram::new();
+    streams.iter().for_each(|s| merged.merge(&s.histogram));
+    let worst = streams
+        .iter()
+        .rev()
+        .filter_map(|s| s.stream.stats.max_ns.map(|m| (m, &s.name)))
+        .max_by_key(|(m, _)| *m);
+    let min = streams.iter().filter_map(|s| s.stream.stats.min_ns).min();
+    let summary = match (worst, min) {
+        (Some((max, name)), Some(min)) => {
+            let p999 = Nanos(merged.percentile(99.9) as i64).clamp(min, max);
+            format!(
+                "; p99.9 of its samples {}, worst case {} on {name}",
+                figures::us_unit(p999),
+                figures::us_unit(max)
+            )
+        }
+        _ => String::new(),
+    };
+    let mut blocks = vec![
+        Block::Heading {
+            level,
+            text: format!("Phase {}", phase.name),
+        },
+        Block::Paragraph(format!(
+            "Started {}, measured {}; {} stream(s), {samples} samples{summary}.",
+            phase.started_at,
+            figures::seconds(phase.elapsed_ns),
+            streams.len(),
+        )),
+    ];
+    if phase.loads.is_empty() {
+        blocks.push(Block::Paragraph("No background load.".to_string()));
+    } else {
+        blocks.push(Block::Table(loads_table(phase)));
+    }
+    blocks
+}
+
+/// A phase's loads with the rate each achieved.
+pub(crate) fn loads_table(phase: &Phase) -> Table {
+    let mut table = Table::new(&[
+        ("load", false),
+        ("CPUs", false),
+        ("rate", true),
+        ("work", true),
+        ("ran (s)", true),
+        ("ended", false),
+        ("notes", false),
+    ]);
+    for load in &phase.loads {
+        table.push(
+            vec![
+                load.spec.clone(),
+                figures::cpu_list(&load.cpus),
+                load.rate.map_or_else(
+                    || "no work done".to_string(),
+                    |r| format!("{r:.1} {}", load.rate_unit),
+                ),
+                format!("{} {}", load.work, load.unit),
+                format!("{:.3}", load.elapsed_ns.as_secs_f64()),
+                load.ended.clone(),
+                load.notes.join("; "),
+            ],
+            None,
+        );
+    }
+    table
+}
+
+/// Every threshold judged on every stream.
+pub(crate) fn checks_table(run: &Run) -> Table {
+    let mut table = Table::new(&[
+        ("threshold", false),
+        ("stream", false),
+        ("observed (µs)", true),
+        ("result", false),
+    ]);
+    for check in &run.verdict.checks {
+        table.push(
+            vec![
+                format!("{} ≤ {}", check.threshold.metric, check.threshold.limit_ns),
+                check.stream.clone(),
+                check
+                    .observed_ns
+                    .map_or_else(|| "no samples".to_string(), |v| figures::us(Some(v))),
+                if check.passed { "pass" } else { "FAIL" }.to_string(),
+            ],
+            None,
+        );
+    }
+    table
+}
+
+/// Notable events (a break trace that fired, ...).
+pub(crate) fn events_table(decoded: &DecodedRun) -> Table {
+    let mut table = Table::new(&[
+        ("event", false),
+        ("CPU", false),
+        ("at (s)", true),
+        ("sample (µs)", true),
+        ("what happened", false),
+    ]);
+    for event in &decoded.run.events {
+        table.push(
+            vec![
+                event.kind.clone(),
+                event
+                    .cpu
+                    .map_or_else(|| format!("thread {}", event.thread), |c| c.to_string()),
+                format!("{:.3}", event.at_ns.as_secs_f64()),
+                figures::us(event.value_ns),
+                event.message.clone(),
+            ],
+            None,
+        );
+    }
+    table
+}

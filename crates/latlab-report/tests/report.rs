@@ -1,0 +1,406 @@
+//! Reports of the documented example Run and of Runs built from it: every kind renders,
+//! the HTML page is self-contained, SVG is well-formed XML, several runs overlay, empty
+//! streams and hostile text are handled, and long runs stay bounded.
+
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{
+    EncodedHistogram, ExactSums, ImportRecord, LoadRecord, Phase, Run, Spikes, Statistics, Stream,
+    Timeline, Warning,
+};
+use latlab_model::Nanos;
+use latlab_report::report::{render, PlotKind, ReportKind};
+
+const SVG_NAMESPACE: &str = "http://www.w3.org/2000/svg";
+
+/// `docs/example-run.json`, the real run the Run format documents.
+fn example() -> Run {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+    let text = std::fs::read_to_string(path).expect("docs/example-run.json is readable");
+    Run::from_json(&text).expect("the example is a Run")
+}
+
+fn html(runs: &[Run]) -> String {
+    render(runs, ReportKind::Html).expect("the HTML report renders")
+}
+
+/// Every `<svg …>…</svg>` element of a page.
+fn inline_svgs(page: &str) -> Vec<&str> {
+    page.match_indices("<svg")
+        .map(|(start, _)| {
+            let end = page[start..]
+                .find("</svg>")
+                .expect("every svg element is closed");
+            &page[start..start + end + "</svg>".len()]
+        })
+        .collect()
+}
+
+/// The number of points of every data line of a document: polylines of more than two
+/// points (axes and ticks are polylines of two).
+fn polyline_points(svg: &str) -> Vec<usize> {
+    let document = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    document
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .map(|n| {
+            n.attribute("points")
+                .unwrap_or("")
+                .split_whitespace()
+                .count()
+        })
+        .filter(|&points| points > 2)
+        .collect()
+}
+
+/// A stream of `run` without any sample.
+fn empty_stream(like: &Stream) -> Stream {
+    let histogram = LatencyHistogram::new();
+    Stream {
+        samples: 0,
+        missed_periods: 0,
+        overrun_wakes: 0,
+        first_sample_ns: None,
+        stats: Statistics::compute(&ExactSums::default(), &histogram),
+        histogram: EncodedHistogram::from_histogram(&histogram),
+        spikes: Spikes::default(),
+        timeline: Timeline {
+            interval_ns: Nanos::SECOND,
+            max_ns: vec![None; 5],
+            count: vec![0; 5],
+        },
+        ..like.clone()
+    }
+}
+
+#[test]
+fn the_example_renders_in_every_kind() {
+    let run = example();
+    for kind in ReportKind::ALL {
+        let out = render(std::slice::from_ref(&run), kind).unwrap();
+        assert!(
+            out.contains(&run.id) || matches!(kind, ReportKind::Svg(_)),
+            "{kind}"
+        );
+        if let ReportKind::Svg(_) = kind {
+            let document =
+                roxmltree::Document::parse(&out).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(document.root_element().tag_name().name(), "svg");
+        }
+    }
+}
+
+#[test]
+fn the_html_page_is_self_contained_and_complete() {
+    let run = example();
+    let page = html(std::slice::from_ref(&run));
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(!page.to_ascii_lowercase().contains("<script"));
+    let without_namespace = page.replace(SVG_NAMESPACE, "");
+    assert!(!without_namespace.contains("http://"));
+    assert!(!without_namespace.contains("https://"));
+    assert!(!page.contains("<link") && !page.contains("<img") && !page.contains("url("));
+    assert_eq!(
+        inline_svgs(&page).len(),
+        3,
+        "histogram, profile and timeline"
+    );
+    for svg in inline_svgs(&page) {
+        roxmltree::Document::parse(svg).expect("inline SVG is well-formed XML");
+    }
+    for text in [
+        &run.id,
+        "latency (µs)",
+        "samples per 5 µs bin (log scale)",
+        "fraction of samples ≥ latency (log scale)",
+        "time into the run (s)",
+        "largest sample per interval (µs)",
+        "max 2283.378 µs",
+        "4998 samples",
+        "<td class=\"num\">4998</td>",
+        "p99.9 (µs)",
+        "82.047",
+        "FAIL",
+        "max ≤ 500 µs exceeded on cpu 0 [main]: 2283.378 µs",
+        "6.18.44-fc-v595",
+        "#1 SMP PREEMPT_DYNAMIC @0",
+        "dynamic (mode none)",
+        "AMD EPYC",
+        "kvm, docker container",
+        "tsc",
+        "250",
+        "missed-periods",
+        "Spikes",
+    ] {
+        assert!(page.contains(text), "the page lacks {text:?}");
+    }
+}
+
+#[test]
+fn markdown_and_text_have_the_same_tables() {
+    let run = example();
+    let markdown = render(std::slice::from_ref(&run), ReportKind::Markdown).unwrap();
+    assert!(markdown.contains("| stream | policy | samples | min (µs) |"));
+    assert!(markdown.contains("| cpu 0 | fifo:95 | 4998 | 2.176 |"));
+    assert!(markdown.contains("**Verdict: FAIL**"));
+    assert!(!markdown.contains("<svg"));
+    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
+    assert!(text.contains("VERDICT: FAIL"));
+    assert!(text
+        .lines()
+        .any(|l| l.contains("cpu 0") && l.contains(" 4998 ") && l.contains(" 82.047 ")));
+    assert!(text.contains("p99.9") && text.contains("(µs)") && text.contains("82.047"));
+    assert!(!text.contains("<svg"));
+}
+
+#[test]
+fn several_runs_overlay_with_every_run_in_the_legend() {
+    let base = example();
+    let runs: Vec<Run> = (0..3)
+        .map(|i| {
+            let mut run = base.clone();
+            run.id = format!("20261121T00000{i}Z-00000{i}");
+            run.host.hostname = format!("rig{i}");
+            run.scenario = Some(format!("scenario{i}"));
+            run
+        })
+        .collect();
+    let page = html(&runs);
+    let svgs = inline_svgs(&page);
+    assert_eq!(
+        svgs.len(),
+        3 + 3 * 3,
+        "three overlays, then each run's three plots"
+    );
+    for overlay in &svgs[..3] {
+        for run in &runs {
+            let label = format!(
+                "{} · {} · {}",
+                run.id,
+                run.host.hostname,
+                run.scenario.as_ref().unwrap()
+            );
+            assert!(overlay.contains(&label), "overlay lacks {label}");
+        }
+        assert_eq!(polyline_points(overlay).len(), 3, "one line per run");
+    }
+    assert!(page.contains("Comparison") && page.contains("missed periods"));
+    assert!(
+        page.contains("<td class=\"num\">9996</td>"),
+        "merged samples"
+    );
+    for plot in PlotKind::ALL {
+        let svg = render(&runs, ReportKind::Svg(plot)).unwrap();
+        assert!(runs.iter().all(|r| svg.contains(&r.id)), "{plot}");
+        roxmltree::Document::parse(&svg).unwrap();
+    }
+    let markdown = render(&runs, ReportKind::Markdown).unwrap();
+    assert!(markdown.contains("p99.9: 20261121T000000Z-000000"));
+}
+
+#[test]
+fn a_stream_without_samples_says_so() {
+    let mut run = example();
+    run.streams.push(empty_stream(&run.streams[0]));
+    run.streams[2].cpu = Some(2);
+    for kind in ReportKind::ALL {
+        let out = render(std::slice::from_ref(&run), kind).unwrap();
+        if !matches!(kind, ReportKind::Svg(_)) {
+            assert!(out.contains("no samples on cpu 2"), "{kind}");
+        }
+    }
+    run.streams = vec![empty_stream(&run.streams[0])];
+    let page = html(std::slice::from_ref(&run));
+    assert_eq!(inline_svgs(&page).len(), 3);
+    for plot in PlotKind::ALL {
+        let svg = render(std::slice::from_ref(&run), ReportKind::Svg(plot)).unwrap();
+        assert!(svg.contains("no samples"), "{plot}");
+        assert!(polyline_points(&svg).is_empty());
+    }
+}
+
+#[test]
+fn text_from_the_run_is_escaped() {
+    let hostile = r#"<script>alert(1)</script>&"'"#;
+    let mut run = example();
+    run.host.hostname = hostile.to_string();
+    run.host.kernel_version = hostile.to_string();
+    run.scenario = Some(hostile.to_string());
+    run.warnings.push(Warning {
+        code: hostile.to_string(),
+        message: hostile.to_string(),
+        degrades: false,
+    });
+    let mut other = run.clone();
+    other.id = "other".to_string();
+    for runs in [vec![run.clone()], vec![run.clone(), other]] {
+        let page = html(&runs);
+        assert!(!page.contains("<script"), "raw markup in the page");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;"));
+        for svg in inline_svgs(&page) {
+            roxmltree::Document::parse(svg).expect("escaped SVG stays well-formed");
+        }
+        for plot in PlotKind::ALL {
+            let svg = render(&runs, ReportKind::Svg(plot)).unwrap();
+            assert!(!svg.contains("<script"));
+            roxmltree::Document::parse(&svg).unwrap();
+        }
+        let markdown = render(&runs, ReportKind::Markdown).unwrap();
+        assert!(!markdown.contains("<script"));
+        assert!(markdown.contains("&lt;script&gt;alert(1)&lt;/script&gt;&amp;"));
+    }
+}
+
+#[test]
+fn degraded_and_interrupted_runs_say_so_loudly() {
+    let mut run = example();
+    run.degraded = true;
+    run.interrupted = true;
+    run.warnings.insert(
+        0,
+        Warning {
+            code: "not-realtime".to_string(),
+            message: "SCHED_FIFO not permitted: run as root or grant CAP_SYS_NICE".to_string(),
+            degrades: true,
+        },
+    );
+    let page = html(std::slice::from_ref(&run));
+    assert!(page.contains("class=\"alert degraded\""));
+    assert!(page.contains("DEGRADED: these results are NOT real-time results"));
+    assert!(page.contains("SCHED_FIFO not permitted"));
+    assert!(page.contains("Stopped early"));
+    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
+    assert!(text.contains("!! DEGRADED"));
+}
+
+#[test]
+fn phases_are_reported_with_their_loads() {
+    let mut run = example();
+    let main = run.phases[0].clone();
+    run.phases = vec![
+        Phase {
+            name: "idle".to_string(),
+            ..main.clone()
+        },
+        Phase {
+            name: "load".to_string(),
+            loads: vec![LoadRecord {
+                spec: "memory:size=32M".to_string(),
+                name: "memory".to_string(),
+                params: [("size".to_string(), "32M".to_string())].into(),
+                cpus: vec![0, 1],
+                work: 3_221_225_472,
+                unit: "bytes".to_string(),
+                rate: Some(2222.7),
+                rate_unit: "MB/s".to_string(),
+                elapsed_ns: Nanos::from_secs(5),
+                ended: "stopped".to_string(),
+                stop_ns: Nanos::from_millis(3),
+                notes: vec![],
+            }],
+            ..main
+        },
+    ];
+    let mut streams = Vec::new();
+    for phase in ["idle", "load"] {
+        for stream in &run.streams {
+            streams.push(Stream {
+                phase: phase.to_string(),
+                ..stream.clone()
+            });
+        }
+    }
+    run.streams = streams;
+    let page = html(std::slice::from_ref(&run));
+    for text in [
+        "Phase idle",
+        "Phase load",
+        "No background load.",
+        "memory:size=32M",
+        "2222.7 MB/s",
+        "cpu 1 [load]",
+    ] {
+        assert!(page.contains(text), "the page lacks {text:?}");
+    }
+    // The load phase's timeline starts where the idle phase ended.
+    let timeline = render(
+        std::slice::from_ref(&run),
+        ReportKind::Svg(PlotKind::Timeline),
+    )
+    .unwrap();
+    assert!(timeline.contains("time into the run (s)"));
+    assert_eq!(polyline_points(&timeline).len(), 4);
+}
+
+/// 16 streams of 24 h at 1 s intervals: every plot stays bounded (the lead times the
+/// release build; this checks only what makes it fast).
+#[test]
+fn a_day_of_sixteen_streams_stays_bounded() {
+    const DAY: usize = 86_400;
+    let mut run = example();
+    let template = run.streams[0].clone();
+    run.streams = (0..16)
+        .map(|cpu| {
+            let mut stream = template.clone();
+            stream.cpu = Some(cpu);
+            stream.thread = cpu;
+            stream.elapsed_ns = Nanos::from_secs(DAY as i64);
+            stream.timeline = Timeline {
+                interval_ns: Nanos::SECOND,
+                max_ns: (0..DAY)
+                    .map(|i| (i % 977 != 0).then_some(Nanos(3_000 + (i * 7_919 % 50_000) as i64)))
+                    .collect(),
+                count: vec![1_000; DAY],
+            };
+            stream
+        })
+        .collect();
+    run.phases[0].elapsed_ns = Nanos::from_secs(DAY as i64);
+    let page = html(std::slice::from_ref(&run));
+    let svgs = inline_svgs(&page);
+    assert_eq!(svgs.len(), 3);
+    for svg in &svgs {
+        let lines = polyline_points(svg);
+        assert!(lines.len() >= 16);
+        // At most two points per pixel column of a 960 px wide plot.
+        assert!(lines.iter().all(|&points| points <= 2 * 960), "{lines:?}");
+    }
+    assert!(svgs[2].contains("time into the run (h)"));
+    assert!(page.len() < 4_000_000, "{} bytes", page.len());
+}
+
+#[test]
+fn imported_runs_say_where_from_and_what_is_unknown() {
+    let mut run = example();
+    run.import = Some(ImportRecord {
+        format: "cyclictest-json".to_string(),
+        file: "<rig>/cyclictest.json".to_string(),
+        imported_at: "2026-11-21T01:00:00.000Z".to_string(),
+        lacks: vec![
+            "no host facts (kernel, CPUs, clocksource)".to_string(),
+            "no scheduling policy".to_string(),
+        ],
+        unknown_fields: vec![
+            "host".to_string(),
+            "conditions".to_string(),
+            "streams[].policy".to_string(),
+        ],
+    });
+    let page = html(std::slice::from_ref(&run));
+    for text in [
+        "Imported from &lt;rig&gt;/cyclictest.json (cyclictest-json) at 2026-11-21T01:00:00.000Z",
+        "no host facts (kernel, CPUs, clocksource)",
+        "no scheduling policy",
+        "<dt>kernel release</dt><dd>unknown</dd>",
+        "<dt>memory locked</dt><dd>unknown (plan: lock every page the run touches)</dd>",
+        "<td>?</td>",
+        "? = not in the imported file.",
+    ] {
+        assert!(page.contains(text), "the page lacks {text:?}");
+    }
+    assert!(
+        !page.contains("6.18.44-fc-v595"),
+        "a stand-in shown as a value"
+    );
+    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
+    assert!(text.contains("Imported from <rig>/cyclictest.json (cyclictest-json)"));
+}
