@@ -234,6 +234,17 @@ fn reports_in_every_kind_and_kinds_from_the_file_name() {
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("<svg") && text.contains("µs"), "{text}");
 
+    let png = dir.path().join("r.png");
+    let (code, _, err) = report(&["--format", "png-histogram", "-o", png.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    assert!(width >= 400, "rasterised at a readable size: {width} px");
+    let (code, _, err) = report(&["--format", "png-profile"]);
+    assert_eq!(code, 2, "a PNG needs a file");
+    assert!(err.contains("-o"), "{err}");
+
     let (code, _, err) = report(&["-o", dir.path().join("r.svg").to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("svg-histogram"), "{err}");

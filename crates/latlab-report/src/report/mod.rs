@@ -19,6 +19,7 @@ mod figures;
 mod html;
 mod markdown;
 mod plot;
+mod png;
 mod run_section;
 mod run_tables;
 mod text;
@@ -149,6 +150,12 @@ pub enum ReportError {
         /// What was wrong.
         source: HistogramError,
     },
+    /// No font to draw a PNG's text with.
+    #[error(
+        "no font for the PNG's text: install one (apt-get install fonts-dejavu-core), or \
+         write the plot as SVG (--format svg-{0})"
+    )]
+    NoFont(PlotKind),
     /// The plotting library failed (a bug: drawing into a string cannot fail otherwise).
     #[error("could not draw the {plot} plot: {message}; please report this as a bug")]
     Plot {
@@ -174,6 +181,18 @@ pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
         ReportKind::Text => Ok(text::render(&document::Document::build(runs, false)?)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
     }
+}
+
+/// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its
+/// size, with the system's fonts), for documents that do not take SVG.
+pub fn render_png(runs: &[Run], plot: PlotKind) -> Result<Vec<u8>, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    png::rasterise(
+        &plot::standalone(&curves::chart_of_runs(runs, plot)?)?,
+        plot,
+    )
 }
 
 #[cfg(test)]

@@ -4,13 +4,19 @@
 use crate::cli::ReportArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use latlab_report::report::{render, ReportKind};
+use latlab_report::report::{render, render_png, PlotKind, ReportKind};
 use latlab_store::{RunStore, SqliteStore, StoreError};
 use std::path::Path;
 
+/// What to write: a text kind, or one plot as PNG.
+enum Output {
+    Text(ReportKind),
+    Png(PlotKind),
+}
+
 /// Writes the report to stdout or the --output file.
 pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
-    let kind = kind_of(args)?;
+    let output = output_of(args)?;
     let path = args
         .store
         .clone()
@@ -23,20 +29,46 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
             other => CliError::runtime(other),
         })?);
     }
-    let text = render(&runs, kind).map_err(CliError::runtime)?;
-    match &args.output {
-        None => Human::Stdout.write(&text)?,
-        Some(file) => std::fs::write(file, text).map_err(|e| {
-            CliError::usage("--output", format!("cannot write {}: {e}", file.display()))
-        })?,
-    }
+    let bytes = match output {
+        Output::Text(kind) => {
+            let text = render(&runs, kind).map_err(CliError::runtime)?;
+            if args.output.is_none() {
+                Human::Stdout.write(&text)?;
+                return Ok(exit::OK);
+            }
+            text.into_bytes()
+        }
+        Output::Png(plot) => render_png(&runs, plot).map_err(CliError::runtime)?,
+    };
+    let file = args
+        .output
+        .as_ref()
+        .ok_or_else(|| CliError::usage("--output", "a PNG goes to a file: give -o FILE.png"))?;
+    std::fs::write(file, bytes).map_err(|e| {
+        CliError::usage("--output", format!("cannot write {}: {e}", file.display()))
+    })?;
     Ok(exit::OK)
 }
 
 /// --format, else the output file's extension, else text.
-fn kind_of(args: &ReportArgs) -> Result<ReportKind, CliError> {
+fn output_of(args: &ReportArgs) -> Result<Output, CliError> {
     if let Some(name) = &args.format {
-        return name.parse().map_err(|e| CliError::usage("--format", e));
+        if let Some(plot) = name.strip_prefix("png-") {
+            return PlotKind::ALL
+                .into_iter()
+                .find(|p| p.name() == plot)
+                .map(Output::Png)
+                .ok_or_else(|| {
+                    CliError::usage(
+                        "--format",
+                        "choose png-histogram, png-profile or png-timeline",
+                    )
+                });
+        }
+        return name
+            .parse()
+            .map(Output::Text)
+            .map_err(|e| CliError::usage("--format", e));
     }
     let extension = args
         .output
@@ -45,19 +77,24 @@ fn kind_of(args: &ReportArgs) -> Result<ReportKind, CliError> {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
     match extension.as_deref() {
-        None => Ok(ReportKind::Text),
-        Some("html" | "htm") => Ok(ReportKind::Html),
-        Some("md" | "markdown") => Ok(ReportKind::Markdown),
-        Some("txt") => Ok(ReportKind::Text),
-        Some("svg") => Err(CliError::usage(
+        None => Ok(Output::Text(ReportKind::Text)),
+        Some("html" | "htm") => Ok(Output::Text(ReportKind::Html)),
+        Some("md" | "markdown") => Ok(Output::Text(ReportKind::Markdown)),
+        Some("txt") => Ok(Output::Text(ReportKind::Text)),
+        Some(image @ ("svg" | "png")) => Err(CliError::usage(
             "--format",
-            "an SVG holds one plot: name it with --format svg-histogram, svg-profile or svg-timeline",
+            format!(
+                "{} holds one plot: name it with --format {image}-histogram, \
+                 {image}-profile or {image}-timeline",
+                image.to_uppercase()
+            ),
         )),
         Some(other) => Err(CliError::usage(
             "--format",
             format!(
                 "cannot tell the kind from the extension '.{other}': give --format html, \
-                 markdown, text, svg-histogram, svg-profile or svg-timeline"
+                 markdown, text, or one plot: svg-histogram, png-histogram, ... (-profile, \
+                 -timeline)"
             ),
         )),
     }
