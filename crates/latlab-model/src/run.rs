@@ -170,6 +170,21 @@ pub enum MemoryLockPlan {
 pub enum ProbePlan {
     /// The periodic wake-up latency probe.
     Timer(TimerSettings),
+    /// A primitive probe (`latlab probes`): preemption, task switch, message, ...
+    Primitive(PrimitiveSettings),
+}
+
+/// Settings of a primitive probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrimitiveSettings {
+    /// The probe's name (`msg`).
+    pub name: String,
+    /// Its parameters, every one with its value (`transport` → `sysv`).
+    pub params: BTreeMap<String, String>,
+    /// Its cycle: how often a sample (or a burst) is taken.
+    pub period_ns: Nanos,
+    /// The requested policy of the measuring threads.
+    pub policy: SchedSpec,
 }
 
 /// Settings of the timer probe.

@@ -103,6 +103,9 @@ pub struct PhaseSection {
     pub method: Option<String>,
     /// Measuring threads, placed round-robin on the CPUs (default one per CPU).
     pub threads: Option<usize>,
+    /// A primitive probe instead of the timer probe (`"msg:transport=sysv"`; see
+    /// `latlab probes`).
+    pub probe: Option<String>,
     /// Loads during the phase (`"hackbench"`, `"memory:size=32M"`).
     #[serde(default)]
     pub loads: Vec<String>,

@@ -76,3 +76,39 @@ pub fn ns_to_timespec(ns: i64) -> libc::timespec {
         tv_nsec: ns.rem_euclid(1_000_000_000),
     }
 }
+
+/// The CPU's time-stamp counter, where there is one (x86-64): `None` elsewhere.
+///
+/// Raw cycles of a counter that, on any CPU of the last decade, ticks at a constant
+/// rate; how many ticks make a nanosecond must be measured (see the clock probe).
+#[inline(always)]
+pub fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC reads a counter and has no other effect; every x86-64 CPU has it.
+        Some(unsafe { core::arch::x86_64::_rdtsc() })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// A kernel clock id.
+pub type ClockId = libc::clockid_t;
+
+/// The id of a clock that can be read (not necessarily slept on), by the name the
+/// clock probe uses: `monotonic`, `monotonic-raw`, `monotonic-coarse`, `realtime`,
+/// `realtime-coarse`, `boottime`, `tai`.
+pub fn read_id(name: &str) -> Option<ClockId> {
+    Some(match name {
+        "monotonic" => libc::CLOCK_MONOTONIC,
+        "monotonic-raw" => libc::CLOCK_MONOTONIC_RAW,
+        "monotonic-coarse" => libc::CLOCK_MONOTONIC_COARSE,
+        "realtime" => libc::CLOCK_REALTIME,
+        "realtime-coarse" => libc::CLOCK_REALTIME_COARSE,
+        "boottime" => libc::CLOCK_BOOTTIME,
+        "tai" => libc::CLOCK_TAI,
+        _ => return None,
+    })
+}

@@ -35,6 +35,8 @@ pub enum Command {
     Import(ImportArgs),
     /// List the timer probe's sleep methods.
     Methods,
+    /// List the primitive probes (--long: what each sample spans, and the parameters).
+    Probes(ProbesArgs),
     /// List the background loads, with their parameters.
     Loads,
     /// List the built-in scenarios, or print one (scenarios show NAME).
@@ -42,6 +44,14 @@ pub enum Command {
     /// Run one load (started by `latlab run --load`; not for direct use).
     #[command(name = "__load", hide = true)]
     LoadWorker(LoadWorkerArgs),
+}
+
+/// `latlab probes`.
+#[derive(Debug, Args)]
+pub struct ProbesArgs {
+    /// Each probe's definition and parameters.
+    #[arg(long)]
+    pub long: bool,
 }
 
 /// `latlab scenarios`.
@@ -145,6 +155,10 @@ pub struct RunArgs {
     /// or 'exec:COMMAND'. `latlab loads` lists them.
     #[arg(long = "load", value_name = "SPEC")]
     pub loads: Vec<String>,
+    /// Measure an OS primitive instead of timer wake-ups (repeatable, one phase each):
+    /// NAME or NAME:key=value,... `latlab probes` lists them.
+    #[arg(long = "probe", value_name = "SPEC")]
+    pub probes: Vec<String>,
     /// CPUs the loads run on [default: all].
     #[arg(long, value_name = "LIST")]
     pub load_cpus: Option<String>,

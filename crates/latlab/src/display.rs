@@ -9,7 +9,6 @@ use crate::output::Human;
 use latlab_measure::live::{LiveSnapshot, LiveStats};
 use latlab_measure::notice::Notice;
 use latlab_measure::runner::{RunObserver, RunRequest};
-use latlab_model::run::TimerSettings;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::Nanos;
 use std::fmt::Write as _;
@@ -38,12 +37,7 @@ fn us(v: Option<i64>) -> String {
 
 impl LiveDisplay {
     /// A display for a run.
-    pub fn new(
-        human: Human,
-        quiet: bool,
-        request: &RunRequest,
-        settings: &TimerSettings,
-    ) -> LiveDisplay {
+    pub fn new(human: Human, quiet: bool, request: &RunRequest, what: &str) -> LiveDisplay {
         let mode = if quiet {
             Mode::Off
         } else if human.is_terminal() {
@@ -53,9 +47,7 @@ impl LiveDisplay {
         };
         let total = request.duration.map(|d| Nanos(d.0 + request.warm_up.0));
         let banner = format!(
-            "latlab: timer probe, {} sleep, period {}, {} on CPU {} at {}{} — Ctrl-C stops early\n",
-            settings.method,
-            settings.period_ns,
+            "latlab: {what}, {} on CPU {} at {}{} — Ctrl-C stops early\n",
             total.map_or("until stopped".to_string(), |d| format!("for {d}")),
             format_cpu_list(&request.cpus),
             request.policy,

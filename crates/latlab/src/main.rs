@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         cli::Command::Report(report) => cmd::report::execute(&report),
         cli::Command::Import(import) => cmd::import::execute(&import),
         cli::Command::Methods => cmd::methods::execute(),
+        cli::Command::Probes(p) => cmd::probes::execute(p.long),
         cli::Command::Loads => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {
             [] => cmd::scenarios::execute(None),

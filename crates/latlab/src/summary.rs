@@ -2,7 +2,7 @@
 //! samples, drift, warnings and the verdict.
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
-use latlab_model::run::Run;
+use latlab_model::run::{Run, Stream};
 use latlab_model::threshold::Status;
 use latlab_model::Nanos;
 use std::fmt::Write as _;
@@ -89,75 +89,14 @@ pub fn render(run: &Run, color: bool) -> String {
         let _ = writeln!(out, "Stopped early: figures cover the time measured.");
     }
 
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    let phased = run.phases.len() > 1;
-    let mut header = vec!["CPU"];
-    if phased {
-        header.insert(0, "phase");
-        header.push("period");
+    let (timer, primitive): (Vec<&Stream>, Vec<&Stream>) =
+        run.streams.iter().partition(|s| is_wake_up(s));
+    if !timer.is_empty() {
+        timer_table(&mut out, run, &timer);
     }
-    header.extend([
-        "policy",
-        "samples",
-        "min µs",
-        "p50 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "mean µs",
-        "stddev µs",
-        "first µs",
-        "missed",
-        "early",
-    ]);
-    table.set_header(header);
-    for s in &run.streams {
-        let st = &s.stats;
-        let mut row = vec![Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string()))];
-        if phased {
-            row.insert(0, Cell::new(&s.phase));
-            row.push(Cell::new(s.period_ns.to_string()));
-        }
-        let known = |path: &str, value: String| {
-            if run.is_unknown(path) {
-                "?".to_string()
-            } else {
-                value
-            }
-        };
-        row.extend([
-            Cell::new(known("streams[].policy", s.policy.to_string())),
-            Cell::new(s.samples),
-            Cell::new(us(st.min_ns)),
-            Cell::new(us(st.percentile(50.0))),
-            Cell::new(us(st.percentile(99.0))),
-            Cell::new(us(st.percentile(99.9))),
-            Cell::new(us(st.max_ns)),
-            Cell::new(us_f(st.mean_ns)),
-            Cell::new(us_f(st.stddev_ns)),
-            Cell::new(us(s.first_sample_ns)),
-            Cell::new(known(
-                "streams[].missed_periods",
-                s.missed_periods.to_string(),
-            )),
-            Cell::new(known("streams[].early_wakes", s.early_wakes.to_string())),
-        ]);
-        table.add_row(row);
+    if !primitive.is_empty() {
+        primitive_table(&mut out, &primitive);
     }
-    let first_number = if phased { 4 } else { 2 };
-    for i in first_number..first_number + 11 {
-        if let Some(col) = table.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let _ = writeln!(out, "{table}");
-    let total: u64 = run.streams.iter().map(|s| s.samples).sum();
-    let _ = writeln!(
-        out,
-        "Latency = wake-up − deadline; {total} samples in all. first = the very first \
-         wake-up; missed = periods without a wake-up; early = wake-ups before the deadline."
-    );
     for s in run.streams.iter().filter(|s| s.drift_ns.is_some()) {
         let _ = writeln!(
             out,
@@ -245,4 +184,131 @@ pub fn render(run: &Run, color: bool) -> String {
         }
     }
     out
+}
+
+/// Whether a stream measures wake-ups against deadlines (the timer probe, and the
+/// imported timer-like results), as opposed to a primitive probe.
+fn is_wake_up(s: &Stream) -> bool {
+    s.probe == "timer" || s.probe.starts_with("timerlat")
+}
+
+/// The wake-up latency table.
+fn timer_table(out: &mut String, run: &Run, streams: &[&Stream]) {
+    let mut table = Table::new();
+    table.load_preset(presets::UTF8_FULL_CONDENSED);
+    let phased = run.phases.len() > 1;
+    let mut header = vec!["CPU"];
+    if phased {
+        header.insert(0, "phase");
+        header.push("period");
+    }
+    header.extend([
+        "policy",
+        "samples",
+        "min µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "mean µs",
+        "stddev µs",
+        "first µs",
+        "missed",
+        "early",
+    ]);
+    table.set_header(header);
+    for s in streams {
+        let st = &s.stats;
+        let mut row = vec![Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string()))];
+        if phased {
+            row.insert(0, Cell::new(&s.phase));
+            row.push(Cell::new(s.period_ns.to_string()));
+        }
+        let known = |path: &str, value: String| {
+            if run.is_unknown(path) {
+                "?".to_string()
+            } else {
+                value
+            }
+        };
+        row.extend([
+            Cell::new(known("streams[].policy", s.policy.to_string())),
+            Cell::new(s.samples),
+            Cell::new(us(st.min_ns)),
+            Cell::new(us(st.percentile(50.0))),
+            Cell::new(us(st.percentile(99.0))),
+            Cell::new(us(st.percentile(99.9))),
+            Cell::new(us(st.max_ns)),
+            Cell::new(us_f(st.mean_ns)),
+            Cell::new(us_f(st.stddev_ns)),
+            Cell::new(us(s.first_sample_ns)),
+            Cell::new(known(
+                "streams[].missed_periods",
+                s.missed_periods.to_string(),
+            )),
+            Cell::new(known("streams[].early_wakes", s.early_wakes.to_string())),
+        ]);
+        table.add_row(row);
+    }
+    let first_number = if phased { 4 } else { 2 };
+    for i in first_number..first_number + 11 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{table}");
+    let total: u64 = streams.iter().map(|s| s.samples).sum();
+    let _ = writeln!(
+        out,
+        "Latency = wake-up − deadline; {total} samples in all. first = the very first \
+         wake-up; missed = periods without a wake-up; early = wake-ups before the deadline."
+    );
+}
+
+/// The primitive probes in the Rhealstone papers' shape: a row per primitive (and CPU),
+/// columns min / mean / p99 / p99.9 / max / samples.
+fn primitive_table(out: &mut String, streams: &[&Stream]) {
+    let mut table = Table::new();
+    table.load_preset(presets::UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "primitive",
+        "variant",
+        "CPU",
+        "samples",
+        "min µs",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "missed",
+    ]);
+    for s in streams {
+        let st = &s.stats;
+        table.add_row(vec![
+            Cell::new(&s.probe),
+            Cell::new(&s.method),
+            Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string())),
+            Cell::new(s.samples),
+            Cell::new(us(st.min_ns)),
+            Cell::new(us_f(st.mean_ns)),
+            Cell::new(us(st.percentile(50.0))),
+            Cell::new(us(st.percentile(99.0))),
+            Cell::new(us(st.percentile(99.9))),
+            Cell::new(us(st.max_ns)),
+            Cell::new(s.missed_periods),
+        ]);
+    }
+    for i in 3..11 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{table}");
+    let total: u64 = streams.iter().map(|s| s.samples).sum();
+    let _ = writeln!(
+        out,
+        "{total} samples in all; what each sample spans: latlab probes --long. missed = \
+         cycles in which no sample could be taken."
+    );
 }

@@ -79,8 +79,9 @@ fn subtitle(run: &Run) -> String {
     let periods = unknowns.or("streams[].period_ns", || {
         figures::distinct(run.streams.iter().map(|s| s.period_ns.to_string()))
     });
-    let clocks = figures::distinct(run.plan.probes.iter().map(|p| match p {
-        ProbePlan::Timer(t) => t.clock.name().to_string(),
+    let clocks = figures::distinct(run.plan.probes.iter().filter_map(|p| match p {
+        ProbePlan::Timer(t) => Some(t.clock.name().to_string()),
+        ProbePlan::Primitive(_) => None,
     }));
     let clocks = if clocks.is_empty() {
         clocks
@@ -359,8 +360,9 @@ fn condition_facts(run: &Run) -> Block {
 /// A setting of the timer probes, their distinct values joined; `unknown` when the
 /// plan holds no probe (an imported Run).
 fn timer_setting(run: &Run, setting: impl Fn(&TimerSettings) -> String) -> String {
-    let values = figures::distinct(run.plan.probes.iter().map(|probe| match probe {
-        ProbePlan::Timer(t) => setting(t),
+    let values = figures::distinct(run.plan.probes.iter().filter_map(|probe| match probe {
+        ProbePlan::Timer(t) => Some(setting(t)),
+        ProbePlan::Primitive(_) => None,
     }));
     if values.is_empty() || Unknowns::of(run).has("plan.probes") {
         figures::UNKNOWN.to_string()

@@ -146,8 +146,9 @@ pub(crate) fn spikes(decoded: &DecodedRun) -> Vec<Block> {
         .plan
         .probes
         .iter()
-        .map(|p| match p {
-            ProbePlan::Timer(t) => t.top_spikes,
+        .filter_map(|p| match p {
+            ProbePlan::Timer(t) => Some(t.top_spikes),
+            ProbePlan::Primitive(_) => None,
         })
         .max()
         .unwrap_or(10)

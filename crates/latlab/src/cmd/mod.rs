@@ -6,6 +6,7 @@ pub mod import;
 pub mod loads;
 pub mod methods;
 pub mod plan;
+pub mod probes;
 pub mod report;
 pub mod run;
 pub mod runs;

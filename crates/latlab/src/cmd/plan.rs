@@ -9,8 +9,9 @@ use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::scenarios;
 use latlab_measure::load::LoadSpec;
+use latlab_measure::probe::catalogue::{self, ProbeSetup, ProbeSpec};
 use latlab_measure::runner::RunRequest;
-use latlab_model::run::{MemoryLockPlan, TimerSettings};
+use latlab_model::run::{MemoryLockPlan, PrimitiveSettings, ProbePlan, TimerSettings};
 use latlab_model::scenario::{PhaseSection, Scenario};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::Threshold;
@@ -49,13 +50,42 @@ pub struct RunPlan {
     pub load_dir: Option<PathBuf>,
 }
 
+impl PhasePlan {
+    /// The probe of this phase as the Run's plan records it.
+    pub fn probe_plan(&self) -> ProbePlan {
+        match &self.primitive {
+            None => ProbePlan::Timer(self.settings.clone()),
+            Some((spec, setup)) => ProbePlan::Primitive(PrimitiveSettings {
+                name: spec.name.clone(),
+                params: setup.params.clone(),
+                period_ns: setup.period,
+                policy: setup.policy,
+            }),
+        }
+    }
+
+    /// What the phase measures, for the live display's banner.
+    pub fn describe(&self) -> String {
+        match &self.primitive {
+            None => format!(
+                "timer probe, {} sleep, period {}",
+                self.settings.method, self.settings.period_ns
+            ),
+            Some((spec, setup)) => format!("{spec} probe, period {}", setup.period),
+        }
+    }
+}
+
 /// One phase: what the runner gets, the probe's settings, the loads.
 #[derive(Debug, Clone)]
 pub struct PhasePlan {
     /// What the runner gets (its `phase` is the phase's name).
     pub request: RunRequest,
-    /// The timer probe's settings in this phase.
+    /// The timer probe's settings in this phase (period, spikes and timeline apply to
+    /// a primitive probe too).
     pub settings: TimerSettings,
+    /// The primitive probe measured instead of the timer probe, if any.
+    pub primitive: Option<(ProbeSpec, ProbeSetup)>,
     /// Loads during the phase.
     pub loads: Vec<LoadSpec>,
 }
@@ -258,8 +288,38 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         .map(|l| LoadSpec::parse(l).map_err(|e| CliError::usage("--load", e)))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let mut phases = Vec::with_capacity(s.phases.len());
+    let probe_flags = args
+        .probes
+        .iter()
+        .map(|p| catalogue::parse(p).map_err(|e| CliError::usage("--probe", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Each --probe is a phase of its own, run with every phase section's settings.
+    let mut sections: Vec<(PhaseSection, Option<(ProbeSpec, String)>)> = Vec::new();
     for section in &s.phases {
+        if probe_flags.is_empty() {
+            let spec = match &section.probe {
+                None => None,
+                Some(text) => Some((
+                    catalogue::parse(text).map_err(|e| {
+                        CliError::usage(&format!("{sn}: phase {}: probe", section.name), e)
+                    })?,
+                    format!("{sn}: phase {}: probe", section.name),
+                )),
+            };
+            sections.push((section.clone(), spec));
+            continue;
+        }
+        for spec in &probe_flags {
+            let mut named = section.clone();
+            named.name = match s.phases.len() {
+                1 => spec.to_string(),
+                _ => format!("{}/{spec}", section.name),
+            };
+            sections.push((named, Some((spec.clone(), "--probe".to_string()))));
+        }
+    }
+    let mut phases = Vec::with_capacity(sections.len());
+    for (section, spec) in &sections {
         let key = |k: &str| format!("phase {}: {k}", section.name);
         let m = match (&args.method, &section.method) {
             (Some(v), _) => pick("--method", Some(v), sn, "", None),
@@ -364,7 +424,26 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             timeline_interval_ns: interval,
             breaktrace_ns: breaktrace,
         };
+        let primitive = match spec {
+            None => None,
+            Some((spec, label)) => {
+                let setup = ProbeSetup {
+                    params: spec.params.clone(),
+                    period,
+                    span: duration.map(|d| Nanos(d.0 + warm_up.0)),
+                    policy,
+                    allowed_cpus: available_cpus.to_vec(),
+                    spike_threshold: spike,
+                    top_spikes: top,
+                };
+                // Building checks what parsing cannot (e.g. a TSC on this CPU); a probe
+                // acquires nothing until it is prepared on its measuring thread.
+                (spec.info().build)(&setup).map_err(|e| CliError::usage(label, e))?;
+                Some((spec.clone(), setup))
+            }
+        };
         phases.push(PhasePlan {
+            primitive,
             request: RunRequest {
                 cpus: placements,
                 policy,

@@ -15,9 +15,10 @@ use latlab_measure::load::running::RunningLoad;
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
+use latlab_measure::probe::Probe;
 use latlab_measure::runner::{self, RunError, SystemSetup};
 use latlab_model::run::{
-    Conditions, Event, HostFacts, LoadRecord, Phase, Plan, ProbePlan, Run, Stream, Tool, SCHEMA,
+    Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
 use latlab_model::threshold::{Status, Verdict};
 use latlab_model::units::Nanos;
@@ -166,24 +167,27 @@ fn run_phase(
     measured: &mut Measured,
 ) -> Result<(), CliError> {
     let loads = start_loads(plan, phase)?;
-    let probe = TimerProbe::new(
-        phase.settings.clone(),
-        phase
-            .request
-            .duration
-            .map(|d| Nanos(d.0 + phase.request.warm_up.0)),
-        breaktrace.cloned(),
-    );
+    let probe: Box<dyn Probe> = match &phase.primitive {
+        None => Box::new(TimerProbe::new(
+            phase.settings.clone(),
+            phase
+                .request
+                .duration
+                .map(|d| Nanos(d.0 + phase.request.warm_up.0)),
+            breaktrace.cloned(),
+        )),
+        Some((spec, setup)) => (spec.info().build)(setup).map_err(CliError::config)?,
+    };
     let live: Vec<LiveStats> = phase
         .request
         .cpus
         .iter()
         .map(|_| LiveStats::default())
         .collect();
-    let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.settings);
+    let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.describe());
     display.start()?;
     let started = SystemTime::now();
-    let outcome = runner::run_probe(&probe, &phase.request, setup, stop, &live, &mut display);
+    let outcome = runner::run_probe(&*probe, &phase.request, setup, stop, &live, &mut display);
     display.finish();
     let records: Vec<LoadRecord> = RunningLoad::stop_all(loads);
     let outcome = outcome.map_err(|e| match e {
@@ -272,11 +276,7 @@ fn assemble(plan: &RunPlan, host: HostFacts, measured: Measured, breaktrace_arme
             duration_ns: first.request.duration,
             warm_up_ns: first.request.warm_up,
             cpus: first.request.cpus.clone(),
-            probes: plan
-                .phases
-                .iter()
-                .map(|p| ProbePlan::Timer(p.settings.clone()))
-                .collect(),
+            probes: plan.phases.iter().map(PhasePlan::probe_plan).collect(),
             dma_latency_us: plan.dma_latency_us,
             memory_lock: plan.memory_lock,
         },

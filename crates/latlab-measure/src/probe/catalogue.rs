@@ -1,0 +1,329 @@
+//! The primitive probes (`latlab run --probe NAME:key=value,...`): what exists, what
+//! each measures, its parameters, and how a specification becomes a [`Probe`].
+//!
+//! A primitive probe measures one OS primitive — a preemption, a task switch, a
+//! message, a semaphore hand-over, a signal, the noise under a busy loop, a clock read —
+//! as a distribution, with the timer probe's statistics, spikes and timeline. Each
+//! lives in its own file with an [`INFO`](ProbeInfo) constant listed in [`CATALOGUE`].
+
+use super::{Placement, Probe};
+use crate::record::{RecorderLimits, SampleRecorder};
+use latlab_model::run::{EncodedHistogram, Statistics, Stream};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Every primitive probe, in the order `latlab probes` lists them.
+pub const CATALOGUE: &[ProbeInfo] = &[super::clock::INFO];
+
+/// A primitive probe: its name, what it measures, its parameters, how to build it.
+pub struct ProbeInfo {
+    /// Its name on the command line and in results (`msg`).
+    pub name: &'static str,
+    /// One line on what it measures.
+    pub summary: &'static str,
+    /// The definition of a sample: which two instants it spans, on which clock, and
+    /// how threads or processes are arranged (printed by `latlab probes --long`).
+    pub definition: &'static str,
+    /// Its parameters.
+    pub params: &'static [ParamInfo],
+    /// Builds the probe from a checked specification.
+    pub build: fn(&ProbeSetup) -> Result<Box<dyn Probe>, String>,
+}
+
+impl fmt::Debug for ProbeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProbeInfo")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One parameter of a probe.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamInfo {
+    /// The key (`transport`).
+    pub key: &'static str,
+    /// The values accepted; empty when any value is checked by the probe itself.
+    pub choices: &'static [&'static str],
+    /// The value when not given.
+    pub default: &'static str,
+    /// One line on what it does.
+    pub help: &'static str,
+}
+
+/// Everything a probe is built from: its checked parameters (every key, defaults
+/// filled in) and the run's settings that apply to it.
+#[derive(Debug, Clone)]
+pub struct ProbeSetup {
+    /// Parameter values, one per [`ParamInfo`], validated against its choices.
+    pub params: BTreeMap<String, String>,
+    /// The probe's cycle: how often a sample (or a burst of them) is taken.
+    pub period: Nanos,
+    /// Warm-up plus measured span (`None` = until stopped): sizes the timeline.
+    pub span: Option<Nanos>,
+    /// The requested policy of the measuring threads; partners derive theirs from it.
+    pub policy: SchedSpec,
+    /// CPUs this process may use (for partners placed on another CPU).
+    pub allowed_cpus: Vec<usize>,
+    /// Keep every sample above this (as the timer probe's `--spike`).
+    pub spike_threshold: Option<Nanos>,
+    /// How many of the largest samples to keep.
+    pub top_spikes: usize,
+}
+
+impl ProbeSetup {
+    /// A parameter's value (every declared key is present after [`parse`]).
+    pub fn param(&self, key: &str) -> &str {
+        self.params.get(key).map_or("", String::as_str)
+    }
+
+    /// The recorder every worker of this probe keeps its samples in.
+    pub fn recorder(&self) -> SampleRecorder {
+        let interval = Nanos::from_secs(1).0;
+        let slots = self.span.map_or(crate::record::TIMELINE_SLOTS, |s| {
+            (s.0 / interval + 2) as usize
+        });
+        SampleRecorder::new(RecorderLimits {
+            top: self.top_spikes,
+            spike_threshold: self.spike_threshold.map(|n| n.0),
+            spike_capacity: 10_000,
+            timeline_interval: interval,
+            timeline_slots: slots,
+        })
+    }
+
+    /// The variant as results name it: the parameters' values in order
+    /// (`sysv thread same-cpu`).
+    pub fn variant(&self, info: &ProbeInfo) -> String {
+        info.params
+            .iter()
+            .map(|p| self.param(p.key))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The CPU a partner runs on: the worker's own, or for `cross` the next allowed
+    /// CPU after it (wrapping), which is the worker's own only when it is the sole one.
+    pub fn partner_cpu(&self, placement: &Placement, cross: bool) -> Option<usize> {
+        let own = placement.cpu?;
+        if !cross {
+            return Some(own);
+        }
+        let others: Vec<usize> = self
+            .allowed_cpus
+            .iter()
+            .copied()
+            .filter(|&c| c != own)
+            .collect();
+        others
+            .iter()
+            .copied()
+            .find(|&c| c > own)
+            .or_else(|| others.first().copied())
+            .or(Some(own))
+    }
+}
+
+/// What a finished worker hands back, turned into a stream by [`stream_of`].
+#[derive(Debug)]
+pub struct Measured<'a> {
+    /// The probe.
+    pub info: &'static ProbeInfo,
+    /// Its setup.
+    pub setup: &'a ProbeSetup,
+    /// Where the worker ran.
+    pub placement: &'a Placement,
+    /// Its samples.
+    pub recorder: &'a SampleRecorder,
+    /// Cycles in which no sample could be taken (e.g. a partner that did not answer).
+    pub missed: u64,
+    /// Samples taken in the warm-up and discarded.
+    pub warm_up_samples: u64,
+    /// The first measured sample.
+    pub first_sample: Option<Nanos>,
+    /// The measured span.
+    pub elapsed: Nanos,
+    /// Page faults of the measuring thread while measuring.
+    pub page_faults: u64,
+}
+
+/// The Run stream of a primitive probe's worker.
+pub fn stream_of(m: Measured<'_>, phase: &str) -> Stream {
+    let rec = m.recorder;
+    Stream {
+        probe: m.info.name.to_string(),
+        method: m.setup.variant(m.info),
+        phase: phase.to_string(),
+        thread: m.placement.thread,
+        cpu: m.placement.cpu,
+        policy: m.placement.policy,
+        period_ns: m.setup.period,
+        samples: rec.samples(),
+        missed_periods: m.missed,
+        overrun_wakes: 0,
+        early_wakes: rec.early_wakes(),
+        first_sample_ns: m.first_sample,
+        warm_up_samples: m.warm_up_samples,
+        drift_ns: None,
+        elapsed_ns: m.elapsed,
+        timer_slack_ns: m.placement.timer_slack_ns,
+        page_faults: m.page_faults,
+        stats: Statistics::compute(rec.sums(), rec.histogram()),
+        histogram: EncodedHistogram::from_histogram(rec.histogram()),
+        spikes: rec.spikes(m.setup.spike_threshold),
+        timeline: rec.timeline(),
+    }
+}
+
+/// The probe named `name`.
+pub fn find(name: &str) -> Option<&'static ProbeInfo> {
+    CATALOGUE.iter().find(|p| p.name == name)
+}
+
+/// A parsed `NAME[:key=value,...]` specification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSpec {
+    /// The probe.
+    pub name: String,
+    /// Every parameter, defaults filled in.
+    pub params: BTreeMap<String, String>,
+}
+
+impl ProbeSpec {
+    /// The probe's catalogue entry (always present for a parsed spec).
+    pub fn info(&self) -> &'static ProbeInfo {
+        find(&self.name).expect("a parsed spec names a known probe")
+    }
+}
+
+impl fmt::Display for ProbeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        let info = self.info();
+        for (i, p) in info.params.iter().enumerate() {
+            let sep = if i == 0 { ':' } else { ',' };
+            write!(f, "{sep}{}={}", p.key, self.params[p.key])?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `NAME[:key=value,...]`, checking the name, the keys and the values, and
+/// filling in defaults. Errors say what is accepted.
+pub fn parse(text: &str) -> Result<ProbeSpec, String> {
+    let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+    let info = find(name.trim()).ok_or_else(|| {
+        format!(
+            "unknown probe '{name}': choose {} (latlab probes lists them)",
+            CATALOGUE
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    let mut params: BTreeMap<String, String> = info
+        .params
+        .iter()
+        .map(|p| (p.key.to_string(), p.default.to_string()))
+        .collect();
+    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').ok_or_else(|| {
+            format!(
+                "'{pair}' in probe '{text}': write key=value, e.g. {}",
+                example(info)
+            )
+        })?;
+        let (key, value) = (key.trim(), value.trim());
+        let param = info.params.iter().find(|p| p.key == key).ok_or_else(|| {
+            format!(
+                "probe {} has no parameter '{key}': it takes {}",
+                info.name,
+                keys(info)
+            )
+        })?;
+        if !param.choices.is_empty() && !param.choices.contains(&value) {
+            return Err(format!(
+                "probe {}: {key}={value} is not one of {}",
+                info.name,
+                param.choices.join(", ")
+            ));
+        }
+        params.insert(key.to_string(), value.to_string());
+    }
+    Ok(ProbeSpec {
+        name: info.name.to_string(),
+        params,
+    })
+}
+
+fn keys(info: &ProbeInfo) -> String {
+    if info.params.is_empty() {
+        return "none".to_string();
+    }
+    info.params
+        .iter()
+        .map(|p| p.key)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn example(info: &ProbeInfo) -> String {
+    match info.params.first() {
+        Some(p) => format!("{}:{}={}", info.name, p.key, p.default),
+        None => info.name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_with_defaults_and_name_their_mistakes() {
+        for info in CATALOGUE {
+            let spec = parse(info.name).unwrap();
+            assert_eq!(spec.params.len(), info.params.len());
+            assert_eq!(parse(&spec.to_string()).unwrap(), spec, "round trip");
+            for p in info.params {
+                assert!(p.choices.is_empty() || p.choices.contains(&p.default));
+            }
+            assert!(!info.summary.is_empty() && !info.definition.is_empty());
+        }
+        assert!(parse("nosuch").unwrap_err().contains("clock"));
+        assert!(parse("clock:nokey=1").unwrap_err().contains("no parameter"));
+        assert!(parse("clock:clock").unwrap_err().contains("key=value"));
+        assert!(parse("clock:clock=sundial")
+            .unwrap_err()
+            .contains("monotonic"));
+    }
+
+    #[test]
+    fn cross_partners_go_to_another_cpu_when_there_is_one() {
+        let setup = ProbeSetup {
+            params: BTreeMap::new(),
+            period: Nanos::from_millis(1),
+            span: None,
+            policy: SchedSpec::DEFAULT,
+            allowed_cpus: vec![0, 1, 3],
+            spike_threshold: None,
+            top_spikes: 10,
+        };
+        let at = |cpu| Placement {
+            thread: 0,
+            cpu: Some(cpu),
+            policy: SchedSpec::DEFAULT,
+            timer_slack_ns: 0,
+        };
+        assert_eq!(setup.partner_cpu(&at(1), false), Some(1));
+        assert_eq!(setup.partner_cpu(&at(1), true), Some(3));
+        assert_eq!(setup.partner_cpu(&at(3), true), Some(0));
+        let alone = ProbeSetup {
+            allowed_cpus: vec![2],
+            ..setup
+        };
+        assert_eq!(alone.partner_cpu(&at(2), true), Some(2));
+    }
+}

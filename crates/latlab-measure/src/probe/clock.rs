@@ -1,0 +1,239 @@
+//! `clock`: what reading a clock costs, as a distribution.
+//!
+//! Once per period the measuring thread reads the clock `burst` times back to back;
+//! each sample is the difference between two consecutive reads, so it spans one
+//! complete read (the call, the vDSO or counter access, the conversion) plus the loop's
+//! bookkeeping. Between bursts it sleeps to the next period (absolute
+//! `clock_nanosleep` on CLOCK_MONOTONIC), so the CPU is not monopolised. The TSC is
+//! read with RDTSC and converted with a rate measured against CLOCK_MONOTONIC_RAW
+//! during the rehearsal.
+
+use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::{Placement, Probe, Window, Worker};
+use crate::live::LiveStats;
+use crate::record::SampleRecorder;
+use latlab_model::run::{Event, Stream};
+use latlab_model::Nanos;
+use latlab_rt::clock::{self, Clock};
+use latlab_rt::wake::{self, WaitError};
+use latlab_rt::{memory, RtError};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The clock probe in the catalogue.
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "clock",
+    summary: "cost of one clock read, back to back (clock_gettime per clock, or the TSC)",
+    definition: "Each period (--period, default 1 ms) the measuring thread reads the chosen \
+                 clock `burst` times back to back; a sample is the difference between two \
+                 consecutive reads: one whole read plus the loop's bookkeeping. For tsc, \
+                 RDTSC cycles are converted to ns with a rate measured against \
+                 CLOCK_MONOTONIC_RAW before measuring. The thread sleeps to the next period \
+                 between bursts.",
+    params: &[
+        ParamInfo {
+            key: "clock",
+            choices: &[
+                "monotonic",
+                "monotonic-raw",
+                "monotonic-coarse",
+                "realtime",
+                "realtime-coarse",
+                "boottime",
+                "tai",
+                "tsc",
+            ],
+            default: "monotonic",
+            help: "the clock read",
+        },
+        ParamInfo {
+            key: "burst",
+            choices: &["10", "100", "1000", "10000"],
+            default: "100",
+            help: "reads per period",
+        },
+    ],
+    build,
+};
+
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+    let source = match setup.param("clock") {
+        "tsc" if clock::tsc().is_some() => Source::Tsc,
+        "tsc" => return Err("clock=tsc: this CPU architecture has no TSC".to_string()),
+        name => Source::Posix(
+            clock::read_id(name)
+                .ok_or_else(|| format!("clock={name}: not a clock this probe reads"))?,
+        ),
+    };
+    let burst = setup
+        .param("burst")
+        .parse()
+        .map_err(|_| format!("burst={}: give a number", setup.param("burst")))?;
+    Ok(Box::new(ClockProbe {
+        setup: setup.clone(),
+        source,
+        burst,
+    }))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Posix(clock::ClockId),
+    Tsc,
+}
+
+struct ClockProbe {
+    setup: ProbeSetup,
+    source: Source,
+    burst: usize,
+}
+
+impl Probe for ClockProbe {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
+
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+        Ok(Box::new(ClockWorker {
+            setup: self.setup.clone(),
+            placement: placement.clone(),
+            source: self.source,
+            burst: self.burst,
+            // ns per cycle as a 32.32 fixed-point factor; 1.0 until calibrated.
+            tsc_scale: 1 << 32,
+            recorder: self.setup.recorder(),
+            warm_up_samples: 0,
+            first: None,
+            elapsed: Nanos(0),
+            page_faults: 0,
+        }))
+    }
+}
+
+struct ClockWorker {
+    setup: ProbeSetup,
+    placement: Placement,
+    source: Source,
+    burst: usize,
+    tsc_scale: u64,
+    recorder: SampleRecorder,
+    warm_up_samples: u64,
+    first: Option<Nanos>,
+    elapsed: Nanos,
+    page_faults: u64,
+}
+
+impl ClockWorker {
+    /// One read of the source, in ns (the TSC scaled by the calibrated rate).
+    #[inline(always)]
+    fn read(&self) -> i64 {
+        match self.source {
+            Source::Posix(id) => clock::read_ns(id),
+            Source::Tsc => {
+                let cycles = clock::tsc().unwrap_or(0) as u128;
+                ((cycles * self.tsc_scale as u128) >> 32) as i64
+            }
+        }
+    }
+
+    /// Measures the TSC's rate against CLOCK_MONOTONIC_RAW over `span`.
+    fn calibrate(&mut self, span: Nanos) -> Result<(), RtError> {
+        let raw = clock::read_id("monotonic-raw").unwrap_or(Clock::Monotonic.id());
+        let (t0, c0) = (clock::read_ns(raw), clock::tsc());
+        let end = Clock::Monotonic.now_ns() + span.0;
+        match wake::sleep_until(Clock::Monotonic, end) {
+            Ok(()) | Err(WaitError::Interrupted) => {}
+            Err(WaitError::Failed(e)) => return Err(e),
+        }
+        let (t1, c1) = (clock::read_ns(raw), clock::tsc());
+        if let (Some(c0), Some(c1)) = (c0, c1) {
+            let cycles = c1.wrapping_sub(c0).max(1) as u128;
+            self.tsc_scale = ((((t1 - t0).max(1) as u128) << 32) / cycles) as u64;
+        }
+        Ok(())
+    }
+
+    /// One burst: `burst` reads, a sample per consecutive pair, recorded at `at`.
+    #[inline(always)]
+    fn burst(&mut self, at: i64, record: bool, live: &LiveStats) -> u64 {
+        let mut previous = self.read();
+        for _ in 0..self.burst {
+            let now = self.read();
+            let sample = now - previous;
+            previous = now;
+            if record {
+                self.recorder.record(sample, at);
+                live.publish(sample, 0);
+                if self.first.is_none() {
+                    self.first = Some(Nanos(sample));
+                }
+            }
+        }
+        self.burst as u64
+    }
+}
+
+impl Worker for ClockWorker {
+    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
+        if let Source::Tsc = self.source {
+            self.calibrate(Nanos::from_millis(20))?;
+        }
+        for i in 0..3 {
+            self.burst(i, true, live);
+        }
+        self.recorder.reset();
+        self.first = None;
+        live.reset();
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let period = self.setup.period.0.max(1);
+        let faults_before = memory::thread_page_faults();
+        let mut due = window.start;
+        let mut last = window.start;
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+            match wake::sleep_until(Clock::Monotonic, due) {
+                Ok(()) => {}
+                Err(WaitError::Interrupted) => continue,
+                Err(WaitError::Failed(e)) => return Err(e),
+            }
+            let measured = due >= window.warm_up_end;
+            let taken = self.burst(due - window.warm_up_end, measured, live);
+            if !measured {
+                self.warm_up_samples += taken;
+            }
+            last = Clock::Monotonic.now_ns();
+            due += period;
+        }
+        self.elapsed = Nanos((last - window.warm_up_end).max(0));
+        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        let stream = catalogue::stream_of(
+            Measured {
+                info: &INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: self.warm_up_samples,
+                first_sample: self.first,
+                elapsed: self.elapsed,
+                page_faults: self.page_faults,
+            },
+            phase,
+        );
+        (stream, Vec::new())
+    }
+}

@@ -1,0 +1,58 @@
+//! `latlab probes`: the primitive probes, with their definitions and parameters.
+
+use crate::error::{exit, CliError};
+use crate::output::Human;
+use latlab_measure::probe::catalogue::CATALOGUE;
+use std::fmt::Write as _;
+
+/// Lists the probes: one line each, or (`long`) what a sample spans and the parameters.
+pub fn execute(long: bool) -> Result<u8, CliError> {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{:<8} periodic wake-up latency (the default; see latlab methods)",
+        "timer"
+    );
+    for info in CATALOGUE {
+        let _ = writeln!(text, "{:<8} {}", info.name, info.summary);
+        if !long {
+            continue;
+        }
+        for line in wrap(info.definition, 80) {
+            let _ = writeln!(text, "         {line}");
+        }
+        for p in info.params {
+            let values = if p.choices.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", p.choices.join("|"))
+            };
+            let _ = writeln!(text, "         {}={}{values}: {}", p.key, p.default, p.help);
+        }
+        text.push('\n');
+    }
+    if !long {
+        text.push_str(
+            "\nlatlab run --probe NAME[:key=value,...]; latlab probes --long for definitions\n",
+        );
+    }
+    Human::Stdout.write(&text)?;
+    Ok(exit::OK)
+}
+
+/// Splits `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
