@@ -708,6 +708,24 @@ proptest! {
         prop_assert_eq!(b.early_wakes, a.early_wakes);
     }
 
+    /// Any non-negative samples, exported as cyclictest -h text, read back with the same
+    /// count, and minimum and maximum in whole µs (the rows agree with the Min/Max lines).
+    #[test]
+    fn cyclictest_hist_round_trips_any_samples(values in proptest::collection::vec(0i64..3_000_000, 1..300)) {
+        let log: String = values.iter().enumerate().map(|(c, v)| format!("{:8}:{:8}:{:8}\n", 0, c, v)).collect();
+        let mut c = ctx("log.txt");
+        c.unit = Some(TimeUnit::Nanoseconds);
+        let run = import::import(Format::CyclictestVerbose, log.as_bytes(), &c).unwrap();
+        let text = export::exporter("cyclictest").unwrap().export(&run).unwrap();
+        let back = import::import(Format::CyclictestHist, text.as_bytes(), &ctx("x.txt"));
+        let back = back.map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let (a, b) = (&run.streams[0], &back.streams[0]);
+        let us = |n: Option<Nanos>| n.map(|n| n.0 / 1_000);
+        prop_assert_eq!(b.samples, a.samples);
+        prop_assert_eq!(us(b.stats.min_ns), us(a.stats.min_ns));
+        prop_assert_eq!(us(b.stats.max_ns), us(a.stats.max_ns));
+    }
+
     /// Damaged copies of real files (a span deleted, a byte changed) never panic.
     #[test]
     fn damaged_fixtures_never_panic(which in 0..FIXTURES.len(), at in 0.0..1.0f64, len in 0usize..40, byte in any::<u8>()) {

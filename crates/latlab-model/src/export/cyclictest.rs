@@ -4,11 +4,13 @@
 //! One row per microsecond, one column per stream (`%06d` bin, `%06lu` counts
 //! separated by tabs), then `# Total`, `# Min/Avg/Max Latencies` in whole µs
 //! (truncated, as cyclictest computes them) and `# Histogram Overflows`. Rows go up to
-//! the largest sample, at most 100 000 µs; later samples count as overflows. A
-//! histogram bin holds the samples whose HdrHistogram bucket (within 0.1 %) has its
-//! middle in that microsecond.
+//! the largest sample, at most 100 000 µs; later samples count as overflows. Samples
+//! are binned as the `cyclictest-json` export bins them: each HdrHistogram bucket (within
+//! 0.1 %) in the microsecond of its highest value, the smallest and largest samples in
+//! the microseconds of the exact minimum and maximum, so the rows agree with the
+//! Min/Max lines.
 
-use super::{histogram_of, ExportError, Exporter};
+use super::{microsecond_bins, ExportError, Exporter};
 use crate::run::Run;
 use std::fmt::Write as _;
 
@@ -44,9 +46,8 @@ impl Exporter for Cyclictest {
         for stream in &run.streams {
             let mut bins = vec![0u64; rows];
             let mut over = 0u64;
-            for (value, count) in histogram_of(stream)?.buckets() {
-                let bin = (middle_equivalent(value) / 1_000) as usize;
-                match bins.get_mut(bin) {
+            for (us, count) in microsecond_bins(stream)? {
+                match bins.get_mut(us.max(0) as usize) {
                     Some(b) => *b += count,
                     None => over += count,
                 }
@@ -107,17 +108,6 @@ impl Exporter for Cyclictest {
     }
 }
 
-/// The middle of the 3-significant-digit HdrHistogram bucket whose highest value is
-/// `highest`: buckets are powers of two wide, 1 ns below 2048 ns.
-fn middle_equivalent(highest: u64) -> u64 {
-    if highest < 2_048 {
-        return highest;
-    }
-    let magnitude = 63 - highest.leading_zeros() as u64; // 2^magnitude <= highest
-    let width = 1u64 << (magnitude - 10);
-    highest - (highest % width) + width / 2
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,14 +141,5 @@ mod tests {
             })
             .sum();
         assert_eq!(total, 9);
-    }
-
-    #[test]
-    fn middle_equivalent_values() {
-        assert_eq!(middle_equivalent(2_047), 2_047);
-        assert_eq!(middle_equivalent(3_101), 3_101);
-        assert_eq!(middle_equivalent(12_407), 12_404);
-        assert_eq!(middle_equivalent(45_023), 45_008);
-        assert_eq!(middle_equivalent(1_000_447), 1_000_192);
     }
 }

@@ -9,7 +9,7 @@
 //! equivalent value (exact for whole-µs values such as imported ones; within the
 //! histogram's 0.1 % otherwise), the minimum's and maximum's to theirs.
 
-use super::{histogram_of, ExportError, Exporter};
+use super::{microsecond_bins, ExportError, Exporter};
 use crate::import::time::rfc3339_to_rfc2822;
 use crate::run::{Run, Stream};
 use std::collections::BTreeMap;
@@ -58,7 +58,7 @@ impl Exporter for CyclictestJson {
         for (i, stream) in run.streams.iter().enumerate() {
             let _ = writeln!(out, "    \"{i}\": {{");
             out.push_str("      \"histogram\": {");
-            let bins = bins(stream)?;
+            let bins = microsecond_bins(stream)?;
             let entries: Vec<String> = bins
                 .iter()
                 .map(|(us, n)| format!("\n        \"{us}\": {n}"))
@@ -95,40 +95,6 @@ impl Exporter for CyclictestJson {
         out.push_str("  }\n}\n");
         Ok(out)
     }
-}
-
-/// A stream's samples per microsecond (µs → count), as cyclictest bins them: the
-/// smallest and largest samples in the bins of the exact minimum and maximum (the
-/// histogram buckets holding them are narrower than 0.1 %, but may straddle a µs), the
-/// others by their bucket, and negative samples (early wakes) left out, as cyclictest's
-/// unsigned bins leave them out: `cycles` minus the histogram's total counts them.
-fn bins(stream: &Stream) -> Result<BTreeMap<i64, u64>, ExportError> {
-    let us = |n: Option<crate::Nanos>| n.map(|n| n.0 / 1_000);
-    let (min, max) = (us(stream.stats.min_ns), us(stream.stats.max_ns));
-    let low = min.unwrap_or(0).max(0);
-    let high = max.unwrap_or(i64::MAX).max(low);
-    let mut buckets = histogram_of(stream)?.buckets();
-    if let Some(zero) = buckets.first_mut().filter(|b| b.0 == 0) {
-        zero.1 = zero.1.saturating_sub(stream.early_wakes);
-    }
-    buckets.retain(|b| b.1 > 0);
-    let last = buckets.len().saturating_sub(1);
-    let mut bins = BTreeMap::new();
-    for (i, &(value, count)) in buckets.iter().enumerate() {
-        let natural = (value.min(i64::MAX as u64) as i64 / 1_000).clamp(low, high);
-        let first_is_min = i == 0 && min.is_some_and(|m| m >= 0);
-        match (first_is_min, i == last && max.is_some()) {
-            // One bucket holds both: the maximum is one sample, the rest go with the minimum.
-            (true, true) if low != high => {
-                *bins.entry(low).or_insert(0) += count - 1;
-                *bins.entry(high).or_insert(0) += 1;
-            }
-            (true, _) => *bins.entry(low).or_insert(0) += count,
-            (false, true) => *bins.entry(high).or_insert(0) += count,
-            (false, false) => *bins.entry(natural).or_insert(0) += count,
-        }
-    }
-    Ok(bins)
 }
 
 #[cfg(test)]

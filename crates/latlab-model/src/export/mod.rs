@@ -10,6 +10,7 @@ mod openmetrics;
 
 use crate::hist::LatencyHistogram;
 use crate::run::{Run, Stream};
+use std::collections::BTreeMap;
 
 /// Why a Run could not be exported.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +49,40 @@ fn histogram_of(stream: &Stream) -> Result<LatencyHistogram, ExportError> {
     stream
         .decode_histogram()
         .map_err(|e| ExportError(format!("{} [{}]: {e}", stream.label(), stream.phase)))
+}
+
+/// A stream's samples per microsecond (µs → count), as cyclictest bins them: the
+/// smallest and largest samples in the bins of the exact minimum and maximum (the
+/// histogram buckets holding them are narrower than 0.1 %, but may straddle a µs), the
+/// others by their bucket, and negative samples (early wakes) left out, as cyclictest's
+/// unsigned bins leave them out: `cycles` minus the histogram's total counts them.
+pub(crate) fn microsecond_bins(stream: &Stream) -> Result<BTreeMap<i64, u64>, ExportError> {
+    let us = |n: Option<crate::Nanos>| n.map(|n| n.0 / 1_000);
+    let (min, max) = (us(stream.stats.min_ns), us(stream.stats.max_ns));
+    let low = min.unwrap_or(0).max(0);
+    let high = max.unwrap_or(i64::MAX).max(low);
+    let mut buckets = histogram_of(stream)?.buckets();
+    if let Some(zero) = buckets.first_mut().filter(|b| b.0 == 0) {
+        zero.1 = zero.1.saturating_sub(stream.early_wakes);
+    }
+    buckets.retain(|b| b.1 > 0);
+    let last = buckets.len().saturating_sub(1);
+    let mut bins = BTreeMap::new();
+    for (i, &(value, count)) in buckets.iter().enumerate() {
+        let natural = (value.min(i64::MAX as u64) as i64 / 1_000).clamp(low, high);
+        let first_is_min = i == 0 && min.is_some_and(|m| m >= 0);
+        match (first_is_min, i == last && max.is_some()) {
+            // One bucket holds both: the maximum is one sample, the rest go with the minimum.
+            (true, true) if low != high => {
+                *bins.entry(low).or_insert(0) += count - 1;
+                *bins.entry(high).or_insert(0) += 1;
+            }
+            (true, _) => *bins.entry(low).or_insert(0) += count,
+            (false, true) => *bins.entry(high).or_insert(0) += count,
+            (false, false) => *bins.entry(natural).or_insert(0) += count,
+        }
+    }
+    Ok(bins)
 }
 
 #[cfg(test)]
