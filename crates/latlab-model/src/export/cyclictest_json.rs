@@ -11,8 +11,7 @@
 
 use super::{microsecond_bins, ExportError, Exporter};
 use crate::import::time::rfc3339_to_rfc2822;
-use crate::run::{Run, Stream};
-use std::collections::BTreeMap;
+use crate::run::Run;
 use std::fmt::Write as _;
 
 pub(super) struct CyclictestJson;
