@@ -7,6 +7,8 @@
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/1`).
+//! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
+//!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
 //!
 //! Everything here is deterministic, so it is tested with plain unit tests.
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod export;
 pub mod hist;
 pub mod run;

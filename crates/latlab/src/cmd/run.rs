@@ -280,6 +280,7 @@ fn assemble(plan: &RunPlan, host: HostFacts, measured: Measured, breaktrace_arme
             memory_lock: plan.memory_lock,
         },
         host,
+        audit: None,
         conditions,
         degraded,
         interrupted: measured.interrupted,
