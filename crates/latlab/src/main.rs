@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         cli::Command::Show(show) => cmd::show::execute(&show),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
+        cli::Command::Check(check) => cmd::check::execute(&check),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Loads => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {
