@@ -2,6 +2,7 @@
 //! samples, drift, warnings and the verdict.
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
+use latlab_model::audit::CheckVerdict;
 use latlab_model::run::Run;
 use latlab_model::threshold::Status;
 use latlab_model::Nanos;
@@ -160,6 +161,7 @@ pub fn render(run: &Run, color: bool) -> String {
     for e in &run.events {
         let _ = writeln!(out, "Event: {}", e.message);
     }
+    write_configuration(&mut out, run, (red, bold, reset));
     if !run.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &run.warnings {
@@ -200,4 +202,63 @@ pub fn render(run: &Run, color: bool) -> String {
         }
     }
     out
+}
+
+/// Longest configuration line in the summary; `latlab check` has the rest.
+const CONFIGURATION_LINE: usize = 110;
+
+/// The audit's warnings and failures that bear on these figures, one line each: the
+/// preemption model, RT throttling when a measuring thread is busy (spin, hybrid),
+/// frequency scaling, idle states when the run did not hold them off, SMT siblings,
+/// IRQs on measured CPUs, virtualisation.
+fn write_configuration(out: &mut String, run: &Run, (red, bold, reset): (&str, &str, &str)) {
+    let Some(audit) = &run.audit else {
+        return;
+    };
+    let busy = run
+        .streams
+        .iter()
+        .any(|s| s.method == "spin" || s.method == "hybrid");
+    let idle_held = run.conditions.dma_latency_us == Some(0);
+    let relevant = |id: &str| match id {
+        "preemption" | "cpufreq" | "smt" | "irq-affinity" | "virtualization" => true,
+        "rt-throttling" => busy,
+        "cpuidle" => !idle_held,
+        _ => false,
+    };
+    let lines: Vec<String> = audit
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, CheckVerdict::Warn | CheckVerdict::Fail))
+        .filter(|c| relevant(&c.id))
+        .map(|c| {
+            let colour = if c.verdict == CheckVerdict::Fail {
+                red
+            } else {
+                bold
+            };
+            let text = format!("{}: {}", c.title, c.finding);
+            let text = if text.chars().count() > CONFIGURATION_LINE {
+                let kept: String = text.chars().take(CONFIGURATION_LINE - 1).collect();
+                format!("{kept}…")
+            } else {
+                text
+            };
+            format!(
+                "  {colour}{}{reset} {text}",
+                c.verdict.as_str().to_ascii_uppercase()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nConfiguration that bears on these figures (latlab check -c {} shows evidence and fixes):",
+        latlab_model::spec::format_cpu_list(&audit.cpus)
+    );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
 }
