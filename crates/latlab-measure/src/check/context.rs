@@ -391,6 +391,11 @@ impl Recorder<'_> {
         self.verdict(CheckVerdict::Fail, finding, Some(fix.into()))
     }
 
+    /// Ends a check that judges per CPU when there are no CPUs to judge.
+    pub fn no_cpus(self) -> CheckResult {
+        self.unknown("no CPUs to judge: /sys/devices/system/cpu/online is unreadable")
+    }
+
     /// Ends the check: could not be judged, and why.
     pub fn unknown(self, reason: impl Into<String>) -> CheckResult {
         self.verdict(CheckVerdict::Unknown, reason, None)

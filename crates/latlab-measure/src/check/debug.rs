@@ -116,16 +116,16 @@ impl Check for Tracing {
             Ok(m) => m,
             Err(e) => return r.unknown(e),
         };
-        // tracefs itself, or the tracing directory of a mounted debugfs.
-        let dir = mounts.lines().find_map(|l| {
-            let mut f = l.split_whitespace();
-            let (point, kind) = (f.nth(1)?, f.next()?);
-            match kind {
-                "tracefs" => Some(point.to_string()),
-                "debugfs" => Some(format!("{point}/tracing")),
-                _ => None,
-            }
-        });
+        // tracefs itself, else the tracing directory of a mounted debugfs.
+        let mount_of = |kind: &str| {
+            mounts.lines().find_map(|l| {
+                let mut f = l.split_whitespace();
+                let point = f.nth(1)?;
+                (f.next()? == kind).then(|| point.to_string())
+            })
+        };
+        let dir =
+            mount_of("tracefs").or_else(|| mount_of("debugfs").map(|d| format!("{d}/tracing")));
         let Some(dir) = dir else {
             r.note("/proc/mounts", "no tracefs or debugfs mounted");
             if boot.is_empty() {

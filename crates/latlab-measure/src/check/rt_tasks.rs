@@ -40,6 +40,9 @@ impl Check for RtTasks {
 
     fn run(&self, ctx: &CheckContext) -> CheckResult {
         let mut r = ctx.record(self);
+        if ctx.cpus.is_empty() {
+            return r.no_cpus();
+        }
         let tasks = match ctx.tasks() {
             Ok(t) => t,
             Err(e) => return r.unknown(e.to_string()),

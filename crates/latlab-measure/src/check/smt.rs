@@ -19,6 +19,9 @@ impl Check for SmtSiblings {
 
     fn run(&self, ctx: &CheckContext) -> CheckResult {
         let mut r = ctx.record(self);
+        if ctx.cpus.is_empty() {
+            return r.no_cpus();
+        }
         let control = r.read("/sys/devices/system/cpu/smt/control").ok();
         let isolated = ctx
             .files

@@ -81,17 +81,17 @@ impl Check for Virtualization {
         );
         match worst {
             Some((cpu, p)) if p >= STEAL_FAIL_PERCENT => r.fail(
-                format!("virtualised ({what}); the host took {p:.1} % of CPU {cpu} (steal)"),
+                format!("virtualised: {what}; the host took {p:.1} % of CPU {cpu} (steal)"),
                 fix,
             ),
             Some((_, p)) => r.warn(
                 format!(
-                    "virtualised ({what}); steal at most {p:.2} % on {}",
+                    "virtualised: {what}; steal at most {p:.2} % on {}",
                     super::cpus(&ctx.cpus)
                 ),
                 fix,
             ),
-            None => r.warn(format!("virtualised ({what}); steal unreadable"), fix),
+            None => r.warn(format!("virtualised: {what}; steal unreadable"), fix),
         }
     }
 }

@@ -20,6 +20,9 @@ impl Check for Watchdogs {
 
     fn run(&self, ctx: &CheckContext) -> CheckResult {
         let mut r = ctx.record(self);
+        if ctx.cpus.is_empty() {
+            return r.no_cpus();
+        }
         let master = r.read("/proc/sys/kernel/watchdog");
         let nmi = r.read("/proc/sys/kernel/nmi_watchdog");
         let soft = r.read("/proc/sys/kernel/soft_watchdog");
