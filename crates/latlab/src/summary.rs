@@ -262,3 +262,103 @@ fn write_configuration(out: &mut String, run: &Run, (red, bold, reset): (&str, &
         let _ = writeln!(out, "{line}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_model::audit::{Audit, CheckResult};
+
+    fn example() -> Run {
+        Run::from_json(include_str!("../../../docs/example-run.json")).unwrap()
+    }
+
+    fn result(id: &str, title: &str, verdict: CheckVerdict, finding: &str) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            title: title.into(),
+            verdict,
+            finding: finding.into(),
+            explanation: None,
+            evidence: vec![],
+            fix: Some("the fix".into()),
+        }
+    }
+
+    fn with_audit(mut run: Run) -> Run {
+        run.audit = Some(Audit {
+            cpus: vec![0, 1],
+            priority: 95,
+            checks: vec![
+                result(
+                    "preemption",
+                    "Preemption model",
+                    CheckVerdict::Fail,
+                    "not PREEMPT_RT",
+                ),
+                result(
+                    "rt-throttling",
+                    "RT throttling",
+                    CheckVerdict::Warn,
+                    "RT throttling is on",
+                ),
+                result(
+                    "cpuidle",
+                    "CPU idle states",
+                    CheckVerdict::Warn,
+                    "C6 enabled",
+                ),
+                result(
+                    "thp",
+                    "Transparent huge pages",
+                    CheckVerdict::Warn,
+                    "THP always",
+                ),
+                result(
+                    "virtualization",
+                    "Virtualisation",
+                    CheckVerdict::Ok,
+                    "bare metal",
+                ),
+            ],
+        });
+        run
+    }
+
+    #[test]
+    fn the_summary_names_only_the_configuration_that_bears_on_the_figures() {
+        let run = with_audit(example());
+        assert_eq!(run.conditions.dma_latency_us, Some(0));
+        let text = render(&run, false);
+        assert!(text.contains("latlab check -c 0-1"), "{text}");
+        assert!(
+            text.contains("FAIL Preemption model: not PREEMPT_RT"),
+            "{text}"
+        );
+        // Sleeping threads are not throttled; idle states were held off; THP and ok
+        // checks are not about this result.
+        for absent in ["RT throttling", "C6 enabled", "THP", "bare metal"] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+    }
+
+    #[test]
+    fn busy_threads_and_untuned_runs_bring_throttling_and_idle_states_in() {
+        let mut run = with_audit(example());
+        for s in &mut run.streams {
+            s.method = "spin".into();
+        }
+        run.conditions.dma_latency_us = None;
+        let text = render(&run, false);
+        assert!(
+            text.contains("WARN RT throttling: RT throttling is on"),
+            "{text}"
+        );
+        assert!(text.contains("WARN CPU idle states: C6 enabled"), "{text}");
+    }
+
+    #[test]
+    fn runs_without_an_audit_say_nothing_about_it() {
+        let text = render(&example(), false);
+        assert!(!text.contains("latlab check"), "{text}");
+    }
+}
