@@ -52,12 +52,15 @@ impl Check for Tick {
                 )),
             );
         }
+        if ctx.cpus.is_empty() {
+            return r.no_cpus();
+        }
         let nohz = r
             .read("/sys/devices/system/cpu/nohz_full")
             .map(|t| parse_kernel_cpu_list(&t))
             .unwrap_or_default();
         let missing = outside(&ctx.cpus, &nohz);
-        if !ctx.cpus.is_empty() && missing.is_empty() {
+        if missing.is_empty() {
             return r.ok(format!(
                 "HZ {hz}; nohz_full on {}",
                 super::cpus(&among(&ctx.cpus, &nohz))
