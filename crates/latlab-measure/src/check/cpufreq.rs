@@ -116,9 +116,9 @@ impl Check for Governor {
                     }
                 ),
                 format!(
-                    "cat cpuinfo_max_freq > scaling_max_freq in \
-                     /sys/devices/system/cpu/cpu{cpu}/cpufreq/ (for each capped CPU); \
-                     check for thermal or power limits"
+                    "echo {hw} > /sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq \
+                     (and so for each capped CPU); if the cap comes back, look for thermal or \
+                     power limits (thermald, the BIOS)"
                 ),
             );
         }

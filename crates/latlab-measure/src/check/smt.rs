@@ -54,10 +54,14 @@ impl Check for SmtSiblings {
                 }
             }
         }
-        if !unread.is_empty() && control.is_none() {
+        let smt_inactive = matches!(
+            control.as_deref(),
+            Some("off" | "forceoff" | "notsupported" | "notimplemented")
+        );
+        if !unread.is_empty() && !smt_inactive {
             return r.unknown(format!(
-                "neither /sys/devices/system/cpu/smt/control nor the topology of CPUs {} is \
-                 readable",
+                "the topology of CPUs {} is unreadable (thread_siblings_list) and SMT is not \
+                 known to be off",
                 cpu_list(&unread)
             ));
         }

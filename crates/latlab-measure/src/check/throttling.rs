@@ -39,30 +39,27 @@ impl Check for RtThrottling {
             .read("/proc/sys/kernel/osrelease")
             .and_then(|v| release(&v))
             .is_some_and(|v| v >= (6, 12));
+        // One per CPU; the first task CPU stands for the others.
+        let path = format!(
+            "/sys/kernel/debug/sched/fair_server/cpu{}/runtime",
+            ctx.cpus.first().copied().unwrap_or(0)
+        );
         let fair_fix = if fair_server {
-            let cpu = ctx.cpus.first().copied().unwrap_or(0);
             format!(
                 "; on this kernel (6.12 or later) the fair server does the same for starving \
-                 SCHED_OTHER tasks: also write 0 to \
-                 /sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime for each task CPU \
-                 (debugfs)"
+                 SCHED_OTHER tasks: also write 0 to {path} for each task CPU (debugfs)"
             )
         } else {
             String::new()
         };
         if runtime < 0 || runtime >= period {
             if fair_server {
-                let path = format!(
-                    "/sys/kernel/debug/sched/fair_server/cpu{}/runtime",
-                    ctx.cpus.first().copied().unwrap_or(0)
-                );
                 return match r.read(&path).as_deref() {
                     Ok("0") => {
                         r.explain("a real-time task may use its whole CPU");
                         r.ok("RT throttling is off, fair server off")
                     }
                     Ok(ns) => {
-                        let ns = ns.to_string();
                         r.explain(
                             "the fair server (kernels 6.12 and later) stops a busy real-time \
                              task to give starving SCHED_OTHER tasks their share",
