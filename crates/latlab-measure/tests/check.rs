@@ -421,6 +421,10 @@ fn isolation_paths() {
         expect(&judge(&fixture("rt-tuned"), None, "isolation"), Warn),
         "CPUs 2-3 isolated, CPUs 0-1 not",
     );
+    has(
+        expect(&judge(&fixture("rt-tuned"), Some(&[0]), "isolation"), Warn),
+        "CPU 0 not isolated (isolated: 2-3)",
+    );
     let r = judge(&fixture("vm"), None, "isolation");
     expect(&r, Warn);
     has(&r, "no isolated CPUs");

@@ -41,6 +41,8 @@ impl Check for Isolation {
             .unwrap_or_default();
         let isolcpus = r.note_param("isolcpus");
         isolated.extend(isolcpus.as_deref().map(param_cpus).unwrap_or_default());
+        isolated.sort_unstable();
+        isolated.dedup();
         let nohz_param = r.note_param("nohz_full");
         let nohz = match ctx.files.read("/sys/devices/system/cpu/nohz_full") {
             Some(t) => {
@@ -91,10 +93,16 @@ impl Check for Isolation {
              kernel threads and RCU callbacks",
         );
         if not_isolated.len() == ctx.cpus.len() {
-            return r.warn(
-                format!("no isolated CPUs among {}", cpu_list(&ctx.cpus)),
-                fix,
-            );
+            let finding = if isolated.is_empty() {
+                "no isolated CPUs".to_string()
+            } else {
+                format!(
+                    "{} not isolated (isolated: {})",
+                    cpus(&ctx.cpus),
+                    cpu_list(&isolated)
+                )
+            };
+            return r.warn(finding, fix);
         }
         if !not_isolated.is_empty() {
             return r.warn(
