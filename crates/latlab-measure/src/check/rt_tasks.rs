@@ -1,7 +1,7 @@
 //! Other real-time threads that may run on the task's CPUs: kernel threads, IRQ
 //! threads (PREEMPT_RT, threadirqs) and real-time user processes.
 
-use super::{cpu_list, Check, CheckContext, Task};
+use super::{Check, CheckContext, Task};
 use latlab_model::audit::CheckResult;
 
 /// How many threads a finding names before it says "and N more".
@@ -62,11 +62,13 @@ impl Check for RtTasks {
             r.note(
                 format!("/proc/{}/task/{}/stat", t.pid, t.tid),
                 format!(
-                    "{} {}{} on CPUs {}",
+                    "{} {}{} on {}",
                     t.comm,
                     t.policy_label(),
                     if t.kernel { " (kernel)" } else { "" },
-                    t.allowed.as_deref().map_or("?".to_string(), cpu_list)
+                    t.allowed
+                        .as_deref()
+                        .map_or("unknown CPUs".to_string(), super::cpus)
                 ),
             );
         }
