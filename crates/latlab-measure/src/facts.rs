@@ -34,11 +34,40 @@ impl FactReader {
         self.root.join(abs.trim_start_matches('/'))
     }
 
+    /// The root every path is read under (`/` for the live system).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// A file's contents, trimmed; `None` if unreadable.
     pub fn read(&self, abs: &str) -> Option<String> {
-        fs::read_to_string(self.path(abs))
-            .ok()
-            .map(|s| s.trim().to_string())
+        self.try_read(abs).ok()
+    }
+
+    /// A file's contents, trimmed, or why it could not be read.
+    pub fn try_read(&self, abs: &str) -> std::io::Result<String> {
+        fs::read_to_string(self.path(abs)).map(|s| s.trim().to_string())
+    }
+
+    /// The names in a directory (unsorted), or why it could not be listed.
+    pub fn list(&self, abs: &str) -> std::io::Result<Vec<String>> {
+        fs::read_dir(self.path(abs))?
+            .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    /// True when something exists at the path.
+    pub fn exists(&self, abs: &str) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// Eight bytes at `offset` of a file, as a little-endian number: one register of a
+    /// device file such as `/dev/cpu/0/msr`, whose offsets are register numbers.
+    pub fn read_u64_at(&self, abs: &str, offset: u64) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = [0u8; 8];
+        fs::File::open(self.path(abs))?.read_exact_at(&mut bytes, offset)?;
+        Ok(u64::from_le_bytes(bytes))
     }
 
     /// The lines of the kernel configuration (`/proc/config.gz`, else

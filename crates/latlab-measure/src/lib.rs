@@ -1,5 +1,6 @@
 //! Measurement on the machine latlab runs on: probes, the runner that hosts them,
-//! live statistics for the display, warnings, and host facts.
+//! live statistics for the display, warnings, host facts and the readiness audit
+//! ([`check`]).
 //!
 //! Data flows one way: a [`runner::RunRequest`] plus a [`probe::Probe`] go in, a
 //! [`runner::RunOutcome`] (streams in the Run format, events, warnings, conditions)
@@ -8,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod facts;
 pub mod live;
 pub mod load;

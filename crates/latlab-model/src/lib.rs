@@ -7,6 +7,8 @@
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/1`).
+//! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
+//!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
@@ -16,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod export;
 pub mod hist;
 pub mod import;

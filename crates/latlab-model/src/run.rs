@@ -5,6 +5,7 @@
 //! needs nothing but Runs. Readers accept unknown fields, so later minor additions do
 //! not break older readers; a different `schema` string is refused.
 
+use crate::audit::Audit;
 use crate::hist::{self, HistogramError, LatencyHistogram};
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
@@ -39,6 +40,10 @@ pub struct Run {
     pub plan: Plan,
     /// Facts about the machine and kernel.
     pub host: HostFacts,
+    /// The readiness audit of the configuration, judged for the measured CPUs (absent
+    /// in Runs from latlab versions before the audit existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Audit>,
     /// What the run could and could not set up (priority, memory locking, ...).
     pub conditions: Conditions,
     /// True when any condition fell short of real-time measurement; the results are

@@ -59,3 +59,38 @@ fn every_field_of_the_example_is_documented() {
     let missing: Vec<_> = names.iter().filter(|n| !documented(&doc, n)).collect();
     assert!(missing.is_empty(), "undocumented fields: {missing:?}");
 }
+
+#[test]
+fn every_field_of_the_audit_is_documented() {
+    use latlab_model::audit::{Audit, CheckResult, CheckVerdict, Evidence};
+    // The example predates the audit: check its fields on a complete one.
+    let audit = Audit {
+        cpus: vec![1],
+        priority: 95,
+        checks: vec![CheckResult {
+            id: "rt-throttling".into(),
+            title: "RT throttling".into(),
+            verdict: CheckVerdict::Warn,
+            finding: "RT throttling is on".into(),
+            explanation: Some("a busy task is stopped".into()),
+            evidence: vec![Evidence::new(
+                "/proc/sys/kernel/sched_rt_runtime_us",
+                "950000",
+            )],
+            fix: Some("sysctl kernel.sched_rt_runtime_us=-1".into()),
+        }],
+    };
+    let doc = std::fs::read_to_string(docs().join("run-format.md")).unwrap();
+    let mut names = vec!["audit".to_string()];
+    field_names(&serde_json::to_value(&audit).unwrap(), &mut names);
+    names.sort();
+    names.dedup();
+    let missing: Vec<_> = names.iter().filter(|n| !documented(&doc, n)).collect();
+    assert!(missing.is_empty(), "undocumented audit fields: {missing:?}");
+    for check in latlab_model::audit::CheckVerdict::ALL {
+        assert!(
+            documented(&doc, check.as_str()),
+            "verdict {check} undocumented"
+        );
+    }
+}

@@ -51,6 +51,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             kernel_release: "6.18.0".into(),
             ..HostFacts::default()
         },
+        audit: None,
         conditions: Conditions::default(),
         degraded: false,
         interrupted: false,

@@ -33,6 +33,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Other tools' result files into the store: cyclictest, rtla, oslat, jitterdebugger.
     Import(ImportArgs),
+    /// Real-time readiness audit: each check's verdict, evidence and fix (exit 1 if any fails).
+    Check(CheckArgs),
     /// List the timer probe's sleep methods.
     Methods,
     /// List the primitive probes (--long: what each sample spans, and the parameters).
@@ -178,6 +180,29 @@ pub struct RunArgs {
     /// Do not save the run in the store.
     #[arg(long)]
     pub no_store: bool,
+}
+
+/// `latlab check`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Verdicts: ok (ready), info (worth knowing), unknown (could not be read: the reason is
+given), warn (likely to add latency), fail (rules out bounded low latency).
+Exit codes: 0 no check failed, 1 a check failed, 2 bad input.")]
+pub struct CheckArgs {
+    /// CPUs the task will run on, judged for: 'all', 3, 0-3,5 [default: every online CPU].
+    #[arg(short = 'c', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// The task's scheduling policy: real-time threads at or above it on its CPUs are
+    /// reported, and the right to it is checked [default: f:95].
+    #[arg(short = 'P', long = "priority", value_name = "POLICY")]
+    pub priority: Option<String>,
+    /// Write the audit as JSON: to standard output without FILE (no table then), or to
+    /// FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// Read /proc and /sys under PATH instead of / (a copy or fixture of another system).
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    pub root: PathBuf,
 }
 
 /// `latlab show`.

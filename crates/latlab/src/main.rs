@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),
         cli::Command::Import(import) => cmd::import::execute(&import),
+        cli::Command::Check(check) => cmd::check::execute(&check),
         cli::Command::Methods => cmd::methods::execute(),
         cli::Command::Probes(p) => cmd::probes::execute(p.long),
         cli::Command::Loads => cmd::loads::execute(),

@@ -2,6 +2,7 @@
 //! samples, drift, warnings and the verdict.
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
+use latlab_model::audit::CheckVerdict;
 use latlab_model::run::{Run, Stream};
 use latlab_model::threshold::Status;
 use latlab_model::Nanos;
@@ -144,6 +145,7 @@ pub fn render(run: &Run, color: bool) -> String {
     for e in &run.events {
         let _ = writeln!(out, "Event: {}", e.message);
     }
+    write_configuration(&mut out, run, (red, bold, reset));
     if !run.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &run.warnings {
@@ -311,4 +313,163 @@ fn primitive_table(out: &mut String, streams: &[&Stream]) {
         "{total} samples in all; what each sample spans: latlab probes --long. missed = \
          cycles in which no sample could be taken."
     );
+}
+
+/// Longest configuration line in the summary; `latlab check` has the rest.
+const CONFIGURATION_LINE: usize = 110;
+
+/// The audit's warnings and failures that bear on these figures, one line each: the
+/// preemption model, RT throttling when a measuring thread is busy (spin, hybrid),
+/// frequency scaling, idle states when the run did not hold them off, SMT siblings,
+/// IRQs on measured CPUs, virtualisation.
+fn write_configuration(out: &mut String, run: &Run, (red, bold, reset): (&str, &str, &str)) {
+    let Some(audit) = &run.audit else {
+        return;
+    };
+    let busy = run
+        .streams
+        .iter()
+        .any(|s| s.method == "spin" || s.method == "hybrid");
+    let idle_held = run.conditions.dma_latency_us == Some(0);
+    let relevant = |id: &str| match id {
+        "preemption" | "cpufreq" | "smt" | "irq-affinity" | "virtualization" => true,
+        "rt-throttling" => busy,
+        "cpuidle" => !idle_held,
+        _ => false,
+    };
+    let lines: Vec<String> = audit
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, CheckVerdict::Warn | CheckVerdict::Fail))
+        .filter(|c| relevant(&c.id))
+        .map(|c| {
+            let colour = if c.verdict == CheckVerdict::Fail {
+                red
+            } else {
+                bold
+            };
+            let text = format!("{}: {}", c.title, c.finding);
+            let text = if text.chars().count() > CONFIGURATION_LINE {
+                let kept: String = text.chars().take(CONFIGURATION_LINE - 1).collect();
+                format!("{kept}…")
+            } else {
+                text
+            };
+            format!(
+                "  {colour}{}{reset} {text}",
+                c.verdict.as_str().to_ascii_uppercase()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nConfiguration that bears on these figures (latlab check -c {} shows evidence and fixes):",
+        latlab_model::spec::format_cpu_list(&audit.cpus)
+    );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_model::audit::{Audit, CheckResult};
+
+    fn example() -> Run {
+        Run::from_json(include_str!("../../../docs/example-run.json")).unwrap()
+    }
+
+    fn result(id: &str, title: &str, verdict: CheckVerdict, finding: &str) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            title: title.into(),
+            verdict,
+            finding: finding.into(),
+            explanation: None,
+            evidence: vec![],
+            fix: Some("the fix".into()),
+        }
+    }
+
+    fn with_audit(mut run: Run) -> Run {
+        run.audit = Some(Audit {
+            cpus: vec![0, 1],
+            priority: 95,
+            checks: vec![
+                result(
+                    "preemption",
+                    "Preemption model",
+                    CheckVerdict::Fail,
+                    "not PREEMPT_RT",
+                ),
+                result(
+                    "rt-throttling",
+                    "RT throttling",
+                    CheckVerdict::Warn,
+                    "RT throttling is on",
+                ),
+                result(
+                    "cpuidle",
+                    "CPU idle states",
+                    CheckVerdict::Warn,
+                    "C6 enabled",
+                ),
+                result(
+                    "thp",
+                    "Transparent huge pages",
+                    CheckVerdict::Warn,
+                    "THP always",
+                ),
+                result(
+                    "virtualization",
+                    "Virtualisation",
+                    CheckVerdict::Ok,
+                    "bare metal",
+                ),
+            ],
+        });
+        run
+    }
+
+    #[test]
+    fn the_summary_names_only_the_configuration_that_bears_on_the_figures() {
+        let run = with_audit(example());
+        assert_eq!(run.conditions.dma_latency_us, Some(0));
+        let text = render(&run, false);
+        assert!(text.contains("latlab check -c 0-1"), "{text}");
+        assert!(
+            text.contains("FAIL Preemption model: not PREEMPT_RT"),
+            "{text}"
+        );
+        // Sleeping threads are not throttled; idle states were held off; THP and ok
+        // checks are not about this result.
+        for absent in ["RT throttling", "C6 enabled", "THP", "bare metal"] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+    }
+
+    #[test]
+    fn busy_threads_and_untuned_runs_bring_throttling_and_idle_states_in() {
+        let mut run = with_audit(example());
+        for s in &mut run.streams {
+            s.method = "spin".into();
+        }
+        run.conditions.dma_latency_us = None;
+        let text = render(&run, false);
+        assert!(
+            text.contains("WARN RT throttling: RT throttling is on"),
+            "{text}"
+        );
+        assert!(text.contains("WARN CPU idle states: C6 enabled"), "{text}");
+    }
+
+    #[test]
+    fn runs_without_an_audit_say_nothing_about_it() {
+        let text = render(&example(), false);
+        assert!(!text.contains("latlab check"), "{text}");
+    }
 }

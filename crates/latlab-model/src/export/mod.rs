@@ -168,6 +168,7 @@ pub(crate) mod fixture {
                 kernel_release: "6.18.0".into(),
                 ..HostFacts::default()
             },
+            audit: None,
             conditions: Conditions::default(),
             degraded: false,
             interrupted: false,

@@ -195,6 +195,7 @@ pub(super) fn assemble(
         events: Vec::new(),
         thresholds: Vec::new(),
         verdict,
+        audit: None,
         import: Some(ImportRecord {
             format: format.name().to_string(),
             file: ctx.file.clone(),

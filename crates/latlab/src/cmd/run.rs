@@ -9,6 +9,7 @@ use crate::json_out::JsonTarget;
 use crate::output::{self, Human};
 use crate::stamp::{rfc3339, run_id};
 use crate::summary;
+use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::RunningLoad;
@@ -17,6 +18,7 @@ use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
 use latlab_measure::probe::Probe;
 use latlab_measure::runner::{self, RunError, SystemSetup};
+use latlab_model::audit::Audit;
 use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
@@ -64,6 +66,21 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     }
 
     let host = FactReader::system().gather();
+    // The configuration judged for every CPU any phase measures, at the first phase's
+    // policy (scenarios keep one policy).
+    let audit = {
+        let cpus: Vec<usize> = plan
+            .phases
+            .iter()
+            .flat_map(|p| p.request.cpus.clone())
+            .collect();
+        let policy = plan.phases[0].settings.policy;
+        check::audit(&CheckContext::new(
+            FactReader::system(),
+            Some(&cpus),
+            check::priority_of(&policy),
+        ))
+    };
     let setup = SystemSetup::apply(plan.lock_scope(), plan.dma_latency_us);
     let mut measured = Measured::default();
     let breaktrace = match plan
@@ -112,7 +129,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     drop(breaktrace);
     drop(setup);
 
-    let run = assemble(&plan, host, measured, breaktrace_armed);
+    let run = assemble(&plan, host, audit, measured, breaktrace_armed);
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
@@ -247,7 +264,13 @@ fn start_loads(plan: &RunPlan, phase: &PhasePlan) -> Result<Vec<RunningLoad>, Cl
 }
 
 /// Builds the Run from the plan and what was measured.
-fn assemble(plan: &RunPlan, host: HostFacts, measured: Measured, breaktrace_armed: bool) -> Run {
+fn assemble(
+    plan: &RunPlan,
+    host: HostFacts,
+    audit: Audit,
+    measured: Measured,
+    breaktrace_armed: bool,
+) -> Run {
     let mut notices = measured.notices;
     // Degrading warnings first.
     notices.sort_by_key(|n| !n.degrades());
@@ -281,6 +304,7 @@ fn assemble(plan: &RunPlan, host: HostFacts, measured: Measured, breaktrace_arme
             memory_lock: plan.memory_lock,
         },
         host,
+        audit: Some(audit),
         conditions,
         degraded,
         interrupted: measured.interrupted,
