@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// Do not save the run in the store.
     #[arg(long)]
     pub no_store: bool,
+    /// Do not audit the configuration (latlab check) before measuring: the run then has
+    /// no audit, and its peak memory is that of the measurement alone.
+    #[arg(long)]
+    pub no_audit: bool,
 }
 
 /// `latlab check`.

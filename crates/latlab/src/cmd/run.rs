@@ -68,7 +68,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let host = FactReader::system().gather();
     // The configuration judged for every CPU any phase measures, at the first phase's
     // policy (scenarios keep one policy).
-    let audit = {
+    let audit = (!args.no_audit).then(|| {
         let cpus: Vec<usize> = plan
             .phases
             .iter()
@@ -80,7 +80,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             Some(&cpus),
             check::priority_of(&policy),
         ))
-    };
+    });
     let setup = SystemSetup::apply(plan.lock_scope(), plan.dma_latency_us);
     let mut measured = Measured::default();
     let breaktrace = match plan
@@ -267,7 +267,7 @@ fn start_loads(plan: &RunPlan, phase: &PhasePlan) -> Result<Vec<RunningLoad>, Cl
 fn assemble(
     plan: &RunPlan,
     host: HostFacts,
-    audit: Audit,
+    audit: Option<Audit>,
     measured: Measured,
     breaktrace_armed: bool,
 ) -> Run {
@@ -304,7 +304,7 @@ fn assemble(
             memory_lock: plan.memory_lock,
         },
         host,
-        audit: Some(audit),
+        audit,
         conditions,
         degraded,
         interrupted: measured.interrupted,
