@@ -317,6 +317,58 @@ pub fn yield_now() {
 mod tests {
     use super::*;
 
+    fn here() -> PartnerPlace {
+        PartnerPlace {
+            cpu: affinity::allowed_cpus().unwrap()[0],
+            policy: sched::current_thread().unwrap(),
+        }
+    }
+
+    #[test]
+    fn rings_hand_over_and_stamp_in_order() {
+        for kind in [TaskKind::Thread, TaskKind::Process] {
+            let ring = Arc::new(SharedRegion::new(YieldRing::default()).unwrap());
+            let members: Vec<Partner> = (0..2)
+                .map(|i| spawn(kind, &ring, i, here()).unwrap())
+                .collect();
+            let round = ring.start(50);
+            assert!(
+                ring.wait_done(round, 5_000_000_000),
+                "{kind:?}: the burst ended"
+            );
+            let stamps: Vec<_> = (0..50).map(|k| ring.stamp(k)).collect();
+            assert!(
+                stamps.windows(2).all(|w| w[0].0 <= w[1].0),
+                "{kind:?}: stamps in order"
+            );
+            assert!(stamps.iter().all(|s| s.1 < 2), "{kind:?}: members 0 and 1");
+            assert_eq!(
+                stamps.iter().filter(|s| !s.2).count(),
+                2,
+                "one fresh stamp each"
+            );
+            ring.stop();
+            drop(members);
+
+            let ring = Arc::new(SharedRegion::new(PipeRing::new(3).unwrap()).unwrap());
+            let members: Vec<Partner> = (0..3)
+                .map(|i| spawn(kind, &ring, i, here()).unwrap())
+                .collect();
+            let round = ring.start(30).unwrap();
+            assert!(
+                ring.wait_done(round, 5_000_000_000),
+                "{kind:?}: the burst ended"
+            );
+            assert_eq!(ring.sample(0), NO_SAMPLE, "the start token is no sample");
+            assert!(
+                (1..30).all(|k| ring.sample(k) >= 0),
+                "{kind:?}: samples >= 0"
+            );
+            ring.stop();
+            drop(members);
+        }
+    }
+
     #[test]
     fn a_shared_region_is_shared_with_a_child_process() {
         let cpu = affinity::allowed_cpus().unwrap()[0];
