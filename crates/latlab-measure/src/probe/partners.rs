@@ -13,7 +13,7 @@ use latlab_rt::clock::Clock;
 use latlab_rt::partner::{PartnerPlace, TaskKind};
 use latlab_rt::sched::Policy;
 use latlab_rt::wake::{self, WaitError};
-use latlab_rt::RtError;
+use latlab_rt::{memory, RtError};
 
 /// Longest any wait of a scheduling probe blocks before it looks again (at the stop
 /// flag, or at whether its partners are still there).
@@ -187,6 +187,27 @@ impl Tally {
             value_ns: mark.map(|m| Nanos(m.value)),
             message,
         }
+    }
+
+    /// Touches again, at the start of the measured span, every page the measuring loop
+    /// writes: another measuring thread's partner process may have been forked after
+    /// this thread's rehearsal, and a fork leaves every private page copy-on-write, so
+    /// the first write to each would be a page fault inside the measurement. Returns
+    /// the thread's page-fault count to measure from.
+    pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
+        memory::prefault_stack::<{ 32 * 1024 }>();
+        self.recorder.reset();
+        let blank = Mark {
+            at: 0,
+            value: 0,
+            detail: 0,
+        };
+        self.marks.clear();
+        self.marks.spare_capacity_mut().iter_mut().for_each(|m| {
+            m.write(blank);
+        });
+        live.reset();
+        memory::thread_page_faults()
     }
 
     /// Forgets what the rehearsal left.

@@ -158,7 +158,7 @@ impl Worker for PreemptWorker {
         live: &LiveStats,
     ) -> Result<(), RtError> {
         let period = self.setup.period.0.max(1);
-        let faults_before = memory::thread_page_faults();
+        let faults_before = self.tally.settle(live);
         // The first window opens one window-length after the common start.
         let mut due = window.start + self.window;
         let mut last = window.start;

@@ -244,7 +244,7 @@ impl Worker for SwitchWorker {
         live: &LiveStats,
     ) -> Result<(), RtError> {
         let period = self.setup.period.0.max(1);
-        let faults_before = memory::thread_page_faults();
+        let faults_before = self.tally.settle(live);
         let mut due = window.start;
         let mut last = window.start;
         let result = loop {
