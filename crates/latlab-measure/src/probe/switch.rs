@@ -31,8 +31,9 @@ pub const INFO: ProbeInfo = ProbeInfo {
     definition: "`tasks` members (SCHED_FIFO, all one priority below the measuring thread, all \
                  on its CPU; threads or forked processes) form a ring. yield: a member stamps \
                  CLOCK_MONOTONIC and calls sched_yield; sample = the next member's stamp on \
-                 return - the previous stamp (a hand-over to the same member, or a member's \
-                 first stamp of a burst, taken on return from waiting for it, is no sample). \
+                 return - the previous stamp (a member's first stamp of a burst, taken on \
+                 return from waiting for it, is no sample; a yield that returns to the same \
+                 member switched nothing and counts as missed). \
                  pipe: a member stamps the clock, writes the stamp as an 8-byte token to the \
                  next member's pipe and blocks reading its own; sample = the reader's stamp \
                  after read - the token. Each period the measuring thread starts a burst of \
