@@ -112,3 +112,8 @@ pub fn read_id(name: &str) -> Option<ClockId> {
         _ => return None,
     })
 }
+
+/// CPU time the calling thread has used, ns (`CLOCK_THREAD_CPUTIME_ID`, a system call).
+pub fn thread_cpu_ns() -> i64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}

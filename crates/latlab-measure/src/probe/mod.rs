@@ -16,6 +16,11 @@
 
 pub mod catalogue;
 pub mod clock;
+mod partners;
+pub mod pi;
+pub mod preempt;
+pub mod prio_wake;
+pub mod switch;
 pub mod timer;
 
 use crate::live::LiveStats;

@@ -8,18 +8,21 @@ use std::fmt::Write as _;
 /// Lists the probes: one line each, or (`long`) what a sample spans and the parameters.
 pub fn execute(long: bool) -> Result<u8, CliError> {
     let mut text = String::new();
+    // Names in one column, as wide as the longest.
+    let width = CATALOGUE.iter().map(|p| p.name.len()).fold(8, usize::max);
+    let indent = " ".repeat(width + 1);
     let _ = writeln!(
         text,
-        "{:<8} periodic wake-up latency (the default; see latlab methods)",
+        "{:<width$} periodic wake-up latency (the default; see latlab methods)",
         "timer"
     );
     for info in CATALOGUE {
-        let _ = writeln!(text, "{:<8} {}", info.name, info.summary);
+        let _ = writeln!(text, "{:<width$} {}", info.name, info.summary);
         if !long {
             continue;
         }
         for line in wrap(info.definition, 80) {
-            let _ = writeln!(text, "         {line}");
+            let _ = writeln!(text, "{indent}{line}");
         }
         for p in info.params {
             let values = if p.choices.is_empty() {
@@ -27,7 +30,7 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
             } else {
                 format!(" ({})", p.choices.join("|"))
             };
-            let _ = writeln!(text, "         {}={}{values}: {}", p.key, p.default, p.help);
+            let _ = writeln!(text, "{indent}{}={}{values}: {}", p.key, p.default, p.help);
         }
         text.push('\n');
     }

@@ -1,0 +1,273 @@
+//! What the scheduling probes (`preempt`, `switch`, `pi`, `prio-wake`) share: the
+//! priorities of their partner tasks, derived from the measuring thread's, the pacing
+//! of their cycles, and the tally of samples, missed cycles and events.
+
+use super::catalogue::{self, Measured, ProbeInfo, ProbeSetup};
+use super::Placement;
+use crate::live::LiveStats;
+use crate::record::SampleRecorder;
+use latlab_model::run::{Event, Stream};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
+use latlab_rt::clock::Clock;
+use latlab_rt::partner::{PartnerPlace, TaskKind};
+use latlab_rt::sched::Policy;
+use latlab_rt::wake::{self, WaitError};
+use latlab_rt::{memory, RtError};
+
+/// Longest any wait of a scheduling probe blocks before it looks again (at the stop
+/// flag, or at whether its partners are still there).
+pub(super) const WAIT_NS: i64 = 100_000_000;
+
+/// Most marks (events to report) a worker keeps; [`Tally::marks_total`] counts all.
+pub(super) const MAX_MARKS: usize = 10;
+
+/// Something worth an event, kept without allocating while measuring and turned into
+/// an [`Event`] when the stream is finished.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mark {
+    /// Offset into the measured span, ns.
+    pub(super) at: i64,
+    /// The sample or wait it concerns, ns.
+    pub(super) value: i64,
+    /// Probe-specific detail (e.g. a wake-up order).
+    pub(super) detail: u64,
+}
+
+/// Checks at plan time that partners `below` priority levels under the measuring
+/// thread's can exist: the policy must be pinned (not deadline), and a real-time
+/// priority must leave room.
+pub(super) fn check_policy(info: &ProbeInfo, setup: &ProbeSetup, below: i32) -> Result<(), String> {
+    match setup.policy {
+        SchedSpec::Deadline { .. } => Err(format!(
+            "{}: SCHED_DEADLINE threads cannot be pinned, and this probe's tasks must share \
+             one CPU: use -P f:PRIO or r:PRIO",
+            info.name
+        )),
+        SchedSpec::Fifo { priority } | SchedSpec::Rr { priority } if priority <= below => {
+            Err(format!(
+                "{}: its partners run up to {below} priority levels below the measuring \
+                 thread: give -P f:{} or higher",
+                info.name,
+                below + 1
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `task=thread|process`.
+pub(super) fn task_kind(setup: &ProbeSetup) -> TaskKind {
+    match setup.param("task") {
+        "process" => TaskKind::Process,
+        _ => TaskKind::Thread,
+    }
+}
+
+/// A partner on the measuring thread's CPU, `below` priority levels under it (the same
+/// policy when it is not a real-time one: then priorities mean nothing, and the
+/// runner has already said the run is not real-time).
+pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<PartnerPlace, RtError> {
+    let cpu = placement.cpu.ok_or_else(|| {
+        RtError::new(
+            "place a partner task",
+            std::io::Error::other("the measuring thread is not pinned to a CPU"),
+        )
+    })?;
+    let policy = match placement.policy {
+        SchedSpec::Fifo { priority } => Policy::Fifo {
+            priority: (priority - below).max(1),
+        },
+        SchedSpec::Rr { priority } => Policy::RoundRobin {
+            priority: (priority - below).max(1),
+        },
+        SchedSpec::Batch { nice } => Policy::Batch { nice },
+        SchedSpec::Idle => Policy::Idle,
+        SchedSpec::Other { nice } => Policy::Other { nice },
+        SchedSpec::Deadline { .. } => Policy::Other { nice: 0 },
+    };
+    Ok(PartnerPlace { cpu, policy })
+}
+
+/// Sleeps until `at` on `CLOCK_MONOTONIC`; false when interrupted (a stop request).
+pub(super) fn sleep_until(at: i64) -> Result<bool, RtError> {
+    match wake::sleep_until(Clock::Monotonic, at) {
+        Ok(()) => Ok(true),
+        Err(WaitError::Interrupted) => Ok(false),
+        Err(WaitError::Failed(e)) => Err(e),
+    }
+}
+
+/// The next cycle's due instant after `due`: one period on, or the first period
+/// boundary still ahead when a cycle overran (cycles never pile up).
+pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
+    let next = due + period;
+    if next > now {
+        next
+    } else {
+        next + ((now - next) / period + 1) * period
+    }
+}
+
+/// Samples, missed cycles and events of one worker.
+#[derive(Debug)]
+pub(super) struct Tally {
+    pub(super) recorder: SampleRecorder,
+    pub(super) missed: u64,
+    pub(super) warm_up_samples: u64,
+    pub(super) first: Option<Nanos>,
+    pub(super) elapsed: Nanos,
+    pub(super) page_faults: u64,
+    pub(super) marks: Vec<Mark>,
+    pub(super) marks_total: u64,
+}
+
+impl Tally {
+    pub(super) fn new(setup: &ProbeSetup) -> Tally {
+        Tally {
+            recorder: setup.recorder(),
+            missed: 0,
+            warm_up_samples: 0,
+            first: None,
+            elapsed: Nanos(0),
+            page_faults: 0,
+            marks: Vec::with_capacity(MAX_MARKS),
+            marks_total: 0,
+        }
+    }
+
+    /// Takes a sample at `at` (ns into the measured span); warm-up samples only count.
+    #[inline(always)]
+    pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
+        if !measured {
+            self.warm_up_samples += 1;
+            return;
+        }
+        self.recorder.record(sample, at);
+        live.publish(sample, 0);
+        if self.first.is_none() {
+            self.first = Some(Nanos(sample));
+        }
+    }
+
+    /// Counts a cycle without a sample (only in the measured span).
+    #[inline(always)]
+    pub(super) fn miss(&mut self, measured: bool, live: &LiveStats) {
+        if measured {
+            self.missed += 1;
+            live.publish_missed(self.missed);
+        }
+    }
+
+    /// Counts a mark (in the measured span), keeping the first [`MAX_MARKS`].
+    #[inline(always)]
+    pub(super) fn mark(&mut self, mark: Mark, measured: bool) {
+        if !measured {
+            return;
+        }
+        self.marks_total += 1;
+        if self.marks.len() < MAX_MARKS {
+            self.marks.push(mark);
+        }
+    }
+
+    /// An event of this worker's thread.
+    pub(super) fn event(
+        &self,
+        placement: &Placement,
+        kind: &str,
+        mark: Option<Mark>,
+        message: String,
+    ) -> Event {
+        Event {
+            kind: kind.to_string(),
+            at_ns: Nanos(mark.map_or(self.elapsed.0, |m| m.at)),
+            thread: placement.thread,
+            cpu: placement.cpu,
+            value_ns: mark.map(|m| Nanos(m.value)),
+            message,
+        }
+    }
+
+    /// Touches again, at the start of the measured span, every page the measuring loop
+    /// writes: another measuring thread's partner process may have been forked after
+    /// this thread's rehearsal, and a fork leaves every private page copy-on-write, so
+    /// the first write to each would be a page fault inside the measurement. Returns
+    /// the thread's page-fault count to measure from.
+    pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
+        memory::prefault_stack::<{ 32 * 1024 }>();
+        self.recorder.reset();
+        let blank = Mark {
+            at: 0,
+            value: 0,
+            detail: 0,
+        };
+        self.marks.clear();
+        self.marks.spare_capacity_mut().iter_mut().for_each(|m| {
+            m.write(blank);
+        });
+        live.reset();
+        memory::thread_page_faults()
+    }
+
+    /// Forgets what the rehearsal left.
+    pub(super) fn reset(&mut self, live: &LiveStats) {
+        self.recorder.reset();
+        self.missed = 0;
+        self.warm_up_samples = 0;
+        self.first = None;
+        self.marks.clear();
+        self.marks_total = 0;
+        live.reset();
+    }
+
+    /// The stream of this worker.
+    pub(super) fn stream(
+        &self,
+        info: &'static ProbeInfo,
+        setup: &ProbeSetup,
+        placement: &Placement,
+        phase: &str,
+    ) -> Stream {
+        catalogue::stream_of(
+            Measured {
+                info,
+                setup,
+                placement,
+                recorder: &self.recorder,
+                missed: self.missed,
+                warm_up_samples: self.warm_up_samples,
+                first_sample: self.first,
+                elapsed: self.elapsed,
+                page_faults: self.page_faults,
+            },
+            phase,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrunning_cycles_skip_to_the_next_boundary_ahead() {
+        assert_eq!(next_due(1_000, 100, 1_050), 1_100);
+        assert_eq!(next_due(1_000, 100, 1_100), 1_200);
+        assert_eq!(next_due(1_000, 100, 1_350), 1_400);
+    }
+
+    #[test]
+    fn partners_sit_below_the_measuring_thread() {
+        let at = |policy| Placement {
+            thread: 0,
+            cpu: Some(1),
+            policy,
+            timer_slack_ns: 0,
+        };
+        let p = partner_place(&at(SchedSpec::Fifo { priority: 95 }), 2).unwrap();
+        assert_eq!((p.cpu, p.policy), (1, Policy::Fifo { priority: 93 }));
+        let p = partner_place(&at(SchedSpec::Other { nice: 0 }), 2).unwrap();
+        assert_eq!(p.policy, Policy::Other { nice: 0 });
+    }
+}

@@ -1,0 +1,359 @@
+//! `pi`: priority inversion and its cure — how long a high-priority task waits for a
+//! mutex held by a low-priority one while a medium-priority one wants the CPU.
+//!
+//! Rhealstone's deadlock-break time (Kar 1990), as a distribution. Three tasks on one
+//! CPU: low L (SCHED_FIFO two levels below the measuring thread) takes the mutex and
+//! works for [`HOLD_NS`] of its own CPU time; the measuring thread H, woken each period,
+//! waits until L holds the mutex, wakes medium M (one level below H; it would spin for
+//! up to [`HOG_NS`]) and locks the mutex: sample = H's return from the lock − its call.
+//! With `PTHREAD_PRIO_INHERIT` L runs at H's priority until it unlocks, so the wait is
+//! bounded by L's remaining work; without, M takes the CPU from L and H waits for M.
+//! H's lock gives up after [`TIMEOUT_NS`]: that cycle is an inversion — no sample, a
+//! missed cycle, an event — and H then tells M to stop, so L can finish.
+
+use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::partners::{self, Mark, Tally, WAIT_NS};
+use super::{Placement, Probe, Window, Worker};
+use crate::live::LiveStats;
+use latlab_model::run::{Event, Stream};
+use latlab_model::Nanos;
+use latlab_rt::clock::{self, Clock};
+use latlab_rt::partner::futex;
+use latlab_rt::partner::{self, Partner};
+use latlab_rt::pthread::{Mutex, Protocol};
+use latlab_rt::{memory, RtError};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// CPU time L works while holding the mutex.
+pub const HOLD_NS: i64 = 100_000;
+/// Longest M spins when nobody stops it.
+pub const HOG_NS: i64 = 5_000_000;
+/// Longest H waits for the mutex: ten times L's work. A longer wait can only mean the
+/// holder was kept off the CPU — an inversion.
+pub const TIMEOUT_NS: i64 = 10 * HOLD_NS;
+
+/// The priority-inversion probe in the catalogue.
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "pi",
+    summary: "priority inversion: a high task's wait for a mutex held by a low one while a medium one spins",
+    definition: "Three SCHED_FIFO tasks on one CPU: low L (two priorities below the measuring \
+                 thread) locks a pthread mutex and works 100 us of its own CPU time before \
+                 unlocking; each period the measuring thread H wakes L, waits until L holds \
+                 the mutex, wakes medium M (one priority below H; it spins up to 5 ms or \
+                 until H is done) and locks the mutex. sample = H's return from \
+                 pthread_mutex_clocklock - its call, CLOCK_MONOTONIC. protocol=inherit: \
+                 PTHREAD_PRIO_INHERIT, L inherits H's priority and the wait is bounded by L's \
+                 work. protocol=none: M runs before L; H gives up after 1 ms and the cycle is \
+                 an inversion (no sample; counted in missed and reported as events).",
+    params: &[
+        ParamInfo {
+            key: "protocol",
+            choices: &["inherit", "none"],
+            default: "inherit",
+            help: "the mutex protocol: PTHREAD_PRIO_INHERIT or PTHREAD_PRIO_NONE",
+        },
+        ParamInfo {
+            key: "task",
+            choices: &["thread"],
+            default: "thread",
+            help: "L and M are threads of latlab",
+        },
+        ParamInfo {
+            key: "cpu",
+            choices: &["same"],
+            default: "same",
+            help: "all three on the measuring thread's CPU (an inversion needs one CPU)",
+        },
+    ],
+    build,
+};
+
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+    partners::check_policy(&INFO, setup, 2)?;
+    Ok(Box::new(PiProbe {
+        setup: setup.clone(),
+        protocol: match setup.param("protocol") {
+            "none" => Protocol::None,
+            _ => Protocol::Inherit,
+        },
+    }))
+}
+
+struct PiProbe {
+    setup: ProbeSetup,
+    protocol: Protocol,
+}
+
+/// What H, L and M share; cycle numbers start at 1.
+struct Shared {
+    mutex: Mutex,
+    stop: AtomicBool,
+    /// The cycle L is to take the mutex in (L's futex word).
+    low_go: AtomicU32,
+    /// The cycle in which L holds the mutex (H's futex word).
+    low_holds: AtomicU32,
+    /// The cycle M is to spin in (M's futex word).
+    medium_go: AtomicU32,
+    /// The cycle whose spinning M is to end.
+    medium_stop: AtomicU32,
+}
+
+/// Waits until `word` differs from `seen` or a stop is requested; the new value.
+fn next_cycle(shared: &Shared, word: &AtomicU32, seen: u32) -> Option<u32> {
+    loop {
+        if shared.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = word.load(Ordering::Acquire);
+        if now != seen {
+            return Some(now);
+        }
+        let _ = futex::wait(word, seen, WAIT_NS);
+    }
+}
+
+/// L: per cycle, lock, report holding, work [`HOLD_NS`] of CPU time, unlock.
+fn low(shared: &Shared) {
+    let mut seen = 0;
+    while let Some(cycle) = next_cycle(shared, &shared.low_go, seen) {
+        seen = cycle;
+        match shared.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => continue,
+        }
+        shared.low_holds.store(cycle, Ordering::Release);
+        futex::wake(&shared.low_holds, 1);
+        // Its own CPU time: the time M keeps it off the CPU does not shorten the work.
+        let until = clock::thread_cpu_ns() + HOLD_NS;
+        while clock::thread_cpu_ns() < until && !shared.stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        shared.mutex.unlock();
+    }
+}
+
+/// M: per cycle, spin until told to stop or [`HOG_NS`] passed.
+fn medium(shared: &Shared) {
+    let mut seen = 0;
+    while let Some(cycle) = next_cycle(shared, &shared.medium_go, seen) {
+        seen = cycle;
+        let until = Clock::Monotonic.now_ns() + HOG_NS;
+        while shared.medium_stop.load(Ordering::Acquire) != cycle
+            && Clock::Monotonic.now_ns() < until
+            && !shared.stop.load(Ordering::Relaxed)
+        {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Probe for PiProbe {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
+
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+        let shared = Arc::new(Shared {
+            mutex: Mutex::new(self.protocol)?,
+            stop: AtomicBool::new(false),
+            low_go: AtomicU32::new(0),
+            low_holds: AtomicU32::new(0),
+            medium_go: AtomicU32::new(0),
+            medium_stop: AtomicU32::new(0),
+        });
+        let mut worker = PiWorker {
+            setup: self.setup.clone(),
+            placement: placement.clone(),
+            shared: shared.clone(),
+            partners: Vec::with_capacity(2),
+            cycle: 0,
+            cycles: 0,
+            tally: Tally::new(&self.setup),
+        };
+        let low_shared = shared.clone();
+        worker.partners.push(partner::spawn_thread(
+            partners::partner_place(placement, 2)?,
+            move || low(&low_shared),
+        )?);
+        worker.partners.push(partner::spawn_thread(
+            partners::partner_place(placement, 1)?,
+            move || medium(&shared),
+        )?);
+        Ok(Box::new(worker))
+    }
+}
+
+struct PiWorker {
+    setup: ProbeSetup,
+    placement: Placement,
+    shared: Arc<Shared>,
+    partners: Vec<Partner>,
+    cycle: u32,
+    /// Measured cycles, with or without a sample.
+    cycles: u64,
+    tally: Tally,
+}
+
+/// How one cycle ended.
+enum Cycle {
+    /// H got the mutex after waiting this long.
+    Acquired(i64),
+    /// H gave up after waiting this long: an inversion.
+    Inversion(i64),
+    /// L did not take the mutex in time.
+    NoHolder,
+}
+
+impl PiWorker {
+    fn cycle(&mut self) -> Result<Cycle, RtError> {
+        let s = &*self.shared;
+        self.cycle = self.cycle.wrapping_add(1).max(1);
+        let cycle = self.cycle;
+        s.low_go.store(cycle, Ordering::Release);
+        futex::wake(&s.low_go, 1);
+        let until = Clock::Monotonic.now_ns() + WAIT_NS;
+        while s.low_holds.load(Ordering::Acquire) != cycle {
+            let left = until - Clock::Monotonic.now_ns();
+            if left <= 0 {
+                return Ok(Cycle::NoHolder);
+            }
+            let _ = futex::wait(&s.low_holds, s.low_holds.load(Ordering::Acquire), left);
+        }
+        s.medium_go.store(cycle, Ordering::Release);
+        futex::wake(&s.medium_go, 1);
+        let call = Clock::Monotonic.now_ns();
+        let acquired = s.mutex.lock_until(call + TIMEOUT_NS);
+        let returned = Clock::Monotonic.now_ns();
+        s.medium_stop.store(cycle, Ordering::Release);
+        match acquired? {
+            true => {
+                s.mutex.unlock();
+                Ok(Cycle::Acquired(returned - call))
+            }
+            false => Ok(Cycle::Inversion(returned - call)),
+        }
+    }
+
+    fn release(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for word in [&self.shared.low_go, &self.shared.medium_go] {
+            word.fetch_add(1, Ordering::AcqRel);
+            futex::wake(word, 1);
+        }
+        self.partners.clear();
+    }
+}
+
+impl Worker for PiWorker {
+    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
+        let period = self.setup.period.0.max(1);
+        let mut due = Clock::Monotonic.now_ns() + period;
+        for _ in 0..3 {
+            partners::sleep_until(due)?;
+            if let Cycle::Acquired(s) = self.cycle()? {
+                self.tally.sample(s, 0, true, live);
+            }
+            due = partners::next_due(due, period, Clock::Monotonic.now_ns());
+        }
+        self.tally.reset(live);
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let period = self.setup.period.0.max(1);
+        let faults_before = self.tally.settle(live);
+        let mut due = window.start;
+        let mut last = window.start;
+        let result = loop {
+            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
+                break Ok(());
+            }
+            match partners::sleep_until(due) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => break Err(e),
+            }
+            let measured = due >= window.warm_up_end;
+            let at = due - window.warm_up_end;
+            self.cycles += u64::from(measured);
+            match self.cycle() {
+                Ok(Cycle::Acquired(s)) => self.tally.sample(s, at, measured, live),
+                Ok(Cycle::Inversion(waited)) => {
+                    self.tally.miss(measured, live);
+                    let mark = Mark {
+                        at,
+                        value: waited,
+                        detail: 0,
+                    };
+                    self.tally.mark(mark, measured);
+                }
+                Ok(Cycle::NoHolder) => self.tally.miss(measured, live),
+                Err(e) => break Err(e),
+            }
+            last = Clock::Monotonic.now_ns();
+            due = partners::next_due(due, period, last);
+        };
+        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
+        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.release();
+        result
+    }
+
+    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        self.release();
+        let t = &self.tally;
+        let protocol = self.setup.param("protocol");
+        let mut events: Vec<Event> = t
+            .marks
+            .iter()
+            .map(|&m| {
+                t.event(
+                    &self.placement,
+                    "inversion",
+                    Some(m),
+                    format!(
+                        "priority inversion (protocol={protocol}): the high-priority task gave \
+                         up on the mutex after {} while the medium-priority task held the CPU",
+                        Nanos(m.value)
+                    ),
+                )
+            })
+            .collect();
+        events.push(t.event(
+            &self.placement,
+            "inversions",
+            None,
+            format!(
+                "pi protocol={protocol} on CPU {}: {} priority inversion(s) (waits over {}) in \
+                 {} cycles{}",
+                self.placement.cpu.map_or("-".to_string(), |c| c.to_string()),
+                t.marks_total,
+                Nanos(TIMEOUT_NS),
+                self.cycles,
+                if t.marks_total > t.marks.len() as u64 {
+                    format!("; the first {} are listed", t.marks.len())
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        (stream, events)
+    }
+}
+
+impl Drop for PiWorker {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -1,0 +1,388 @@
+//! `prio-wake`: do waiters woken together run in priority order, and how soon does the
+//! most urgent one run?
+//!
+//! `tasks` waiter threads of rising SCHED_FIFO priority (the highest one level below the
+//! measuring thread, all on its CPU) wait on one condition variable. Each period the
+//! measuring thread locks the mutex, stamps `CLOCK_MONOTONIC` (the broadcast stamp),
+//! calls `pthread_cond_broadcast`, unlocks and sleeps on a futex until every waiter
+//! has run. Each waiter, back from its wait with the mutex held, stamps the clock and
+//! takes the next place in the wake-up order. sample = the highest-priority waiter's
+//! stamp − the broadcast stamp: the broadcast, the unlock, the measuring thread going
+//! to sleep, the switch, the waiter's return with the mutex re-taken. A round whose
+//! order is not highest-first is out of order: it still gives its sample, and is
+//! counted and reported as an event; a round in which not every waiter ran within
+//! 100 ms is missed.
+
+use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::partners::{self, Mark, Tally, WAIT_NS};
+use super::{Placement, Probe, Window, Worker};
+use crate::live::LiveStats;
+use latlab_model::run::{Event, Stream};
+use latlab_model::Nanos;
+use latlab_rt::clock::Clock;
+use latlab_rt::partner::futex;
+use latlab_rt::partner::{self, Partner};
+use latlab_rt::pthread::{Condvar, Mutex, Protocol};
+use latlab_rt::{memory, RtError};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Most waiters.
+const MAX_WAITERS: usize = 8;
+
+/// The priority-order wake-up probe in the catalogue.
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "prio-wake",
+    summary:
+        "waiters on one condvar woken by a broadcast: priority order, and the top one's wake-up",
+    definition: "`tasks` waiter threads of rising SCHED_FIFO priority (the highest one below \
+                 the measuring thread, all on its CPU) wait on one pthread condition variable. \
+                 Each period the measuring thread locks the mutex, stamps CLOCK_MONOTONIC, \
+                 broadcasts, unlocks and sleeps on a futex until all waiters ran; each waiter \
+                 stamps the clock on return from its wait and takes the next place in the \
+                 order. sample = the highest-priority waiter's stamp - the broadcast stamp. A \
+                 round not woken highest-first is out of order: counted and reported as \
+                 events (its sample is kept). A round not completed within 100 ms is missed.",
+    params: &[
+        ParamInfo {
+            key: "tasks",
+            choices: &["2", "4", "8"],
+            default: "4",
+            help: "waiters, one priority level apart",
+        },
+        ParamInfo {
+            key: "task",
+            choices: &["thread"],
+            default: "thread",
+            help: "waiters are threads of latlab",
+        },
+        ParamInfo {
+            key: "cpu",
+            choices: &["same"],
+            default: "same",
+            help: "every waiter on the measuring thread's CPU (the order is the scheduler's)",
+        },
+    ],
+    build,
+};
+
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+    let tasks = setup
+        .param("tasks")
+        .parse::<usize>()
+        .ok()
+        .filter(|t| (2..=MAX_WAITERS).contains(t))
+        .ok_or_else(|| format!("tasks={}: give 2 to {MAX_WAITERS}", setup.param("tasks")))?;
+    partners::check_policy(&INFO, setup, tasks as i32)?;
+    Ok(Box::new(PrioWakeProbe {
+        setup: setup.clone(),
+        tasks,
+    }))
+}
+
+struct PrioWakeProbe {
+    setup: ProbeSetup,
+    tasks: usize,
+}
+
+/// What the measuring thread and the waiters share; rounds start at 1.
+struct Shared {
+    mutex: Mutex,
+    cond: Condvar,
+    stop: AtomicBool,
+    /// The round broadcast last (written with the mutex held).
+    round: AtomicU32,
+    /// Waiters that have waited at least once.
+    ready: AtomicU32,
+    /// The next place in this round's wake-up order.
+    place: AtomicU32,
+    /// Waiter index by place.
+    woke_by: [AtomicU32; MAX_WAITERS],
+    /// Stamp by waiter index.
+    woke_ns: [AtomicI64; MAX_WAITERS],
+    /// The last round every waiter ran in (the measuring thread's futex word).
+    done: AtomicU32,
+    tasks: u32,
+}
+
+/// Waiter `index` (priority rises with it).
+fn waiter(shared: &Shared, index: usize) {
+    let mut held = false;
+    while !held {
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        held = matches!(
+            shared.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS),
+            Ok(true)
+        );
+    }
+    shared.ready.fetch_add(1, Ordering::AcqRel);
+    let mut seen = 0;
+    while !shared.stop.load(Ordering::Acquire) {
+        let round = shared.round.load(Ordering::Acquire);
+        if round != seen {
+            let now = Clock::Monotonic.now_ns();
+            seen = round;
+            let place = shared.place.fetch_add(1, Ordering::AcqRel);
+            shared.woke_ns[index].store(now, Ordering::Relaxed);
+            if let Some(slot) = shared.woke_by.get(place as usize) {
+                slot.store(index as u32, Ordering::Relaxed);
+            }
+            if place + 1 == shared.tasks {
+                shared.done.store(round, Ordering::Release);
+                futex::wake(&shared.done, 1);
+            }
+        }
+        shared
+            .cond
+            .wait_until(&shared.mutex, Clock::Monotonic.now_ns() + WAIT_NS);
+    }
+    shared.mutex.unlock();
+}
+
+impl Probe for PrioWakeProbe {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
+
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+        let shared = Arc::new(Shared {
+            mutex: Mutex::new(Protocol::None)?,
+            cond: Condvar::new()?,
+            stop: AtomicBool::new(false),
+            round: AtomicU32::new(0),
+            ready: AtomicU32::new(0),
+            place: AtomicU32::new(0),
+            woke_by: std::array::from_fn(|_| AtomicU32::new(0)),
+            woke_ns: std::array::from_fn(|_| AtomicI64::new(0)),
+            done: AtomicU32::new(0),
+            tasks: self.tasks as u32,
+        });
+        let mut worker = PrioWakeWorker {
+            setup: self.setup.clone(),
+            placement: placement.clone(),
+            shared: shared.clone(),
+            partners: Vec::with_capacity(self.tasks),
+            rounds: 0,
+            tally: Tally::new(&self.setup),
+        };
+        for index in 0..self.tasks {
+            // Waiter `tasks - 1` is the highest, one level below the measuring thread.
+            let place = partners::partner_place(placement, (self.tasks - index) as i32)?;
+            let shared = shared.clone();
+            worker.partners.push(partner::spawn_thread(place, move || {
+                waiter(&shared, index)
+            })?);
+        }
+        Ok(Box::new(worker))
+    }
+}
+
+struct PrioWakeWorker {
+    setup: ProbeSetup,
+    placement: Placement,
+    shared: Arc<Shared>,
+    partners: Vec<Partner>,
+    /// Measured rounds, with or without a sample.
+    rounds: u64,
+    tally: Tally,
+}
+
+/// How one round ended.
+enum Round {
+    /// The top waiter's wake-up, and the order as one hex digit per place (highest
+    /// priority first expected).
+    Woke {
+        latency: i64,
+        order: u64,
+        in_order: bool,
+    },
+    /// Not every waiter ran in time.
+    Incomplete,
+}
+
+impl PrioWakeWorker {
+    fn round(&mut self) -> Result<Round, RtError> {
+        let s = &*self.shared;
+        if !s.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS)? {
+            return Ok(Round::Incomplete);
+        }
+        let round = s.round.load(Ordering::Relaxed).wrapping_add(1).max(1);
+        s.place.store(0, Ordering::Relaxed);
+        s.round.store(round, Ordering::Release);
+        let broadcast = Clock::Monotonic.now_ns();
+        s.cond.broadcast();
+        s.mutex.unlock();
+        let until = broadcast + WAIT_NS;
+        while s.done.load(Ordering::Acquire) != round {
+            let left = until - Clock::Monotonic.now_ns();
+            if left <= 0 {
+                return Ok(Round::Incomplete);
+            }
+            let _ = futex::wait(&s.done, s.done.load(Ordering::Acquire), left);
+        }
+        let tasks = s.tasks as usize;
+        let mut order = 0u64;
+        let mut in_order = true;
+        for place in 0..tasks {
+            let by = s.woke_by[place].load(Ordering::Relaxed);
+            order = order << 4 | u64::from(by & 0xf);
+            in_order &= by as usize == tasks - 1 - place;
+        }
+        Ok(Round::Woke {
+            latency: s.woke_ns[tasks - 1].load(Ordering::Relaxed) - broadcast,
+            order,
+            in_order,
+        })
+    }
+
+    /// Waits until every waiter has waited once (at most 100 ms per waiter).
+    fn wait_ready(&self) -> Result<(), RtError> {
+        let until = Clock::Monotonic.now_ns() + WAIT_NS * self.shared.tasks as i64;
+        while self.shared.ready.load(Ordering::Acquire) < self.shared.tasks {
+            if Clock::Monotonic.now_ns() > until {
+                return Err(RtError::new(
+                    "start the waiter threads",
+                    std::io::Error::other("they did not begin waiting within 100 ms each"),
+                ));
+            }
+            partners::sleep_until(Clock::Monotonic.now_ns() + 1_000_000)?;
+        }
+        Ok(())
+    }
+
+    fn release(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Ok(true) = self
+            .shared
+            .mutex
+            .lock_until(Clock::Monotonic.now_ns() + WAIT_NS)
+        {
+            self.shared.cond.broadcast();
+            self.shared.mutex.unlock();
+        }
+        self.partners.clear();
+    }
+}
+
+impl Worker for PrioWakeWorker {
+    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
+        self.wait_ready()?;
+        for _ in 0..3 {
+            if let Round::Woke { latency, .. } = self.round()? {
+                self.tally.sample(latency, 0, true, live);
+            }
+            partners::sleep_until(Clock::Monotonic.now_ns() + self.setup.period.0)?;
+        }
+        self.tally.reset(live);
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let period = self.setup.period.0.max(1);
+        let faults_before = self.tally.settle(live);
+        let mut due = window.start;
+        let mut last = window.start;
+        let result = loop {
+            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
+                break Ok(());
+            }
+            match partners::sleep_until(due) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => break Err(e),
+            }
+            let measured = due >= window.warm_up_end;
+            let at = due - window.warm_up_end;
+            self.rounds += u64::from(measured);
+            match self.round() {
+                Ok(Round::Woke {
+                    latency,
+                    order,
+                    in_order,
+                }) => {
+                    self.tally.sample(latency, at, measured, live);
+                    if !in_order {
+                        let mark = Mark {
+                            at,
+                            value: latency,
+                            detail: order,
+                        };
+                        self.tally.mark(mark, measured);
+                    }
+                }
+                Ok(Round::Incomplete) => self.tally.miss(measured, live),
+                Err(e) => break Err(e),
+            }
+            last = Clock::Monotonic.now_ns();
+            due = partners::next_due(due, period, last);
+        };
+        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
+        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.release();
+        result
+    }
+
+    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        self.release();
+        let t = &self.tally;
+        let tasks = self.shared.tasks as usize;
+        let order_text = |order: u64| {
+            (0..tasks)
+                .rev()
+                .map(|place| ((order >> (4 * place)) & 0xf).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let expected = (0..tasks).rev().map(|i| i.to_string()).collect::<Vec<_>>();
+        let mut events: Vec<Event> = t
+            .marks
+            .iter()
+            .map(|&m| {
+                t.event(
+                    &self.placement,
+                    "out-of-order",
+                    Some(m),
+                    format!(
+                        "prio-wake: waiters ran in the order {} (by rising priority 0..{}; \
+                         expected {})",
+                        order_text(m.detail),
+                        tasks - 1,
+                        expected.join(",")
+                    ),
+                )
+            })
+            .collect();
+        let complete = self.rounds.saturating_sub(t.missed);
+        events.push(t.event(
+            &self.placement,
+            "prio-order",
+            None,
+            format!(
+                "prio-wake tasks={tasks} on CPU {}: {} of {complete} complete rounds woke out \
+                 of priority order ({} incomplete)",
+                self.placement.cpu.map_or("-".to_string(), |c| c.to_string()),
+                t.marks_total,
+                t.missed,
+            ),
+        ));
+        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        (stream, events)
+    }
+}
+
+impl Drop for PrioWakeWorker {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
