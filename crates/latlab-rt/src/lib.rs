@@ -22,6 +22,7 @@ pub mod process;
 pub mod sched;
 pub mod shared;
 pub mod signal;
+pub mod sigwait;
 pub mod slack;
 pub mod trace;
 pub mod wake;

@@ -152,10 +152,15 @@ fn empty_attr() -> libc::sched_attr {
 
 /// Sets the calling thread's policy.
 pub fn set_current_thread(policy: Policy) -> Result<(), RtError> {
+    set_task(0, policy)
+}
+
+/// Sets the policy of thread or process `tid` (0 = the calling thread).
+pub fn set_task(tid: i32, policy: Policy) -> Result<(), RtError> {
     let attr = policy.to_attr();
-    // SAFETY: sched_setattr(pid 0 = calling thread, &attr, flags 0) reads `attr.size`
-    // bytes from a valid, fully initialised sched_attr.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const _, 0) };
+    // SAFETY: sched_setattr(tid, &attr, flags 0) reads `attr.size` bytes from a valid,
+    // fully initialised sched_attr.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const _, 0) };
     if rc != 0 {
         return Err(RtError::last(format!("set scheduling policy {policy}")));
     }
