@@ -16,6 +16,8 @@
 
 pub mod catalogue;
 pub mod clock;
+pub mod noise;
+pub mod signal;
 pub mod timer;
 
 use crate::live::LiveStats;
