@@ -188,40 +188,58 @@ pub struct Target {
     pub signo: i32,
 }
 
-/// Queues `signo` with `value` to thread `tid` of process `pid`, as `sigqueue` would
-/// (`si_code` = `SI_QUEUE`, the sender's pid and uid): `rt_tgsigqueueinfo`. Returns
-/// the errno on failure (no allocation: callable from a forked child).
-#[inline]
-pub fn queue_to_thread(target: Target, value: usize) -> Result<(), i32> {
-    let mut info = QueuedInfo {
-        signo: target.signo,
-        errno: 0,
-        code: SI_QUEUE,
-        #[cfg(target_pointer_width = "64")]
-        pad: 0,
-        // SAFETY: getpid and getuid take no arguments and cannot fail.
-        pid: unsafe { libc::getpid() },
-        // SAFETY: as above.
-        uid: unsafe { libc::getuid() },
-        value,
-        rest: [0; QUEUED_INFO_REST],
-    };
-    // SAFETY: rt_tgsigqueueinfo reads a 128-byte siginfo, which `QueuedInfo` is, laid
-    // out as the kernel's `_rt` member (checked by a test).
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            target.pid,
-            target.tid,
-            target.signo,
-            &mut info as *mut QueuedInfo,
-        )
-    };
-    if rc != 0 {
-        // SAFETY: __errno_location returns the calling thread's errno slot.
-        return Err(unsafe { *libc::__errno_location() });
+/// Queues a signal with a value to one thread, as `sigqueue` would (`si_code` =
+/// `SI_QUEUE`, the sender's pid and uid): `rt_tgsigqueueinfo`. The siginfo is built
+/// once, so a send is one system call.
+#[derive(Debug)]
+pub struct Queuer {
+    target: Target,
+    info: QueuedInfo,
+}
+
+impl Queuer {
+    /// A queuer from the calling process to `target`.
+    pub fn new(target: Target) -> Queuer {
+        Queuer {
+            target,
+            info: QueuedInfo {
+                signo: target.signo,
+                errno: 0,
+                code: SI_QUEUE,
+                #[cfg(target_pointer_width = "64")]
+                pad: 0,
+                // SAFETY: getpid and getuid take no arguments and cannot fail.
+                pid: unsafe { libc::getpid() },
+                // SAFETY: as above.
+                uid: unsafe { libc::getuid() },
+                value: 0,
+                rest: [0; QUEUED_INFO_REST],
+            },
+        }
     }
-    Ok(())
+
+    /// Queues the signal with `value`; the errno on failure (no allocation: callable
+    /// from a forked child).
+    #[inline]
+    pub fn send(&mut self, value: usize) -> Result<(), i32> {
+        self.info.value = value;
+        // SAFETY: rt_tgsigqueueinfo reads a 128-byte siginfo, which `QueuedInfo` is,
+        // laid out as the kernel's `_rt` member (checked by a test).
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                self.target.pid,
+                self.target.tid,
+                self.target.signo,
+                &mut self.info as *mut QueuedInfo,
+            )
+        };
+        if rc != 0 {
+            // SAFETY: __errno_location returns the calling thread's errno slot.
+            return Err(unsafe { *libc::__errno_location() });
+        }
+        Ok(())
+    }
 }
 
 const QUEUED_INFO_HEAD: usize = if cfg!(target_pointer_width = "64") {
@@ -233,6 +251,7 @@ const QUEUED_INFO_REST: usize = 128 - QUEUED_INFO_HEAD;
 
 /// The kernel's siginfo for a queued signal: three ints, the union (pointer-aligned)
 /// whose `_rt` member is pid, uid and the value; 128 bytes in all.
+#[derive(Debug)]
 #[repr(C)]
 struct QueuedInfo {
     signo: i32,
@@ -395,6 +414,7 @@ pub fn run_sender(link: &SenderLink, target: Target) {
         let (mut sent, mut skipped, mut errno) = (0i64, 0i64, 0i64);
         link.store(slot::SENT, 0);
         let mut due = link.load(slot::START);
+        let mut queuer = Queuer::new(target);
         while due < end && !link.quitting() && link.load(slot::GENERATION) == generation {
             let now = Clock::Monotonic.now_ns();
             if now < due {
@@ -414,7 +434,7 @@ pub fn run_sender(link: &SenderLink, target: Target) {
                 due += late_periods * period;
             }
             let t1 = Clock::Monotonic.now_ns();
-            match queue_to_thread(target, t1 as usize) {
+            match queuer.send(t1 as usize) {
                 Ok(()) if t1 >= from => {
                     sent += 1;
                     link.store(slot::SENT, sent);
@@ -551,7 +571,7 @@ mod tests {
             tid: crate::sched::gettid(),
             signo,
         };
-        queue_to_thread(target, 0xdead_beef).unwrap();
+        Queuer::new(target).send(0xdead_beef).unwrap();
         let got = blocked.wait(100_000_000).unwrap().expect("the signal");
         assert_eq!(got.code, SI_QUEUE);
         assert_eq!(got.pid, target.pid);
