@@ -373,6 +373,8 @@ impl SenderLink {
 
 /// How long a sender sleeps at most before looking at its plan again.
 const SENDER_POLL_NS: i64 = 5_000_000;
+/// How often an idle sender looks for a plan.
+const IDLE_POLL_NS: i64 = 50_000;
 
 /// Sleeps until `deadline` (absolute, CLOCK_MONOTONIC); an interruption just returns.
 #[inline]
@@ -401,7 +403,9 @@ pub fn run_sender(link: &SenderLink, target: Target) {
         }
         let generation = link.load(slot::GENERATION);
         if generation == seen {
-            nap_until(Clock::Monotonic.now_ns().saturating_add(1_000_000));
+            // Idle between plans (a few ms around each): look often, so that a plan
+            // published at its own start instant loses no period.
+            nap_until(Clock::Monotonic.now_ns().saturating_add(IDLE_POLL_NS));
             continue;
         }
         seen = generation;
@@ -483,8 +487,12 @@ impl SenderProcess {
         match unsafe { libc::fork() } {
             -1 => Err(RtError::last("fork the signal sender")),
             0 => {
-                // SAFETY: prctl with an integer signal, getppid without arguments.
+                // SAFETY: prctl with an integer signal, getppid without arguments,
+                // mlockall with flags only.
                 unsafe {
+                    // Memory locks are not inherited: lock what the child touches (on
+                    // fault, so none of the parent's pages is copied), as the parent does.
+                    libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT);
                     libc::prctl(
                         libc::PR_SET_PDEATHSIG,
                         libc::SIGKILL as libc::c_ulong,

@@ -19,6 +19,13 @@
 //! Signals are aimed at the measuring thread, never at the process, so no other
 //! thread of latlab can take them; the thread's mask is restored (and anything still
 //! pending discarded) when measuring ends. No disposition is changed.
+//!
+//! `task=process` forks while preparing, from the measuring thread; the child runs
+//! only async-signal-safe code and locks what it touches. A fork makes the parent's
+//! writable pages copy-on-write: each measuring thread rehearses after its own fork,
+//! but with several CPUs another thread may already have rehearsed, and its first
+//! write to each page then takes one minor fault (counted in `page_faults`; a warm-up
+//! absorbs it).
 
 use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
@@ -273,6 +280,15 @@ struct SignalWorker {
     page_faults: u64,
 }
 
+/// How many instants `start + k × period` (k ≥ 0) lie in `[from, until)`.
+fn periods_due(start: i64, period: i64, from: i64, until: i64) -> u64 {
+    let index = |t: i64| {
+        let offset = (t - start).max(0);
+        (offset + period - 1) / period // the first k with start + k × period ≥ t
+    };
+    (index(until) - index(from)).max(0) as u64
+}
+
 /// What one pass of the receiving loop saw.
 #[derive(Debug, Default, Clone, Copy)]
 struct Pass {
@@ -375,6 +391,7 @@ impl SignalWorker {
             }
             pass.last = r.at_ns;
         }
+        let stopped_at = Clock::Monotonic.now_ns();
         // Stop the plan and read what was sent (the sender reports when it stops).
         if link.report(generation).is_none() {
             link.idle(); // stopped early, or no end: the sender stops within a poll
@@ -391,27 +408,18 @@ impl SignalWorker {
                 std::thread::sleep(Duration::from_millis(1));
             }
         };
-        match report {
-            Some(r) if r.refused_for_good() => {
-                return Err(RtError::new(
-                    "queue the signal to the measuring thread",
-                    std::io::Error::from_raw_os_error(r.errno),
-                ));
-            }
-            Some(r) => {
-                pass.missed = r.skipped + r.sent.saturating_sub(pass.measured);
-            }
-            None => {
-                // The sender did not report: it died or hangs. Every period of the
-                // measured span without a sample is missed.
-                let until = window.end.map_or(Clock::Monotonic.now_ns(), |e| {
-                    e.min(Clock::Monotonic.now_ns())
-                });
-                let due = ((until - window.warm_up_end) / period).max(0) as u64;
-                pass.missed = due.max(link.sent_so_far()).saturating_sub(pass.measured);
-                pass.sender_lost = !stop.load(Ordering::Relaxed);
-            }
+        if let Some(r) = report.filter(|r| r.refused_for_good()) {
+            return Err(RtError::new(
+                "queue the signal to the measuring thread",
+                std::io::Error::from_raw_os_error(r.errno),
+            ));
         }
+        // Every period due in the measured span (up to where the loop stopped) without
+        // a sample is missed: the sender ran a period late, or its signal was lost.
+        let until = window.end.unwrap_or(stopped_at).min(stopped_at);
+        pass.missed = periods_due(window.start, period, window.warm_up_end, until)
+            .saturating_sub(pass.measured);
+        pass.sender_lost = report.is_none() && !stop.load(Ordering::Relaxed);
         live.publish_missed(pass.missed);
         Ok(pass)
     }
@@ -540,6 +548,15 @@ mod tests {
         assert!(err.contains("kind=queue only"));
         assert!(build(&setup(&[("kind", "timer"), ("cpu", "cross")])).is_err());
         assert!(build(&setup(&[("task", "process"), ("cpu", "cross")])).is_ok());
+    }
+
+    #[test]
+    fn periods_due_counts_the_grid_points_in_the_span() {
+        assert_eq!(periods_due(0, 10, 0, 100), 10);
+        assert_eq!(periods_due(0, 10, 5, 100), 9);
+        assert_eq!(periods_due(0, 10, 10, 101), 10);
+        assert_eq!(periods_due(0, 10, 50, 40), 0);
+        assert_eq!(periods_due(1_000, 100, 1_000, 1_000), 0);
     }
 
     #[test]
