@@ -5,6 +5,11 @@ use std::mem;
 
 /// Pins the calling thread to exactly one CPU.
 pub fn pin_current_thread(cpu: usize) -> Result<(), RtError> {
+    pin_task(0, cpu)
+}
+
+/// Pins thread or process `tid` (0 = the calling thread) to exactly one CPU.
+pub fn pin_task(tid: i32, cpu: usize) -> Result<(), RtError> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(RtError::new(
             format!("pin to CPU {cpu}"),
@@ -16,7 +21,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), RtError> {
     let rc = unsafe {
         let mut set: libc::cpu_set_t = mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+        libc::sched_setaffinity(tid, mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
         return Err(RtError::last(format!("pin thread to CPU {cpu}")));

@@ -24,6 +24,7 @@ pub mod pthread;
 pub mod sched;
 pub mod shared;
 pub mod signal;
+pub mod sigwait;
 pub mod slack;
 pub mod trace;
 pub mod wake;

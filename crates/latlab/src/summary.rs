@@ -142,7 +142,9 @@ pub fn render(run: &Run, color: bool) -> String {
             );
         }
     }
-    for e in &run.events {
+    // The noise probe's gaps are many: each CPU's noise-summary event speaks for them
+    // (reports and `latlab show` list them all).
+    for e in run.events.iter().filter(|e| e.kind != "noise") {
         let _ = writeln!(out, "Event: {}", e.message);
     }
     write_configuration(&mut out, run, (red, bold, reset));

@@ -16,11 +16,13 @@ use std::fmt;
 
 /// Every primitive probe, in the order `latlab probes` lists them.
 pub const CATALOGUE: &[ProbeInfo] = &[
-    super::clock::INFO,
     super::preempt::INFO,
     super::switch::INFO,
     super::pi::INFO,
     super::prio_wake::INFO,
+    super::signal::INFO,
+    super::noise::INFO,
+    super::clock::INFO,
 ];
 
 /// A primitive probe: its name, what it measures, its parameters, how to build it.

@@ -139,23 +139,6 @@ impl ClockWorker {
         }
     }
 
-    /// Measures the TSC's rate against CLOCK_MONOTONIC_RAW over `span`.
-    fn calibrate(&mut self, span: Nanos) -> Result<(), RtError> {
-        let raw = clock::read_id("monotonic-raw").unwrap_or(Clock::Monotonic.id());
-        let (t0, c0) = (clock::read_ns(raw), clock::tsc());
-        let end = Clock::Monotonic.now_ns() + span.0;
-        match wake::sleep_until(Clock::Monotonic, end) {
-            Ok(()) | Err(WaitError::Interrupted) => {}
-            Err(WaitError::Failed(e)) => return Err(e),
-        }
-        let (t1, c1) = (clock::read_ns(raw), clock::tsc());
-        if let (Some(c0), Some(c1)) = (c0, c1) {
-            let cycles = c1.wrapping_sub(c0).max(1) as u128;
-            self.tsc_scale = ((((t1 - t0).max(1) as u128) << 32) / cycles) as u64;
-        }
-        Ok(())
-    }
-
     /// One burst: `burst` reads, a sample per consecutive pair, recorded at `at`.
     #[inline(always)]
     fn burst(&mut self, at: i64, record: bool, live: &LiveStats) -> u64 {
@@ -179,7 +162,7 @@ impl ClockWorker {
 impl Worker for ClockWorker {
     fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
         if let Source::Tsc = self.source {
-            self.calibrate(Nanos::from_millis(20))?;
+            self.tsc_scale = tsc_scale(Nanos::from_millis(20))?;
         }
         for i in 0..3 {
             self.burst(i, true, live);
@@ -236,4 +219,24 @@ impl Worker for ClockWorker {
         );
         (stream, Vec::new())
     }
+}
+
+/// The TSC's rate in ns per cycle as a 32.32 fixed-point factor, measured against
+/// CLOCK_MONOTONIC_RAW over `span` (1.0 where there is no TSC).
+pub(crate) fn tsc_scale(span: Nanos) -> Result<u64, RtError> {
+    let raw = clock::read_id("monotonic-raw").unwrap_or(Clock::Monotonic.id());
+    let (t0, c0) = (clock::read_ns(raw), clock::tsc());
+    let end = Clock::Monotonic.now_ns() + span.0;
+    match wake::sleep_until(Clock::Monotonic, end) {
+        Ok(()) | Err(WaitError::Interrupted) => {}
+        Err(WaitError::Failed(e)) => return Err(e),
+    }
+    let (t1, c1) = (clock::read_ns(raw), clock::tsc());
+    Ok(match (c0, c1) {
+        (Some(c0), Some(c1)) => {
+            let cycles = c1.wrapping_sub(c0).max(1) as u128;
+            ((((t1 - t0).max(1) as u128) << 32) / cycles) as u64
+        }
+        _ => 1 << 32,
+    })
 }

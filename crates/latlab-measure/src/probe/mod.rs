@@ -16,10 +16,12 @@
 
 pub mod catalogue;
 pub mod clock;
+pub mod noise;
 mod partners;
 pub mod pi;
 pub mod preempt;
 pub mod prio_wake;
+pub mod signal;
 pub mod switch;
 pub mod timer;
 

@@ -1,0 +1,577 @@
+//! `signal`: signal delivery latency (OSADL's sendme/backfire, in user space).
+//!
+//! The measuring thread blocks the probe's signal (`SIGRTMIN+6`) and waits for it in
+//! `sigtimedwait`; t2 is the CLOCK_MONOTONIC read right after the call returns.
+//!
+//! * `kind=timer` ("From": kernel → user): a POSIX timer (`timer_create` with
+//!   `SIGEV_THREAD_ID`, absolute first expiry at the window's start, then every
+//!   period) signals the measuring thread. Sample = t2 − the expiry instant that
+//!   queued the signal (start + k × period). Expiries that passed while a signal was
+//!   still pending (the timer's overrun count) are missed periods.
+//! * `kind=queue` ("To": user → user): a partner — a thread of latlab or a forked
+//!   process (`task`), on the same CPU or the next one (`cpu`), one real-time priority
+//!   below the measuring thread — stamps t1 once per period and at once queues the
+//!   signal to the measuring thread with t1 as its value (`rt_tgsigqueueinfo`, which
+//!   is `sigqueue` aimed at one thread). Sample = t2 − t1. Periods in which the
+//!   partner sent nothing (it ran a period late) or whose signal never arrived are
+//!   missed.
+//!
+//! Signals are aimed at the measuring thread, never at the process, so no other
+//! thread of latlab can take them; the thread's mask is restored (and anything still
+//! pending discarded) when measuring ends. No disposition is changed.
+//!
+//! `task=process` forks while preparing, from the measuring thread; the child runs
+//! only async-signal-safe code and locks what it touches. A fork makes the parent's
+//! writable pages copy-on-write: each measuring thread rehearses after its own fork,
+//! but with several CPUs another thread may already have rehearsed, and its first
+//! write to each page then takes one minor fault (counted in `page_faults`; a warm-up
+//! absorbs it).
+
+use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::{Placement, Probe, Window, Worker};
+use crate::live::LiveStats;
+use crate::record::SampleRecorder;
+use latlab_model::run::{Event, Stream};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
+use latlab_rt::clock::Clock;
+use latlab_rt::sched::{self, Policy};
+use latlab_rt::sigwait::{
+    self, BlockedSignal, Received, SenderLink, SenderProcess, Target, ThreadTimer,
+};
+use latlab_rt::{affinity, memory, RtError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The signal probe in the catalogue.
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "signal",
+    summary: "signal delivery: a POSIX timer's signal (kernel → user) or a signal queued \
+              with a timestamp by another thread or process (user → user)",
+    definition: "The measuring thread blocks SIGRTMIN+6 and waits in sigtimedwait; t2 = \
+                 CLOCK_MONOTONIC right after it returns. kind=timer: a POSIX timer \
+                 (SIGEV_THREAD_ID, absolute expiries start + k x period) signals it; sample \
+                 = t2 - the expiry that queued the signal; expiries lost to the timer's \
+                 overrun count are missed periods. task and cpu do not apply. kind=queue: \
+                 a partner (task=thread: a thread of latlab; task=process: a forked \
+                 process) on the same CPU or the next allowed one (cpu), at one real-time \
+                 priority below the measuring thread, stamps t1 each period and at once \
+                 queues the signal to the measuring thread with t1 as its value \
+                 (rt_tgsigqueueinfo = sigqueue aimed at one thread); sample = t2 - t1: the \
+                 send system call, waking the receiver (an IPI when cross), the switch to \
+                 it and the return from sigtimedwait. Periods without a signal (the partner \
+                 ran a period late, or the signal never arrived) are missed.",
+    params: &[
+        ParamInfo {
+            key: "kind",
+            choices: &["queue", "timer"],
+            default: "queue",
+            help: "queue: a partner queues it with t1 (user → user); timer: a POSIX timer \
+                   sends it (kernel → user)",
+        },
+        ParamInfo {
+            key: "task",
+            choices: &["thread", "process"],
+            default: "thread",
+            help: "kind=queue: the sender is a thread of latlab or a forked process",
+        },
+        ParamInfo {
+            key: "cpu",
+            choices: &["same", "cross"],
+            default: "same",
+            help: "kind=queue: the sender runs on the measuring CPU or on another one",
+        },
+    ],
+    build,
+};
+
+/// The longest a blocking wait lasts before the loop looks at the stop flag again.
+const WAIT_NS: i64 = 50_000_000;
+/// How long after the window's end the receiver waits for signals still in flight.
+const END_GRACE_NS: i64 = 100_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Timer,
+    Queue { process: bool, cross: bool },
+}
+
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+    let process = setup.param("task") == "process";
+    let cross = setup.param("cpu") == "cross";
+    let kind = match setup.param("kind") {
+        "timer" if process || cross => {
+            return Err(
+                "kind=timer: task and cpu apply to kind=queue only (a timer's \
+                        signal has no sending task); leave them at task=thread,cpu=same"
+                    .to_string(),
+            )
+        }
+        "timer" => Kind::Timer,
+        _ => Kind::Queue { process, cross },
+    };
+    Ok(Box::new(SignalProbe {
+        setup: setup.clone(),
+        kind,
+    }))
+}
+
+struct SignalProbe {
+    setup: ProbeSetup,
+    kind: Kind,
+}
+
+/// The partner's policy: one real-time priority below the measuring thread's (the
+/// receiver must preempt the sender on a shared CPU); the same non-real-time policy
+/// when the run is not real-time.
+fn partner_policy(measuring: SchedSpec) -> Policy {
+    match measuring {
+        SchedSpec::Fifo { priority } => Policy::Fifo {
+            priority: (priority - 1).max(1),
+        },
+        SchedSpec::Rr { priority } => Policy::RoundRobin {
+            priority: (priority - 1).max(1),
+        },
+        SchedSpec::Other { nice } => Policy::Other { nice },
+        SchedSpec::Batch { nice } => Policy::Batch { nice },
+        SchedSpec::Idle => Policy::Idle,
+        // A deadline receiver runs unpinned; its partner gets the default policy.
+        SchedSpec::Deadline { .. } => Policy::Other { nice: 0 },
+    }
+}
+
+impl Probe for SignalProbe {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
+
+    fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+        let signo = sigwait::probe_signal();
+        // Blocked before any partner exists: they inherit the mask, and nothing can
+        // arrive unblocked.
+        let blocked = BlockedSignal::new(signo)?;
+        let target = Target {
+            pid: std::process::id() as i32,
+            tid: sched::gettid(),
+            signo,
+        };
+        let partner = match self.kind {
+            Kind::Timer => None,
+            Kind::Queue { process, cross } => {
+                let cpu = self.setup.partner_cpu(placement, cross);
+                let policy = partner_policy(placement.policy);
+                let link = SenderLink::new()?;
+                Some(if process {
+                    Partner::Process(SenderProcess::spawn(&link, target, cpu, policy)?, link)
+                } else {
+                    Partner::thread(link, target, cpu, policy)?
+                })
+            }
+        };
+        Ok(Box::new(SignalWorker {
+            setup: self.setup.clone(),
+            placement: placement.clone(),
+            target,
+            blocked: Some(blocked),
+            partner,
+            recorder: self.setup.recorder(),
+            missed: 0,
+            warm_up_samples: 0,
+            first: None,
+            elapsed: Nanos(0),
+            page_faults: 0,
+        }))
+    }
+}
+
+/// The sending partner of `kind=queue`.
+enum Partner {
+    Thread(PartnerThread),
+    Process(SenderProcess, SenderLink),
+}
+
+/// A sender thread, told to quit and joined on drop.
+struct PartnerThread {
+    link: SenderLink,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Drop for PartnerThread {
+    fn drop(&mut self) {
+        self.link.quit();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Partner {
+    /// Starts a sender thread on `cpu` at `policy`; waits until it is placed.
+    fn thread(
+        link: SenderLink,
+        target: Target,
+        cpu: Option<usize>,
+        policy: Policy,
+    ) -> Result<Partner, RtError> {
+        let (tx, rx) = mpsc::channel();
+        let thread_link = link.clone();
+        let handle = std::thread::Builder::new()
+            .name("latlab-sigsend".to_string())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let placed = cpu
+                    .map_or(Ok(()), affinity::pin_current_thread)
+                    .and_then(|()| sched::set_current_thread(policy));
+                let ok = placed.is_ok();
+                let _ = tx.send(placed);
+                if ok {
+                    sigwait::run_sender(&thread_link, target);
+                }
+            })
+            .map_err(|e| RtError::new("start the signal sender thread", e))?;
+        let partner = PartnerThread {
+            link,
+            handle: Some(handle),
+        };
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(Ok(())) => Ok(Partner::Thread(partner)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(RtError::new(
+                "start the signal sender thread",
+                std::io::Error::from(std::io::ErrorKind::TimedOut),
+            )),
+        }
+    }
+
+    fn link(&self) -> &SenderLink {
+        match self {
+            Partner::Thread(t) => &t.link,
+            Partner::Process(_, link) => link,
+        }
+    }
+
+    /// The pid queued signals from this partner carry.
+    fn pid(&self, target: Target) -> i32 {
+        match self {
+            Partner::Thread(_) => target.pid,
+            Partner::Process(p, _) => p.pid(),
+        }
+    }
+}
+
+struct SignalWorker {
+    setup: ProbeSetup,
+    placement: Placement,
+    target: Target,
+    /// Released on the measuring thread when measuring ends (it is that thread's mask).
+    blocked: Option<BlockedSignal>,
+    partner: Option<Partner>,
+    recorder: SampleRecorder,
+    missed: u64,
+    warm_up_samples: u64,
+    first: Option<Nanos>,
+    elapsed: Nanos,
+    page_faults: u64,
+}
+
+/// How many instants `start + k × period` (k ≥ 0) lie in `[from, until)`.
+fn periods_due(start: i64, period: i64, from: i64, until: i64) -> u64 {
+    let index = |t: i64| {
+        let offset = (t - start).max(0);
+        (offset + period - 1) / period // the first k with start + k × period ≥ t
+    };
+    (index(until) - index(from)).max(0) as u64
+}
+
+/// What one pass of the receiving loop saw.
+#[derive(Debug, Default, Clone, Copy)]
+struct Pass {
+    measured: u64,
+    missed: u64,
+    last: i64,
+    /// The partner stopped reporting before the end.
+    sender_lost: bool,
+}
+
+impl SignalWorker {
+    /// Records one sample from `t` (the instant it spans from) to `t2`.
+    #[inline(always)]
+    fn take(&mut self, t: i64, t2: i64, measured_from: i64, live: &LiveStats) -> bool {
+        if t < measured_from {
+            self.warm_up_samples += 1;
+            return false;
+        }
+        let sample = t2 - t;
+        self.recorder.record(sample, t - measured_from);
+        live.publish(sample, 0);
+        if self.first.is_none() {
+            self.first = Some(Nanos(sample));
+        }
+        true
+    }
+
+    /// Timer signals from `window.start` every `period` until the window ends.
+    fn timer_pass(
+        &mut self,
+        window: &Window,
+        period: i64,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<Pass, RtError> {
+        let timer = ThreadTimer::new(self.target.signo, self.target.tid)?;
+        timer.arm(window.start, period)?;
+        let mut pass = Pass::default();
+        let mut due = window.start;
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+            let Some(r) = self.wait()? else { continue };
+            if r.code != sigwait::SI_TIMER {
+                continue; // the same signal number from elsewhere: not an expiry
+            }
+            if self.take(due, r.at_ns, window.warm_up_end, live) {
+                pass.measured += 1;
+            }
+            // Expiries while the signal was pending: missed (those in the measured span).
+            let overrun = r.overrun as i64;
+            let lost_measured = (1..=overrun)
+                .filter(|k| due + k * period >= window.warm_up_end)
+                .count() as u64;
+            pass.missed += lost_measured;
+            live.publish_missed(lost_measured);
+            pass.last = r.at_ns;
+            due += (1 + overrun) * period;
+        }
+        drop(timer);
+        Ok(pass)
+    }
+
+    /// Queued signals from the partner, which sends from `window.start` every `period`
+    /// until the window ends; waits a little past the end for signals in flight.
+    fn queue_pass(
+        &mut self,
+        window: &Window,
+        period: i64,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<Pass, RtError> {
+        let Some(partner) = &self.partner else {
+            return Ok(Pass::default());
+        };
+        let link = partner.link().clone();
+        let sender = partner.pid(self.target);
+        let generation = link.plan(window.start, period, window.end, window.warm_up_end);
+        let mut pass = Pass::default();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some(end) = window.end {
+                let now = Clock::Monotonic.now_ns();
+                let all_in = link
+                    .report(generation)
+                    .is_some_and(|r| pass.measured >= r.sent);
+                if now >= end && (all_in || now >= end + END_GRACE_NS) {
+                    break;
+                }
+            }
+            let Some(r) = self.wait()? else { continue };
+            if r.code != sigwait::SI_QUEUE || r.pid != sender {
+                continue; // not from our partner
+            }
+            // t1 travelled as the low bits of an address-sized value: exact on 64-bit,
+            // and on 32-bit for any sample below 4 s.
+            let t1 = r.at_ns - (r.at_ns as usize).wrapping_sub(r.value) as i64;
+            if self.take(t1, r.at_ns, window.warm_up_end, live) {
+                pass.measured += 1;
+            }
+            pass.last = r.at_ns;
+        }
+        let stopped_at = Clock::Monotonic.now_ns();
+        // Stop the plan and read what was sent (the sender reports when it stops).
+        if link.report(generation).is_none() {
+            link.idle(); // stopped early, or no end: the sender stops within a poll
+        }
+        let report = {
+            let give_up = Clock::Monotonic.now_ns() + END_GRACE_NS;
+            loop {
+                if let Some(r) = link.report(generation) {
+                    break Some(r);
+                }
+                if Clock::Monotonic.now_ns() > give_up {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        if let Some(r) = report.filter(|r| r.refused_for_good()) {
+            return Err(RtError::new(
+                "queue the signal to the measuring thread",
+                std::io::Error::from_raw_os_error(r.errno),
+            ));
+        }
+        // Every period due in the measured span (up to where the loop stopped) without
+        // a sample is missed: the sender ran a period late, or its signal was lost.
+        let until = window.end.unwrap_or(stopped_at).min(stopped_at);
+        pass.missed = periods_due(window.start, period, window.warm_up_end, until)
+            .saturating_sub(pass.measured);
+        pass.sender_lost = report.is_none() && !stop.load(Ordering::Relaxed);
+        live.publish_missed(pass.missed);
+        Ok(pass)
+    }
+
+    #[inline]
+    fn wait(&self) -> Result<Option<Received>, RtError> {
+        match &self.blocked {
+            Some(b) => b.wait(WAIT_NS),
+            None => Ok(None),
+        }
+    }
+
+    fn pass(
+        &mut self,
+        window: &Window,
+        period: i64,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<Pass, RtError> {
+        if self.partner.is_some() {
+            self.queue_pass(window, period, stop, live)
+        } else {
+            self.timer_pass(window, period, stop, live)
+        }
+    }
+}
+
+impl Worker for SignalWorker {
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        // Six short periods of the real thing, the first one counted as warm-up.
+        let period = 200_000;
+        let start = Clock::Monotonic.now_ns() + 2 * period;
+        let window = Window {
+            start,
+            warm_up_end: start + period / 2,
+            end: Some(start + 6 * period),
+        };
+        self.pass(&window, period, stop, live)?;
+        if let Some(b) = &self.blocked {
+            b.drain();
+        }
+        self.recorder.reset();
+        self.warm_up_samples = 0;
+        self.first = None;
+        live.reset();
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let faults_before = memory::thread_page_faults();
+        let result = self.pass(window, self.setup.period.0.max(1), stop, live);
+        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        // Everything bound to this thread goes now: the partner (before the mask, so
+        // nothing arrives unblocked), then the mask.
+        self.partner = None;
+        self.blocked = None;
+        let pass = result?;
+        self.missed = pass.missed;
+        let end = window.end.map_or(pass.last, |e| pass.last.min(e));
+        self.elapsed = Nanos((end - window.warm_up_end).max(0));
+        if pass.sender_lost {
+            return Err(RtError::new(
+                "the signal sender stopped before the end of the window (its periods \
+                 are counted as missed)",
+                std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        let stream = catalogue::stream_of(
+            Measured {
+                info: &INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: self.missed,
+                warm_up_samples: self.warm_up_samples,
+                first_sample: self.first,
+                elapsed: self.elapsed,
+                page_faults: self.page_faults,
+            },
+            phase,
+        );
+        (stream, Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn setup(params: &[(&str, &str)]) -> ProbeSetup {
+        let mut map: BTreeMap<String, String> = INFO
+            .params
+            .iter()
+            .map(|p| (p.key.to_string(), p.default.to_string()))
+            .collect();
+        for (k, v) in params {
+            map.insert(k.to_string(), v.to_string());
+        }
+        ProbeSetup {
+            params: map,
+            period: Nanos::from_millis(1),
+            span: Some(Nanos::from_secs(1)),
+            policy: SchedSpec::DEFAULT,
+            allowed_cpus: vec![0, 1],
+            spike_threshold: None,
+            top_spikes: 5,
+        }
+    }
+
+    #[test]
+    fn timer_signals_have_no_sending_task() {
+        assert!(build(&setup(&[("kind", "timer")])).is_ok());
+        let err = build(&setup(&[("kind", "timer"), ("task", "process")]))
+            .err()
+            .unwrap();
+        assert!(err.contains("kind=queue only"));
+        assert!(build(&setup(&[("kind", "timer"), ("cpu", "cross")])).is_err());
+        assert!(build(&setup(&[("task", "process"), ("cpu", "cross")])).is_ok());
+    }
+
+    #[test]
+    fn periods_due_counts_the_grid_points_in_the_span() {
+        assert_eq!(periods_due(0, 10, 0, 100), 10);
+        assert_eq!(periods_due(0, 10, 5, 100), 9);
+        assert_eq!(periods_due(0, 10, 10, 101), 10);
+        assert_eq!(periods_due(0, 10, 50, 40), 0);
+        assert_eq!(periods_due(1_000, 100, 1_000, 1_000), 0);
+    }
+
+    #[test]
+    fn the_partner_runs_one_priority_below() {
+        assert_eq!(
+            partner_policy(SchedSpec::Fifo { priority: 95 }),
+            Policy::Fifo { priority: 94 }
+        );
+        assert_eq!(
+            partner_policy(SchedSpec::Fifo { priority: 1 }),
+            Policy::Fifo { priority: 1 }
+        );
+        assert_eq!(
+            partner_policy(SchedSpec::Other { nice: 0 }),
+            Policy::Other { nice: 0 }
+        );
+    }
+}

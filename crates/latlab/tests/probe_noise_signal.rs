@@ -1,0 +1,304 @@
+//! End-to-end tests of the `noise` and `signal` probes through `latlab run --probe`:
+//! about a second per phase, asserting invariants only (counts add up, statistics
+//! ordered, samples non-negative, events bounded and consistent with the summary, no
+//! process left behind), never absolute latencies — these machines are noisy VMs.
+
+use assert_cmd::Command;
+use latlab_model::run::{Event, Run, Stream};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Measurements share two CPUs; running them one at a time keeps each within its span.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn binary() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+/// Processes running this test's latlab binary (a sender left behind would be one).
+fn latlab_processes() -> Vec<u32> {
+    let me = binary().canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == me))
+        .collect()
+}
+
+/// Runs `latlab run` with `args` plus quiet/no-store/JSON; returns the exit code, the
+/// Run and the human output. Checks that no latlab process outlives the run.
+fn measure(args: &[&str]) -> (i32, Run, String) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = Command::new(binary())
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        latlab_processes(),
+        Vec::<u32>::new(),
+        "nothing left running"
+    );
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (
+        out.status.code().unwrap_or(-1),
+        Run::from_json(&text).expect("the Run parses back into the model"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// Runs `latlab run` expecting a usage error; returns its message.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(binary())
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_ordered(s: &Stream) {
+    let st = &s.stats;
+    let (min, max) = (st.min_ns.unwrap(), st.max_ns.unwrap());
+    let p = |q| st.percentile(q).unwrap();
+    assert!(min <= p(50.0), "min {min:?} > p50");
+    assert!(p(50.0) <= p(90.0) && p(90.0) <= p(99.0) && p(99.0) <= p(99.9));
+    assert!(p(99.9) <= p(99.99) && p(99.99) <= p(99.999) && p(99.999) <= max);
+    let mean = st.mean_ns.unwrap();
+    assert!(min.0 as f64 <= mean && mean <= max.0 as f64);
+    assert_eq!(s.decode_histogram().unwrap().len(), s.samples);
+    assert_eq!(s.histogram.total, s.samples, "histogram total = samples");
+    assert_eq!(s.timeline.count.iter().sum::<u64>(), s.samples);
+    assert!(min.0 >= 0, "a sample spans two instants in order: {min:?}");
+    assert_eq!(s.early_wakes, 0);
+}
+
+/// The noise probe's events per stream, in stream order: each stream's gaps followed
+/// by its summary (events carry no phase, and the phases here share a CPU).
+fn noise_events(run: &Run) -> Vec<(Vec<&Event>, &Event)> {
+    let mut groups = Vec::new();
+    let mut gaps = Vec::new();
+    for e in &run.events {
+        match e.kind.as_str() {
+            "noise" => gaps.push(e),
+            "noise-summary" => groups.push((std::mem::take(&mut gaps), e)),
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    assert!(gaps.is_empty(), "every stream's gaps end with its summary");
+    groups
+}
+
+#[test]
+fn noise_gaps_add_up_to_the_span_and_the_lost_share() {
+    let (code, run, out) = measure(&[
+        "--probe",
+        "noise:threshold=2us,events=5",
+        "--probe",
+        "noise:clock=tsc,threshold=2us,events=5",
+        "-c",
+        "0",
+        "-d",
+        "1s",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(run.streams.len(), 2);
+    let groups = noise_events(&run);
+    assert_eq!(groups.len(), 2, "one summary per stream");
+    for (s, (kept, summary)) in run.streams.iter().zip(groups) {
+        assert_eq!(s.probe, "noise");
+        assert_ordered(s);
+        assert_eq!(s.missed_periods, 0);
+        // A busy loop: far more gaps than periods, spanning the whole window.
+        assert!(s.samples > 100_000, "{} samples", s.samples);
+        let elapsed = s.elapsed_ns.0;
+        assert!(
+            elapsed > 900_000_000 && elapsed < 1_100_000_000,
+            "{elapsed}"
+        );
+        let mean = s.stats.mean_ns.unwrap();
+        let sum = mean * s.samples as f64;
+        assert!(
+            (sum - elapsed as f64).abs() <= elapsed as f64 * 1e-6 + 1_000.0,
+            "the gaps tile the span: {sum} vs {elapsed}"
+        );
+        assert!(kept.len() <= 5, "events are bounded");
+        for e in &kept {
+            let v = e.value_ns.unwrap().0;
+            assert!(v > 2_000, "an event is a gap above the threshold: {v}");
+            assert!(v <= s.stats.max_ns.unwrap().0);
+            assert!(e.at_ns.0 >= 0 && e.at_ns.0 <= elapsed);
+        }
+        assert!(kept.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
+        assert!(kept.iter().all(|e| e.cpu == s.cpu && e.thread == s.thread));
+        assert_eq!((summary.cpu, summary.thread), (s.cpu, s.thread));
+        assert!(summary.message.contains(&s.phase), "{}", summary.message);
+        let lost = summary.value_ns.unwrap().0;
+        let kept_sum: i64 = kept.iter().map(|e| e.value_ns.unwrap().0).sum();
+        assert!(
+            kept_sum <= lost && lost <= elapsed,
+            "{kept_sum} {lost} {elapsed}"
+        );
+        let above: u64 = s
+            .decode_histogram()
+            .unwrap()
+            .buckets()
+            .iter()
+            .filter(|(value, _)| *value > 2_000)
+            .map(|(_, count)| count)
+            .sum();
+        assert!(above as usize >= kept.len());
+        assert!(summary.message.contains("% of the CPU"));
+    }
+    // The summary speaks for the gaps; it does not list them.
+    assert!(!out.contains("the busy loop lost the CPU for"), "{out}");
+    assert!(out.contains("% of the CPU"));
+}
+
+#[test]
+fn noise_parameters_are_checked() {
+    assert!(refused(&["--probe", "noise:threshold=5", "-c", "0", "-d", "1s"]).contains("unit"));
+    assert!(refused(&["--probe", "noise:events=-1", "-c", "0", "-d", "1s"]).contains("0 to"));
+    assert!(refused(&["--probe", "noise:clock=hpet", "-c", "0", "-d", "1s"]).contains("tsc"));
+}
+
+/// Every period of the window is a sample or a missed period.
+fn assert_every_period(s: &Stream, periods: u64) {
+    let seen = s.samples + s.missed_periods;
+    assert!(
+        seen + 2 >= periods && seen <= periods + 1,
+        "{} {}: {} samples + {} missed of {periods} periods",
+        s.probe,
+        s.method,
+        s.samples,
+        s.missed_periods
+    );
+    assert!(
+        s.samples > periods / 2,
+        "{}: {} samples",
+        s.method,
+        s.samples
+    );
+}
+
+#[test]
+fn signal_queue_counts_every_period_for_threads_and_processes() {
+    let (code, run, _) = measure(&[
+        "--probe",
+        "signal:task=thread,cpu=same",
+        "--probe",
+        "signal:task=process,cpu=same",
+        "--probe",
+        "signal:task=thread,cpu=cross",
+        "--probe",
+        "signal:task=process,cpu=cross",
+        "-c",
+        "0",
+        "-p",
+        "2ms",
+        "-d",
+        "1s",
+    ]);
+    assert_eq!(code, 0);
+    let methods: Vec<&str> = run.streams.iter().map(|s| s.method.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "queue thread same",
+            "queue process same",
+            "queue thread cross",
+            "queue process cross"
+        ]
+    );
+    for s in &run.streams {
+        assert_eq!(s.probe, "signal");
+        assert_ordered(s);
+        assert_every_period(s, 500);
+        assert!(s.first_sample_ns.is_some());
+    }
+    assert!(!run.interrupted);
+}
+
+#[test]
+fn signal_timer_counts_every_period() {
+    let (code, run, _) = measure(&["--probe", "signal:kind=timer", "-c", "1", "-d", "1s"]);
+    assert_eq!(code, 0);
+    let s = &run.streams[0];
+    assert_eq!(s.method, "timer thread same");
+    assert_ordered(s);
+    assert_every_period(s, 1000);
+}
+
+#[test]
+fn signal_timer_has_no_sending_task() {
+    let err = refused(&[
+        "--probe",
+        "signal:kind=timer,task=process",
+        "-c",
+        "0",
+        "-d",
+        "1s",
+    ]);
+    assert!(err.contains("kind=queue only"), "{err}");
+}
+
+#[test]
+fn an_interrupted_signal_run_stops_its_sender_process() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = std::process::Command::new(binary())
+        .args([
+            "run",
+            "--probe",
+            "signal:task=process",
+            "-c",
+            "0",
+            "-d",
+            "30s",
+        ])
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(
+        latlab_processes().len() >= 2,
+        "latlab and its sender are running"
+    );
+    let sent = Instant::now();
+    // Interrupt the process we started, by its pid.
+    let rc = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(3), "stops promptly");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(latlab_processes(), Vec::<u32>::new(), "the sender is gone");
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+    let s = &run.streams[0];
+    assert!(s.samples > 100, "{}", s.samples);
+    assert_ordered(s);
+}
