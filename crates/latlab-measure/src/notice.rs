@@ -59,6 +59,14 @@ pub enum Notice {
         /// Per stream label.
         worst: String,
     },
+    /// Cycles of a primitive probe without a sample (a partner that did not answer in
+    /// time, an inversion that timed out, ...).
+    CyclesWithoutSample {
+        /// Total.
+        count: u64,
+        /// Per stream label.
+        worst: String,
+    },
     /// A measuring thread failed; the others were stopped.
     MeasuringFailed {
         /// What failed.
@@ -96,6 +104,7 @@ impl Notice {
             Notice::DeadlineUnpinned => "deadline-unpinned",
             Notice::EarlyWakes { .. } => "early-wakes",
             Notice::MissedPeriods { .. } => "missed-periods",
+            Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
             Notice::Clamped { .. } => "clamped-samples",
             Notice::MeasuringFailed { .. } => "measuring-failed",
             Notice::PageFaults { .. } => "page-faults",
@@ -135,20 +144,28 @@ impl Notice {
                 earliest,
             });
         }
-        let missed: u64 = streams.iter().map(|s| s.missed_periods).sum();
-        if missed > 0 {
-            let worst = streams
-                .iter()
-                .filter(|s| s.missed_periods > 0)
+        // A timer's missed period is a late wake-up; a primitive probe's is a cycle
+        // that took no sample, for reasons its definition gives.
+        for timer in [true, false] {
+            let of_kind = || {
+                streams
+                    .iter()
+                    .filter(move |s| (s.probe == "timer") == timer && s.missed_periods > 0)
+            };
+            let count: u64 = of_kind().map(|s| s.missed_periods).sum();
+            if count == 0 {
+                continue;
+            }
+            let worst = of_kind()
                 .map(|s| match s.phase.as_str() {
                     "main" => format!("{}: {}", s.label(), s.missed_periods),
                     phase => format!("{} in {phase}: {}", s.label(), s.missed_periods),
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
-            out.push(Notice::MissedPeriods {
-                count: missed,
-                worst,
+            out.push(match timer {
+                true => Notice::MissedPeriods { count, worst },
+                false => Notice::CyclesWithoutSample { count, worst },
             });
         }
         let faults: u64 = streams.iter().map(|s| s.page_faults).sum();
@@ -222,6 +239,11 @@ impl fmt::Display for Notice {
                 f,
                 "{count} period(s) passed without a wake-up because wakes came more than one \
                  period late ({worst}); the period may be too short for this system"
+            ),
+            Notice::CyclesWithoutSample { count, worst } => write!(
+                f,
+                "{count} cycle(s) of a probe took no sample ({worst}); why a cycle can \
+                 take none is part of each probe's definition: latlab probes --long"
             ),
             Notice::MeasuringFailed { reason } => write!(
                 f,
