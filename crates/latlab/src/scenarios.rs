@@ -4,7 +4,7 @@ use crate::error::CliError;
 use latlab_model::scenario::Scenario;
 
 /// Every built-in scenario: name and TOML text.
-pub const BUILT_IN: [(&str, &str); 7] = [
+pub const BUILT_IN: [(&str, &str); 8] = [
     (
         "wilshire-disk",
         include_str!("../scenarios/wilshire-disk.toml"),
@@ -24,6 +24,7 @@ pub const BUILT_IN: [(&str, &str); 7] = [
         include_str!("../scenarios/parallel-sleepers.toml"),
     ),
     ("koolwal", include_str!("../scenarios/koolwal.toml")),
+    ("rhealstone", include_str!("../scenarios/rhealstone.toml")),
 ];
 
 /// The TOML text of a built-in scenario.

@@ -46,7 +46,11 @@ pub fn render(run: &Run, color: bool) -> String {
             period.map_or("-".to_string(), |p| p.to_string())
         ),
     };
-    let probe = run.streams.first().map_or("timer", |s| s.probe.as_str());
+    let probe = match run.streams.first() {
+        Some(first) if run.streams.iter().all(|s| s.probe == first.probe) => first.probe.as_str(),
+        Some(_) => "probes",
+        None => "timer",
+    };
     let host = if run.is_unknown("host") {
         "an unknown host".to_string()
     } else {
