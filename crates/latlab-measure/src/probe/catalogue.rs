@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Every primitive probe, in the order `latlab probes` lists them.
-pub const CATALOGUE: &[ProbeInfo] = &[super::clock::INFO];
+pub const CATALOGUE: &[ProbeInfo] = &[super::msg::INFO, super::sem::INFO, super::clock::INFO];
 
 /// A primitive probe: its name, what it measures, its parameters, how to build it.
 pub struct ProbeInfo {

@@ -16,6 +16,9 @@
 
 pub mod catalogue;
 pub mod clock;
+pub mod msg;
+mod pair;
+pub mod sem;
 pub mod timer;
 
 use crate::live::LiveStats;

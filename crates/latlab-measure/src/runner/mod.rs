@@ -12,7 +12,7 @@
 mod gate;
 mod setup;
 
-pub use setup::SystemSetup;
+pub use setup::{policy_of, SystemSetup};
 
 use crate::live::LiveStats;
 use crate::notice::Notice;
