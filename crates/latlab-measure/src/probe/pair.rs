@@ -60,7 +60,7 @@ impl Pairing {
 
     /// Where and at what policy the partner of a worker at `placement` runs: on the
     /// same CPU or the next allowed one, one real-time priority below the measuring
-    /// thread (the same non-real-time policy when it has one).
+    /// thread (see [`partner_policy`]).
     pub(super) fn partner(&self, setup: &ProbeSetup, placement: &Placement) -> PartnerSpec {
         PartnerSpec {
             task: self.task,
@@ -72,14 +72,18 @@ impl Pairing {
 }
 
 /// The partner's policy for a measuring thread running at `measuring`: FIFO and RR one
-/// priority below (never below 1); below any deadline task, FIFO 99; otherwise the same.
+/// priority below (below priority 1, SCHED_OTHER); below any deadline task, FIFO 99;
+/// otherwise the same.
 pub(super) fn partner_policy(measuring: SchedSpec) -> Policy {
     match measuring {
+        SchedSpec::Fifo { priority } | SchedSpec::Rr { priority } if priority <= 1 => {
+            Policy::Other { nice: 0 }
+        }
         SchedSpec::Fifo { priority } => Policy::Fifo {
-            priority: (priority - 1).max(1),
+            priority: priority - 1,
         },
         SchedSpec::Rr { priority } => Policy::RoundRobin {
-            priority: (priority - 1).max(1),
+            priority: priority - 1,
         },
         SchedSpec::Deadline { .. } => Policy::Fifo { priority: 99 },
         other => policy_of(other),
@@ -314,7 +318,8 @@ mod tests {
         );
         assert_eq!(
             partner_policy(SchedSpec::Fifo { priority: 1 }),
-            Policy::Fifo { priority: 1 }
+            Policy::Other { nice: 0 },
+            "never at the measuring thread's own priority"
         );
         assert_eq!(
             partner_policy(SchedSpec::Other { nice: 0 }),

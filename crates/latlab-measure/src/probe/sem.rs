@@ -87,7 +87,14 @@ impl Probe for SemProbe {
             self.kind,
             self.pairing.task == Task::Process,
         )?);
-        let watch = Arc::new(SleepWatch::current_thread()?);
+        // On one CPU below a real-time H, L runs only once H has blocked: reading H's
+        // state (a /proc read, which fills L's caches) is needed only otherwise.
+        let one_cpu = placement.cpu.is_some() && !self.pairing.cross;
+        let watch = if !one_cpu || !placement.policy.is_realtime() {
+            Some(Arc::new(SleepWatch::current_thread()?))
+        } else {
+            None
+        };
         let partner = Partner::holder(
             &self.pairing.partner(&self.setup, placement),
             semaphore.clone(),

@@ -164,12 +164,15 @@ impl Partner {
         Partner::spawn(spec, sender_program, channel)
     }
 
-    /// Starts a holder of `semaphore`, which watches the calling thread through
-    /// `watch` (see [`SleepWatch::current_thread`]).
+    /// Starts a holder of `semaphore`. With `watch` (see
+    /// [`SleepWatch::current_thread`]) it releases only once the watched thread is seen
+    /// asleep; without, as soon as that thread has announced its wait — enough when
+    /// the holder can run only once the waiter has blocked (one CPU, the waiter at a
+    /// higher real-time priority).
     pub fn holder(
         spec: &PartnerSpec,
         semaphore: Arc<Semaphore>,
-        watch: Arc<SleepWatch>,
+        watch: Option<Arc<SleepWatch>>,
     ) -> Result<Partner, RtError> {
         Partner::spawn(spec, holder_program, (semaphore, watch))
     }
@@ -472,18 +475,26 @@ fn nap_or_quit(control: &SharedCounters, deadline: i64) -> Result<bool, Errno> {
 }
 
 /// Spins until `ready()` holds (true), or for at most `limit_ns` or until told to quit
-/// (false).
+/// (false). After a short while it yields between looks, so a waited-for task of the
+/// same priority (or any task, under a non-real-time policy) on the same CPU can run.
 #[inline(always)]
 fn spin_until(control: &SharedCounters, limit_ns: i64, ready: impl Fn() -> bool) -> bool {
-    let deadline = now().saturating_add(limit_ns);
+    const SPIN_NS: i64 = 50_000;
+    let begun = now();
     loop {
         if ready() {
             return true;
         }
-        if quitting(control) || now() >= deadline {
+        let waited = now().saturating_sub(begun);
+        if quitting(control) || waited >= limit_ns {
             return false;
         }
-        std::hint::spin_loop();
+        if waited < SPIN_NS {
+            std::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield takes no arguments.
+            unsafe { libc::sched_yield() };
+        }
     }
 }
 
@@ -512,8 +523,11 @@ fn sender_program(control: &SharedCounters, channel: &Arc<Channel>) -> i32 {
 }
 
 /// The holder: see the module documentation.
-fn holder_program(control: &SharedCounters, args: &(Arc<Semaphore>, Arc<SleepWatch>)) -> i32 {
-    let (semaphore, watch) = (&*args.0, &*args.1);
+fn holder_program(
+    control: &SharedCounters,
+    args: &(Arc<Semaphore>, Option<Arc<SleepWatch>>),
+) -> i32 {
+    let (semaphore, watch) = (&*args.0, args.1.as_deref());
     let mut seen = 0;
     while let Some(plan) = next_plan(control, &mut seen) {
         let mut holding = false;
@@ -550,7 +564,7 @@ fn acquire_or_quit(control: &SharedCounters, semaphore: &Semaphore) -> Result<bo
 fn hold_through(
     control: &SharedCounters,
     semaphore: &Semaphore,
-    watch: &SleepWatch,
+    watch: Option<&SleepWatch>,
     plan: &Plan,
     holding: &mut bool,
 ) -> Result<bool, i32> {
@@ -587,10 +601,12 @@ fn hold_through(
             continue;
         }
         // Release only once it is blocked in the acquire (Rhealstone: the waiting
-        // task is already waiting), which on one CPU it is as soon as we run.
-        spin_until(control, MAX_WAIT_NS, || {
-            watch.asleep() || word(control, ACQUIRED) >= cycle
-        });
+        // task is already waiting).
+        if let Some(watch) = watch {
+            spin_until(control, MAX_WAIT_NS, || {
+                watch.asleep() || word(control, ACQUIRED) >= cycle
+            });
+        }
         control.get(STAMP).store(now() as u64, Ordering::Release);
         control.get(RELEASED).store(cycle as u64, Ordering::Release);
         *holding = false;
