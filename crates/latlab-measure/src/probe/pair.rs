@@ -95,7 +95,7 @@ pub(super) fn partner_policy(measuring: SchedSpec) -> Policy {
 /// measurement does not fault.
 pub(super) fn after_spawn(task: Task) {
     if task == Task::Process {
-        memory::prefault_stack::<{ 32 * 1024 }>();
+        memory::prefault_stack::<{ crate::runner::PREFAULT_BYTES }>();
     }
 }
 

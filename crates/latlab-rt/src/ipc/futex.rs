@@ -15,7 +15,7 @@ pub(super) struct Futex {
 impl Futex {
     pub(super) fn create(between_processes: bool) -> Result<Futex, RtError> {
         Ok(Futex {
-            memory: SharedMapping::zeroed("a futex")?,
+            memory: SharedMapping::zeroed(1, "a futex")?,
             private: if between_processes {
                 0
             } else {
@@ -28,7 +28,7 @@ impl Futex {
     fn word(&self) -> &AtomicU32 {
         // SAFETY: the mapping holds one zero-initialised (valid) AtomicU32 and lives
         // as long as `self`.
-        unsafe { &*self.memory.get() }
+        unsafe { &*self.memory.get(0) }
     }
 
     #[inline]

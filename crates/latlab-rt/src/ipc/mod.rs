@@ -36,6 +36,7 @@ pub use partner::{Partner, PartnerSpec, Task};
 pub use semaphore::{Acquired, SemKind, Semaphore};
 
 use crate::clock::{ns_to_timespec, Clock};
+pub(crate) use crate::shared::SharedMapping;
 use crate::RtError;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -111,55 +112,6 @@ fn next_unique() -> u32 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
-
-/// An anonymous `MAP_SHARED` mapping holding one zero-initialised `T`: a forked
-/// child sees the same memory. For the kernel objects that must live in memory both
-/// tasks share (a futex word, a `sem_t`, a `pthread_mutex_t`). Unmapped on drop.
-struct SharedMapping<T> {
-    ptr: *mut T,
-}
-
-impl<T> SharedMapping<T> {
-    /// Maps zeroed memory for one `T`. `T` must be a plain C object for which all-zero
-    /// bytes are a valid (if not yet initialised) value.
-    fn zeroed(what: &str) -> Result<SharedMapping<T>, RtError> {
-        // SAFETY: an anonymous shared read-write mapping; MAP_FAILED is checked.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                std::mem::size_of::<T>().max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(RtError::last(format!("map shared memory for {what}")));
-        }
-        Ok(SharedMapping { ptr: ptr.cast() })
-    }
-
-    /// The object (a raw pointer: the C functions that use it take one).
-    #[inline(always)]
-    fn get(&self) -> *mut T {
-        self.ptr
-    }
-}
-
-impl<T> Drop for SharedMapping<T> {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping made in `zeroed`, once.
-        unsafe { libc::munmap(self.ptr.cast(), std::mem::size_of::<T>().max(1)) };
-    }
-}
-
-// SAFETY: the mapping is page memory owned by this value; the objects placed in it are
-// made for use from several threads and processes (futex words, process-shared
-// semaphores and mutexes), and every access goes through their C functions or atomics.
-unsafe impl<T> Send for SharedMapping<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for SharedMapping<T> {}
 
 /// Reads one 8-byte message from a descriptor (pipe, socket, eventfd).
 #[inline]
