@@ -316,7 +316,10 @@ impl Partner {
                 std::io::Error::from_raw_os_error(libc::ECHILD),
             ),
             code => RtError::new(
-                format!("{who} ended before it was told to (exit code {code:?})"),
+                format!(
+                    "{who} ended before it was told to (exit code {})",
+                    code.unwrap_or(FAILED)
+                ),
                 std::io::Error::from_raw_os_error(libc::ECHILD),
             ),
         }
