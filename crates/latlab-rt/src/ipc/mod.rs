@@ -23,7 +23,9 @@ pub mod partner;
 mod pipe;
 mod posix_mq;
 mod posix_sem;
+mod programs;
 pub mod semaphore;
+mod sleep_watch;
 mod sysv_msg;
 mod sysv_sem;
 #[cfg(test)]
@@ -34,6 +36,7 @@ mod watchdog;
 pub use channel::{Channel, Received, Transport};
 pub use partner::{Partner, PartnerSpec, Task};
 pub use semaphore::{Acquired, SemKind, Semaphore};
+pub use sleep_watch::SleepWatch;
 
 use crate::clock::{ns_to_timespec, Clock};
 pub(crate) use crate::shared::SharedMapping;

@@ -13,12 +13,14 @@
 //!   seen asleep (its `/proc` state, [`SleepWatch`]), stamp, release, wait until it has
 //!   acquired, take the semaphore back.
 //!
-//! A forked partner runs only the code in this module and the IPC operations it calls:
-//! raw system calls, clock reads, atomics; no allocation, no lock but the one measured,
-//! no unwinding (it never returns: it ends with `_exit`). Its failures are written to
-//! the control block as a stage and an `errno`, and read back by the measuring side.
+//! A forked partner runs only the set-up in this module, the programs in `programs.rs`
+//! and the IPC operations they call: raw system calls, clock reads, atomics; no
+//! allocation, no lock but the one measured, no unwinding (it never returns: it ends
+//! with `_exit`). Its failures are written to the control block as a stage and an
+//! `errno`, and read back by the measuring side.
 
-use super::{nap_until, now, Acquired, Channel, Errno, Semaphore, MAX_WAIT_NS};
+use super::programs::{fail, holder_program, sender_program};
+use super::{Channel, Errno, Semaphore, SleepWatch};
 use crate::sched::Policy;
 use crate::shared::SharedCounters;
 use crate::{affinity, sched, RtError};
@@ -95,23 +97,23 @@ impl Plan {
 
 // Control words. Cycle identifiers in the holder's handshake are instants of the
 // plan (they only grow, across plans too).
-const QUIT: usize = 0;
-const GO: usize = 1;
-const START: usize = 2;
-const PERIOD: usize = 3;
-const END: usize = 4;
-const IDLE_POLL: usize = 5;
-const FAILURE: usize = 6;
-const WAITING: usize = 7;
-const RELEASED: usize = 8;
-const STAMP: usize = 9;
-const ACQUIRED: usize = 10;
+pub(super) const QUIT: usize = 0;
+pub(super) const GO: usize = 1;
+pub(super) const START: usize = 2;
+pub(super) const PERIOD: usize = 3;
+pub(super) const END: usize = 4;
+pub(super) const IDLE_POLL: usize = 5;
+pub(super) const FAILURE: usize = 6;
+pub(super) const WAITING: usize = 7;
+pub(super) const RELEASED: usize = 8;
+pub(super) const STAMP: usize = 9;
+pub(super) const ACQUIRED: usize = 10;
 const SLOTS: usize = 11;
 
 /// What a partner was doing when it failed (stored with the errno).
 #[derive(Clone, Copy)]
 #[repr(u64)]
-enum Stage {
+pub(super) enum Stage {
     Pin = 1,
     Policy = 2,
     Sleep = 3,
@@ -133,7 +135,7 @@ fn stage_name(code: u64) -> &'static str {
 }
 
 /// Exit code of a partner that failed (the details are in the control block).
-const FAILED: i32 = 70;
+pub(super) const FAILED: i32 = 70;
 
 enum Running {
     Thread(JoinHandle<i32>),
@@ -423,266 +425,6 @@ fn enter(spec: &PartnerSpec, control: &SharedCounters) -> Result<(), i32> {
     Ok(())
 }
 
-/// Records a failure for the measuring side; returns the exit code.
-fn fail(control: &SharedCounters, stage: Stage, e: Errno) -> i32 {
-    let word = ((stage as u64) << 32) | (e.0 as u32 as u64);
-    let _ = control
-        .get(FAILURE)
-        .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed);
-    FAILED
-}
-
-#[inline(always)]
-fn word(control: &SharedCounters, slot: usize) -> i64 {
-    control.get(slot).load(Ordering::Acquire) as i64
-}
-
-#[inline(always)]
-fn quitting(control: &SharedCounters) -> bool {
-    word(control, QUIT) != 0
-}
-
-/// Idles until a new plan is published (`Some`) or the quit word is set (`None`).
-fn next_plan(control: &SharedCounters, seen: &mut i64) -> Option<Plan> {
-    let poll = word(control, IDLE_POLL).clamp(1, MAX_WAIT_NS);
-    loop {
-        if quitting(control) {
-            return None;
-        }
-        let go = word(control, GO);
-        if go != *seen {
-            *seen = go;
-            return Some(Plan {
-                start: word(control, START),
-                period: word(control, PERIOD).max(1),
-                end: word(control, END),
-            });
-        }
-        let _ = nap_until(now().saturating_add(poll));
-    }
-}
-
-/// Sleeps until `deadline` in steps of at most [`MAX_WAIT_NS`]; `Ok(true)` when told
-/// to quit meanwhile.
-fn nap_or_quit(control: &SharedCounters, deadline: i64) -> Result<bool, Errno> {
-    loop {
-        if quitting(control) {
-            return Ok(true);
-        }
-        let t = now();
-        if t >= deadline {
-            return Ok(false);
-        }
-        nap_until(deadline.min(t.saturating_add(MAX_WAIT_NS)))?;
-    }
-}
-
-/// Spins until `ready()` holds (true), or for at most `limit_ns` or until told to quit
-/// (false). After a short while it yields between looks, so a waited-for task of the
-/// same priority (or any task, under a non-real-time policy) on the same CPU can run.
-#[inline(always)]
-fn spin_until(control: &SharedCounters, limit_ns: i64, ready: impl Fn() -> bool) -> bool {
-    const SPIN_NS: i64 = 50_000;
-    let begun = now();
-    loop {
-        if ready() {
-            return true;
-        }
-        let waited = now().saturating_sub(begun);
-        if quitting(control) || waited >= limit_ns {
-            return false;
-        }
-        if waited < SPIN_NS {
-            std::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield takes no arguments.
-            unsafe { libc::sched_yield() };
-        }
-    }
-}
-
-/// The sender: one stamped message per instant of each plan.
-fn sender_program(control: &SharedCounters, channel: &Arc<Channel>) -> i32 {
-    let mut seen = 0;
-    while let Some(plan) = next_plan(control, &mut seen) {
-        let mut k = 1;
-        while plan.due(k) <= plan.end {
-            match nap_or_quit(control, plan.due(k)) {
-                Ok(false) => {}
-                Ok(true) => return 0,
-                Err(e) => return fail(control, Stage::Sleep, e),
-            }
-            let stamp = now();
-            match channel.send(stamp) {
-                // A full channel: the receiver is far behind; it sees the gap.
-                Ok(()) | Err(Errno(libc::EAGAIN)) => {}
-                Err(e) => return fail(control, Stage::Send, e),
-            }
-            // After a late wake, go on with the next instant still ahead.
-            k = (k + 1).max(plan.index_at(now()) + 1);
-        }
-    }
-    0
-}
-
-/// The holder: see the module documentation.
-fn holder_program(
-    control: &SharedCounters,
-    args: &(Arc<Semaphore>, Option<Arc<SleepWatch>>),
-) -> i32 {
-    let (semaphore, watch) = (&*args.0, args.1.as_deref());
-    let mut seen = 0;
-    while let Some(plan) = next_plan(control, &mut seen) {
-        let mut holding = false;
-        let outcome = hold_through(control, semaphore, watch, &plan, &mut holding);
-        if holding {
-            // Leave it available between plans.
-            if let Err(e) = semaphore.release() {
-                return fail(control, Stage::Release, e);
-            }
-        }
-        match outcome {
-            Ok(false) => {}
-            Ok(true) => return 0,
-            Err(code) => return code,
-        }
-    }
-    0
-}
-
-/// Acquires, retrying after timeouts; `Ok(false)` when told to quit first.
-fn acquire_or_quit(control: &SharedCounters, semaphore: &Semaphore) -> Result<bool, Errno> {
-    loop {
-        if quitting(control) {
-            return Ok(false);
-        }
-        match semaphore.acquire(MAX_WAIT_NS)? {
-            Acquired::Yes => return Ok(true),
-            Acquired::TimedOut | Acquired::Interrupted => {}
-        }
-    }
-}
-
-/// One plan of the holder; `Ok(true)` when told to quit.
-fn hold_through(
-    control: &SharedCounters,
-    semaphore: &Semaphore,
-    watch: Option<&SleepWatch>,
-    plan: &Plan,
-    holding: &mut bool,
-) -> Result<bool, i32> {
-    let failed = |stage, e| fail(control, stage, e);
-    match acquire_or_quit(control, semaphore) {
-        Ok(true) => *holding = true,
-        Ok(false) => return Ok(true),
-        Err(e) => return Err(failed(Stage::Acquire, e)),
-    }
-    // The last instant released for: announcements are instants of this plan, all
-    // later than its start (and than any instant of an earlier plan).
-    let mut served = plan.start;
-    loop {
-        let next = plan.due(plan.index_at(served) + 1);
-        if next > plan.end {
-            return Ok(false);
-        }
-        match nap_or_quit(control, next) {
-            Ok(false) => {}
-            Ok(true) => return Ok(true),
-            Err(e) => return Err(failed(Stage::Sleep, e)),
-        }
-        // The measuring thread announces each instant it is about to wait for; one we
-        // are late for is still served.
-        if !spin_until(control, MAX_WAIT_NS, || word(control, WAITING) > served) {
-            if quitting(control) || now() > plan.end.saturating_add(MAX_WAIT_NS) {
-                return Ok(quitting(control));
-            }
-            continue;
-        }
-        let cycle = word(control, WAITING);
-        if word(control, ACQUIRED) >= cycle {
-            served = cycle; // it got through without us: nothing to release
-            continue;
-        }
-        // Release only once it is blocked in the acquire (Rhealstone: the waiting
-        // task is already waiting).
-        if let Some(watch) = watch {
-            spin_until(control, MAX_WAIT_NS, || {
-                watch.asleep() || word(control, ACQUIRED) >= cycle
-            });
-        }
-        control.get(STAMP).store(now() as u64, Ordering::Release);
-        control.get(RELEASED).store(cycle as u64, Ordering::Release);
-        *holding = false;
-        if let Err(e) = semaphore.release() {
-            return Err(failed(Stage::Release, e));
-        }
-        served = cycle;
-        // Take it back only after the measuring thread has had it: else a release
-        // followed at once by an acquire could snatch it back first.
-        spin_until(control, MAX_WAIT_NS, || word(control, ACQUIRED) >= cycle);
-        match acquire_or_quit(control, semaphore) {
-            Ok(true) => *holding = true,
-            Ok(false) => return Ok(true),
-            Err(e) => return Err(failed(Stage::Acquire, e)),
-        }
-    }
-}
-
-/// Reads whether one thread is asleep, from its `/proc/…/stat` (state `S` or `D`),
-/// through a descriptor opened by that thread, so any task can read it, a forked
-/// child included.
-pub struct SleepWatch {
-    fd: i32,
-}
-
-impl std::fmt::Debug for SleepWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SleepWatch").field("fd", &self.fd).finish()
-    }
-}
-
-impl SleepWatch {
-    /// Watches the calling thread.
-    pub fn current_thread() -> Result<SleepWatch, RtError> {
-        // SAFETY: opening a constant NUL-terminated path.
-        let fd = unsafe {
-            libc::open(
-                c"/proc/thread-self/stat".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(RtError::last(
-                "open /proc/thread-self/stat (is /proc mounted?)",
-            ));
-        }
-        Ok(SleepWatch { fd })
-    }
-
-    /// True while the thread sleeps. Async-signal-safe.
-    #[inline]
-    pub fn asleep(&self) -> bool {
-        let mut buf = [0u8; 512];
-        // SAFETY: reads at most 512 bytes into the buffer, from offset 0.
-        let n = unsafe { libc::pread(self.fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n <= 0 {
-            return false;
-        }
-        let text = &buf[..n as usize];
-        // "pid (comm) S …": the state follows the last ')' (comm may hold one).
-        match text.iter().rposition(|&b| b == b')') {
-            Some(i) => matches!(text.get(i + 2), Some(b'S') | Some(b'D')),
-            None => false,
-        }
-    }
-}
-
-impl Drop for SleepWatch {
-    fn drop(&mut self) {
-        super::close(self.fd);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -699,27 +441,5 @@ mod tests {
         assert_eq!(plan.index_at(1_100), 1);
         assert_eq!(plan.index_at(1_199), 1);
         assert_eq!(plan.index_at(1_200), 2);
-    }
-
-    #[test]
-    fn a_sleeping_thread_is_seen_asleep_and_a_running_one_is_not() {
-        let watch = SleepWatch::current_thread().unwrap();
-        assert!(!watch.asleep(), "the calling thread is running");
-        let watch = Arc::new(watch);
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let w = watch.clone();
-        let seen = std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while Instant::now() < deadline {
-                if w.asleep() {
-                    let _ = tx.send(());
-                    return true;
-                }
-            }
-            false
-        });
-        // Block here until the other thread has seen us asleep.
-        let _ = rx.recv_timeout(Duration::from_secs(3));
-        assert!(seen.join().unwrap());
     }
 }
