@@ -10,11 +10,24 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), RtError> {
 
 /// Pins thread or process `tid` (0 = the calling thread) to exactly one CPU.
 pub fn pin_task(tid: i32, cpu: usize) -> Result<(), RtError> {
+    try_pin_task(tid, cpu).map_err(|e| {
+        RtError::new(
+            format!("pin thread to CPU {cpu}"),
+            std::io::Error::from_raw_os_error(e),
+        )
+    })
+}
+
+/// Pins the calling thread to one CPU, returning the bare `errno` on failure: it
+/// allocates nothing, so a child forked from a multithreaded process may call it.
+pub(crate) fn try_pin_current_thread(cpu: usize) -> Result<(), i32> {
+    try_pin_task(0, cpu)
+}
+
+/// [`pin_task`] without allocating: the bare `errno` on failure.
+fn try_pin_task(tid: i32, cpu: usize) -> Result<(), i32> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(RtError::new(
-            format!("pin to CPU {cpu}"),
-            std::io::Error::from_raw_os_error(libc::EINVAL),
-        ));
+        return Err(libc::EINVAL);
     }
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set, CPU_SET stays in bounds
     // (checked above), and sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes.
@@ -24,7 +37,8 @@ pub fn pin_task(tid: i32, cpu: usize) -> Result<(), RtError> {
         libc::sched_setaffinity(tid, mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
-        return Err(RtError::last(format!("pin thread to CPU {cpu}")));
+        // SAFETY: the calling thread's errno slot is always valid.
+        return Err(unsafe { *libc::__errno_location() });
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod cpuid;
 pub mod dma;
 mod error;
 pub mod icmp;
+pub mod ipc;
 pub mod memory;
 pub mod partner;
 pub mod process;

@@ -157,12 +157,29 @@ pub fn set_current_thread(policy: Policy) -> Result<(), RtError> {
 
 /// Sets the policy of task `tid` (a thread or process id; 0 = the calling thread).
 pub fn set_task(tid: i32, policy: Policy) -> Result<(), RtError> {
+    try_set_task(tid, policy).map_err(|e| {
+        RtError::new(
+            format!("set scheduling policy {policy}"),
+            std::io::Error::from_raw_os_error(e),
+        )
+    })
+}
+
+/// Sets the calling thread's policy, returning the bare `errno` on failure: it
+/// allocates nothing, so a child forked from a multithreaded process may call it.
+pub(crate) fn try_set_current_thread(policy: Policy) -> Result<(), i32> {
+    try_set_task(0, policy)
+}
+
+/// [`set_task`] without allocating: the bare `errno` on failure.
+fn try_set_task(tid: i32, policy: Policy) -> Result<(), i32> {
     let attr = policy.to_attr();
     // SAFETY: sched_setattr(tid, &attr, flags 0) reads `attr.size` bytes from a valid,
     // fully initialised sched_attr.
     let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const _, 0) };
     if rc != 0 {
-        return Err(RtError::last(format!("set scheduling policy {policy}")));
+        // SAFETY: the calling thread's errno slot is always valid.
+        return Err(unsafe { *libc::__errno_location() });
     }
     Ok(())
 }

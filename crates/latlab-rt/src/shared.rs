@@ -1,31 +1,27 @@
-//! Counters shared between a process and the children it forks, and forking itself.
+//! Memory shared between a process and the children it forks, and forking itself.
 
 use crate::RtError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counters in an anonymous shared mapping: a forked child's increments are seen by
-/// its parent. Unmapped on drop.
-#[derive(Debug)]
-pub struct SharedCounters {
-    ptr: *mut AtomicU64,
+/// An anonymous `MAP_SHARED` mapping of `len` zero-initialised `T`s: a forked child
+/// sees the same memory. For the objects that must live where both tasks see them
+/// (counters, a futex word, a `sem_t`, a `pthread_mutex_t`). Unmapped on drop.
+pub(crate) struct SharedMapping<T> {
+    ptr: *mut T,
     len: usize,
 }
 
-// SAFETY: the mapping holds only atomics, which are safe to use from any thread.
-unsafe impl Send for SharedCounters {}
-// SAFETY: as above: every access goes through an AtomicU64.
-unsafe impl Sync for SharedCounters {}
-
-impl SharedCounters {
-    /// `len` counters, all zero.
-    pub fn new(len: usize) -> Result<SharedCounters, RtError> {
+impl<T> SharedMapping<T> {
+    /// Maps zeroed memory for `len` (at least one) `T`s. `T` must be a plain C object
+    /// or an atomic, for which all-zero bytes are a valid (if not yet initialised)
+    /// value.
+    pub(crate) fn zeroed(len: usize, what: &str) -> Result<SharedMapping<T>, RtError> {
         let len = len.max(1);
-        let bytes = len * std::mem::size_of::<AtomicU64>();
-        // SAFETY: an anonymous shared read-write mapping; we check for MAP_FAILED.
+        // SAFETY: an anonymous shared read-write mapping; MAP_FAILED is checked.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                bytes,
+                Self::bytes(len),
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_ANONYMOUS,
                 -1,
@@ -33,33 +29,77 @@ impl SharedCounters {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(RtError::last("map shared counters"));
+            return Err(RtError::last(format!("map shared memory for {what}")));
         }
-        Ok(SharedCounters {
-            ptr: ptr as *mut AtomicU64,
+        Ok(SharedMapping {
+            ptr: ptr.cast(),
             len,
+        })
+    }
+
+    fn bytes(len: usize) -> usize {
+        (len * std::mem::size_of::<T>()).max(1)
+    }
+
+    /// Object `i` (wrapping around the length), as a raw pointer: the C functions that
+    /// use it take one.
+    #[inline(always)]
+    pub(crate) fn get(&self, i: usize) -> *mut T {
+        // No division on the usual path: these are read in measuring loops.
+        let i = if i < self.len { i } else { i % self.len };
+        // SAFETY: `i < len`: within the mapping.
+        unsafe { self.ptr.add(i) }
+    }
+}
+
+impl<T> Drop for SharedMapping<T> {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `zeroed`, once.
+        unsafe { libc::munmap(self.ptr.cast(), Self::bytes(self.len)) };
+    }
+}
+
+// SAFETY: the mapping is page memory owned by this value; what is placed in it is made
+// for use from several threads and processes (atomics, futex words, process-shared
+// semaphores and mutexes), and every access goes through atomics or their C functions.
+unsafe impl<T> Send for SharedMapping<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SharedMapping<T> {}
+
+/// Counters in an anonymous shared mapping: a forked child's increments are seen by
+/// its parent. Unmapped on drop.
+pub struct SharedCounters {
+    memory: SharedMapping<AtomicU64>,
+}
+
+impl std::fmt::Debug for SharedCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCounters")
+            .field("len", &self.memory.len)
+            .finish()
+    }
+}
+
+impl SharedCounters {
+    /// `len` counters, all zero.
+    pub fn new(len: usize) -> Result<SharedCounters, RtError> {
+        Ok(SharedCounters {
+            memory: SharedMapping::zeroed(len, "shared counters")?,
         })
     }
 
     /// Counter `i` (wraps around the length).
     pub fn get(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: the mapping holds `len` zero-initialised (valid) AtomicU64s, is page
+        // SAFETY: the mapping holds zero-initialised (valid) AtomicU64s, is page
         // aligned, and lives as long as `self`.
-        unsafe { &*self.ptr.add(i % self.len) }
+        unsafe { &*self.memory.get(i) }
     }
 
     /// The sum of all counters.
     pub fn total(&self) -> u64 {
-        (0..self.len)
+        (0..self.memory.len)
             .map(|i| self.get(i).load(Ordering::Relaxed))
             .sum()
-    }
-}
-
-impl Drop for SharedCounters {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping created in `new`, once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len * 8) };
     }
 }
 

@@ -18,6 +18,8 @@ use std::fmt;
 pub const CATALOGUE: &[ProbeInfo] = &[
     super::preempt::INFO,
     super::switch::INFO,
+    super::msg::INFO,
+    super::sem::INFO,
     super::pi::INFO,
     super::prio_wake::INFO,
     super::signal::INFO,

@@ -16,11 +16,14 @@
 
 pub mod catalogue;
 pub mod clock;
+pub mod msg;
 pub mod noise;
+mod pair;
 mod partners;
 pub mod pi;
 pub mod preempt;
 pub mod prio_wake;
+pub mod sem;
 pub mod signal;
 pub mod switch;
 pub mod timer;
