@@ -4,7 +4,9 @@
 //! These are the C library's own objects, as a real-time application uses them, so a
 //! probe measures what `PTHREAD_PRIO_INHERIT` (a `FUTEX_LOCK_PI` in the kernel) and
 //! `pthread_cond_broadcast` really do. Each lives in a box of its own: a pthread
-//! object must not move once initialised.
+//! object must not move once initialised. The process-shared mutex of `pi:task=process`
+//! is initialised and locked with the same functions, in place in a shared mapping
+//! ([`crate::partner::Inversion`]).
 
 use crate::clock::{ns_to_timespec, Clock};
 use crate::RtError;
@@ -64,24 +66,11 @@ impl Mutex {
     /// A mutex with `protocol`. `PTHREAD_PRIO_INHERIT` fails with ENOTSUP on systems
     /// without PI futexes.
     pub fn new(protocol: Protocol) -> Result<Mutex, RtError> {
-        // SAFETY: a zeroed pthread_mutex_t is overwritten by pthread_mutex_init; the
-        // attribute is initialised before use and destroyed after.
+        // SAFETY: a zeroed pthread_mutex_t in a box of its own, which never moves,
+        // initialised once here.
         unsafe {
             let raw = Box::new(UnsafeCell::new(std::mem::zeroed::<libc::pthread_mutex_t>()));
-            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
-            check(libc::pthread_mutexattr_init(&mut attr), "create a mutex")?;
-            let proto = match protocol {
-                Protocol::None => libc::PTHREAD_PRIO_NONE,
-                Protocol::Inherit => libc::PTHREAD_PRIO_INHERIT,
-            };
-            let set = check(
-                libc::pthread_mutexattr_setprotocol(&mut attr, proto),
-                "make a priority-inheritance mutex (PI futexes unsupported by this kernel or C library)",
-            );
-            let init = set
-                .and_then(|()| check(libc::pthread_mutex_init(raw.get(), &attr), "create a mutex"));
-            libc::pthread_mutexattr_destroy(&mut attr);
-            init?;
+            init_mutex(raw.get(), protocol, false)?;
             Ok(Mutex { raw })
         }
     }
@@ -89,27 +78,8 @@ impl Mutex {
     /// Locks, waiting until `deadline_ns` on `CLOCK_MONOTONIC` at the latest; false when
     /// the deadline passed first.
     pub fn lock_until(&self, deadline_ns: i64) -> Result<bool, RtError> {
-        let ts = ns_to_timespec(deadline_ns);
-        // SAFETY: a valid, initialised mutex that never moves, and a valid timespec.
-        let rc = unsafe { pthread_mutex_clocklock(self.raw.get(), libc::CLOCK_MONOTONIC, &ts) };
-        let rc = if rc == libc::EINVAL {
-            // A C library without monotonic PI timeouts: the same deadline on the
-            // realtime clock.
-            let real = Clock::Realtime.now_ns() + deadline_ns - Clock::Monotonic.now_ns();
-            let ts = ns_to_timespec(real);
-            // SAFETY: as above.
-            unsafe { libc::pthread_mutex_timedlock(self.raw.get(), &ts) }
-        } else {
-            rc
-        };
-        match rc {
-            0 => Ok(true),
-            libc::ETIMEDOUT => Ok(false),
-            e => Err(RtError::new(
-                "lock a mutex",
-                std::io::Error::from_raw_os_error(e),
-            )),
-        }
+        // SAFETY: a valid, initialised mutex that never moves.
+        unsafe { lock_mutex_until(self.raw.get(), deadline_ns) }
     }
 
     /// Unlocks a mutex the calling thread holds.
@@ -117,6 +87,91 @@ impl Mutex {
         // SAFETY: a valid, initialised mutex; callers unlock only what they locked.
         unsafe { libc::pthread_mutex_unlock(self.raw.get()) };
     }
+}
+
+/// Initialises the mutex at `raw` with `protocol`; `between_processes` makes it
+/// `PTHREAD_PROCESS_SHARED` (it must then live in memory shared with the other
+/// processes). Async-signal-safe it is not: call it before forking.
+///
+/// # Safety
+///
+/// `raw` must point to writable memory for a mutex that is not initialised (or was
+/// destroyed) and will not move until it is destroyed.
+pub(crate) unsafe fn init_mutex(
+    raw: *mut libc::pthread_mutex_t,
+    protocol: Protocol,
+    between_processes: bool,
+) -> Result<(), RtError> {
+    // SAFETY: the attribute is initialised before use and destroyed after; the caller
+    // vouches for `raw`.
+    unsafe {
+        let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+        check(libc::pthread_mutexattr_init(&mut attr), "create a mutex")?;
+        let proto = match protocol {
+            Protocol::None => libc::PTHREAD_PRIO_NONE,
+            Protocol::Inherit => libc::PTHREAD_PRIO_INHERIT,
+        };
+        let mut set = check(
+            libc::pthread_mutexattr_setprotocol(&mut attr, proto),
+            "make a priority-inheritance mutex (PI futexes unsupported by this kernel or C library)",
+        );
+        if between_processes {
+            set = set.and_then(|()| {
+                check(
+                    libc::pthread_mutexattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_SHARED),
+                    "make a process-shared mutex",
+                )
+            });
+        }
+        let init = set.and_then(|()| check(libc::pthread_mutex_init(raw, &attr), "create a mutex"));
+        libc::pthread_mutexattr_destroy(&mut attr);
+        init
+    }
+}
+
+/// Locks the mutex at `raw`, waiting until `deadline_ns` on `CLOCK_MONOTONIC` at the
+/// latest; false when the deadline passed first.
+///
+/// # Safety
+///
+/// `raw` must point to an initialised mutex that does not move.
+#[inline]
+pub(crate) unsafe fn lock_mutex_until(
+    raw: *mut libc::pthread_mutex_t,
+    deadline_ns: i64,
+) -> Result<bool, RtError> {
+    // SAFETY: the caller vouches for the mutex.
+    match unsafe { clocklock(raw, deadline_ns) } {
+        0 => Ok(true),
+        libc::ETIMEDOUT => Ok(false),
+        e => Err(RtError::new(
+            "lock a mutex",
+            std::io::Error::from_raw_os_error(e),
+        )),
+    }
+}
+
+/// `pthread_mutex_clocklock` on `CLOCK_MONOTONIC` until `deadline_ns`: 0, ETIMEDOUT or
+/// the error number. Allocates nothing and takes no other lock, so a forked child may
+/// call it on a process-shared mutex.
+///
+/// # Safety
+///
+/// `raw` must point to an initialised mutex that does not move.
+#[inline]
+pub(crate) unsafe fn clocklock(raw: *mut libc::pthread_mutex_t, deadline_ns: i64) -> libc::c_int {
+    let ts = ns_to_timespec(deadline_ns);
+    // SAFETY: the caller vouches for the mutex; a valid timespec.
+    let rc = unsafe { pthread_mutex_clocklock(raw, libc::CLOCK_MONOTONIC, &ts) };
+    if rc != libc::EINVAL {
+        return rc;
+    }
+    // A C library without monotonic PI timeouts: the same deadline on the realtime
+    // clock.
+    let real = Clock::Realtime.now_ns() + deadline_ns - Clock::Monotonic.now_ns();
+    let ts = ns_to_timespec(real);
+    // SAFETY: as above.
+    unsafe { libc::pthread_mutex_timedlock(raw, &ts) }
 }
 
 impl Drop for Mutex {
