@@ -5,14 +5,16 @@
 //! multi-threaded process may only do async-signal-safe work (another thread may have
 //! held the allocator's lock at the fork), so what a child runs is fixed here, in this
 //! crate: a [`PartnerBody`] is one of the loops below ([`Spinner`], [`YieldRing`],
-//! [`PipeRing`]), written with atomics, clock reads and raw system calls only. Their
-//! state lives in a [`SharedRegion`] (an anonymous `MAP_SHARED` mapping) so parent and
+//! [`PipeRing`], [`Inversion`]), written with atomics, clock reads and raw system calls
+//! only. Their state lives in a [`SharedRegion`] (an anonymous `MAP_SHARED` mapping) so parent and
 //! child see the same words. Thread-only partners run any closure ([`spawn_thread`]).
 
 pub mod futex;
+mod inversion;
 mod ring;
 mod spinner;
 
+pub use inversion::Inversion;
 pub use ring::{PipeRing, YieldRing, MAX_HOPS, MAX_MEMBERS, NO_SAMPLE};
 pub use spinner::Spinner;
 
@@ -99,7 +101,8 @@ mod sealed {
 }
 
 /// A loop a partner runs, safe to run in a forked child: atomics, clock reads and raw
-/// system calls only — no allocation, no lock, no I/O through the standard library.
+/// system calls only — no allocation, no lock (but the process-shared mutex an
+/// [`Inversion`] is about), no I/O through the standard library.
 pub trait PartnerBody: sealed::Sealed + Sync + Send + 'static {
     /// Runs member `index` until the body's own stop request.
     fn run(&self, index: usize);
@@ -245,7 +248,7 @@ fn spawn_process<B: PartnerBody>(
     let state: &B = body;
     // SAFETY: the child runs only async-signal-safe code — raw system calls (prctl,
     // getppid, mlockall, the sealed body's atomics, clock reads, futexes, pipes,
-    // sched_yield) and _exit — so no lock held by another thread at the fork can be
+    // sched_yield, and the process-shared mutex in the body's state) and _exit — so no lock held by another thread at the fork can be
     // needed, and nothing is allocated. The body's state is in a MAP_SHARED mapping.
     let pid = unsafe { libc::fork() };
     if pid == -1 {
