@@ -126,35 +126,47 @@ fn switch_rings_of_threads_and_processes_hand_over() {
 
 #[test]
 fn pi_inherit_bounds_the_wait_and_none_reports_inversions() {
-    let (run, s) = measured("pi:protocol=inherit");
-    assert!(s.samples > 0, "inherit: no samples");
-    let summary = run
-        .events
-        .iter()
-        .find(|e| e.kind == "inversions")
-        .expect("a summary event");
-    assert!(
-        summary.message.contains("protocol=inherit"),
-        "{}",
-        summary.message
-    );
-
-    let (run, s) = measured("pi:protocol=none");
-    let inversions = run.events.iter().filter(|e| e.kind == "inversion").count() as u64;
-    assert!(
-        inversions <= s.missed_periods,
-        "each inversion is a missed cycle"
-    );
-    assert!(run.events.iter().any(|e| e.kind == "inversions"));
-    if realtime(&s) {
-        // Without inheritance the medium task always runs before the holder.
-        assert!(inversions > 0, "no inversion without priority inheritance");
+    for task in ["thread", "process"] {
+        let probe = format!("pi:protocol=inherit,task={task}");
+        let (run, s) = measured(&probe);
+        assert!(s.samples > 0, "{probe}: no samples");
         assert!(
-            s.missed_periods > s.samples,
-            "{} missed, {} samples",
-            s.missed_periods,
-            s.samples
+            s.samples + s.missed_periods <= 1_001,
+            "{probe}: a sample or a missed cycle a period"
         );
+        let summary = run
+            .events
+            .iter()
+            .find(|e| e.kind == "inversions")
+            .expect("a summary event");
+        assert!(
+            summary.message.contains("protocol=inherit"),
+            "{probe}: {}",
+            summary.message
+        );
+
+        let probe = format!("pi:protocol=none,task={task}");
+        let (run, s) = measured(&probe);
+        assert!(
+            s.samples + s.missed_periods <= 1_001,
+            "{probe}: a sample or a missed cycle a period"
+        );
+        let inversions = run.events.iter().filter(|e| e.kind == "inversion").count() as u64;
+        assert!(
+            inversions <= s.missed_periods,
+            "{probe}: each inversion is a missed cycle"
+        );
+        assert!(run.events.iter().any(|e| e.kind == "inversions"), "{probe}");
+        if realtime(&s) {
+            // Without inheritance the medium task always runs before the holder.
+            assert!(inversions > 0, "{probe}: no inversion without inheritance");
+            assert!(
+                s.missed_periods > s.samples,
+                "{probe}: {} missed, {} samples",
+                s.missed_periods,
+                s.samples
+            );
+        }
     }
 }
 
@@ -189,7 +201,11 @@ fn prio_wake_counts_rounds_out_of_priority_order() {
 
 #[test]
 fn sigint_ends_process_partners_and_keeps_the_results() {
-    for probe in ["preempt:task=process", "switch:method=pipe,task=process"] {
+    for probe in [
+        "preempt:task=process",
+        "switch:method=pipe,task=process",
+        "pi:protocol=inherit,task=process",
+    ] {
         let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("run.json");

@@ -10,6 +10,10 @@
 //! bounded by L's remaining work; without, M takes the CPU from L and H waits for M.
 //! H's lock gives up after [`TIMEOUT_NS`]: that cycle is an inversion — no sample, a
 //! missed cycle, an event — and H then tells M to stop, so L can finish.
+//!
+//! L and M are threads of latlab (`task=thread`) or forked processes (`task=process`,
+//! the mutex then `PTHREAD_PROCESS_SHARED` in a `MAP_SHARED` mapping); either way they
+//! run the sealed loops of [`Inversion`], which a forked child may run.
 
 use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
 use super::partners::{self, Mark, Tally, WAIT_NS};
@@ -17,12 +21,11 @@ use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
 use latlab_model::Nanos;
-use latlab_rt::clock::{self, Clock};
-use latlab_rt::partner::futex;
-use latlab_rt::partner::{self, Partner};
-use latlab_rt::pthread::{Mutex, Protocol};
+use latlab_rt::clock::Clock;
+use latlab_rt::partner::{self, Inversion, Partner, SharedRegion, TaskKind};
+use latlab_rt::pthread::Protocol;
 use latlab_rt::{memory, RtError};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// CPU time L works while holding the mutex.
@@ -45,7 +48,9 @@ pub const INFO: ProbeInfo = ProbeInfo {
                  pthread_mutex_clocklock - its call, CLOCK_MONOTONIC. protocol=inherit: \
                  PTHREAD_PRIO_INHERIT, L inherits H's priority and the wait is bounded by L's \
                  work. protocol=none: M runs before L; H gives up after 1 ms and the cycle is \
-                 an inversion (no sample; counted in missed and reported as events).",
+                 an inversion (no sample; counted in missed and reported as events). \
+                 task=thread: L and M are threads of latlab; task=process: forked processes, \
+                 the mutex PTHREAD_PROCESS_SHARED in MAP_SHARED memory.",
     params: &[
         ParamInfo {
             key: "protocol",
@@ -55,9 +60,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
         },
         ParamInfo {
             key: "task",
-            choices: &["thread"],
+            choices: &["thread", "process"],
             default: "thread",
-            help: "L and M are threads of latlab",
+            help: "L and M: threads of latlab, or forked processes sharing a \
+                   PTHREAD_PROCESS_SHARED mutex (MAP_SHARED)",
         },
         ParamInfo {
             key: "cpu",
@@ -73,6 +79,7 @@ fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
     partners::check_policy(&INFO, setup, 2)?;
     Ok(Box::new(PiProbe {
         setup: setup.clone(),
+        kind: partners::task_kind(setup),
         protocol: match setup.param("protocol") {
             "none" => Protocol::None,
             _ => Protocol::Inherit,
@@ -82,70 +89,8 @@ fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
 
 struct PiProbe {
     setup: ProbeSetup,
+    kind: TaskKind,
     protocol: Protocol,
-}
-
-/// What H, L and M share; cycle numbers start at 1.
-struct Shared {
-    mutex: Mutex,
-    stop: AtomicBool,
-    /// The cycle L is to take the mutex in (L's futex word).
-    low_go: AtomicU32,
-    /// The cycle in which L holds the mutex (H's futex word).
-    low_holds: AtomicU32,
-    /// The cycle M is to spin in (M's futex word).
-    medium_go: AtomicU32,
-    /// The cycle whose spinning M is to end.
-    medium_stop: AtomicU32,
-}
-
-/// Waits until `word` differs from `seen` or a stop is requested; the new value.
-fn next_cycle(shared: &Shared, word: &AtomicU32, seen: u32) -> Option<u32> {
-    loop {
-        if shared.stop.load(Ordering::Acquire) {
-            return None;
-        }
-        let now = word.load(Ordering::Acquire);
-        if now != seen {
-            return Some(now);
-        }
-        let _ = futex::wait(word, seen, WAIT_NS);
-    }
-}
-
-/// L: per cycle, lock, report holding, work [`HOLD_NS`] of CPU time, unlock.
-fn low(shared: &Shared) {
-    let mut seen = 0;
-    while let Some(cycle) = next_cycle(shared, &shared.low_go, seen) {
-        seen = cycle;
-        match shared.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS) {
-            Ok(true) => {}
-            Ok(false) | Err(_) => continue,
-        }
-        shared.low_holds.store(cycle, Ordering::Release);
-        futex::wake(&shared.low_holds, 1);
-        // Its own CPU time: the time M keeps it off the CPU does not shorten the work.
-        let until = clock::thread_cpu_ns() + HOLD_NS;
-        while clock::thread_cpu_ns() < until && !shared.stop.load(Ordering::Relaxed) {
-            std::hint::spin_loop();
-        }
-        shared.mutex.unlock();
-    }
-}
-
-/// M: per cycle, spin until told to stop or [`HOG_NS`] passed.
-fn medium(shared: &Shared) {
-    let mut seen = 0;
-    while let Some(cycle) = next_cycle(shared, &shared.medium_go, seen) {
-        seen = cycle;
-        let until = Clock::Monotonic.now_ns() + HOG_NS;
-        while shared.medium_stop.load(Ordering::Acquire) != cycle
-            && Clock::Monotonic.now_ns() < until
-            && !shared.stop.load(Ordering::Relaxed)
-        {
-            std::hint::spin_loop();
-        }
-    }
 }
 
 impl Probe for PiProbe {
@@ -158,14 +103,13 @@ impl Probe for PiProbe {
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
-        let shared = Arc::new(Shared {
-            mutex: Mutex::new(self.protocol)?,
-            stop: AtomicBool::new(false),
-            low_go: AtomicU32::new(0),
-            low_holds: AtomicU32::new(0),
-            medium_go: AtomicU32::new(0),
-            medium_stop: AtomicU32::new(0),
-        });
+        let between_processes = self.kind == TaskKind::Process;
+        let shared = Arc::new(Inversion::create(
+            self.protocol,
+            between_processes,
+            HOLD_NS,
+            HOG_NS,
+        )?);
         let mut worker = PiWorker {
             setup: self.setup.clone(),
             placement: placement.clone(),
@@ -175,15 +119,14 @@ impl Probe for PiProbe {
             cycles: 0,
             tally: Tally::new(&self.setup),
         };
-        let low_shared = shared.clone();
-        worker.partners.push(partner::spawn_thread(
-            partners::partner_place(placement, 2)?,
-            move || low(&low_shared),
-        )?);
-        worker.partners.push(partner::spawn_thread(
-            partners::partner_place(placement, 1)?,
-            move || medium(&shared),
-        )?);
+        // Member 0 is L (two levels below H), member 1 is M (one level below). A failed
+        // spawn drops the worker, which stops and reaps the partners already started.
+        for (member, below) in [(0, 2), (1, 1)] {
+            let place = partners::partner_place(placement, below)?;
+            worker
+                .partners
+                .push(partner::spawn(self.kind, &shared, member, place)?);
+        }
         Ok(Box::new(worker))
     }
 }
@@ -191,7 +134,7 @@ impl Probe for PiProbe {
 struct PiWorker {
     setup: ProbeSetup,
     placement: Placement,
-    shared: Arc<Shared>,
+    shared: Arc<SharedRegion<Inversion>>,
     partners: Vec<Partner>,
     cycle: u32,
     /// Measured cycles, with or without a sample.
@@ -211,40 +154,31 @@ enum Cycle {
 
 impl PiWorker {
     fn cycle(&mut self) -> Result<Cycle, RtError> {
-        let s = &*self.shared;
+        let s = &**self.shared;
         self.cycle = self.cycle.wrapping_add(1).max(1);
         let cycle = self.cycle;
-        s.low_go.store(cycle, Ordering::Release);
-        futex::wake(&s.low_go, 1);
-        let until = Clock::Monotonic.now_ns() + WAIT_NS;
-        while s.low_holds.load(Ordering::Acquire) != cycle {
-            let left = until - Clock::Monotonic.now_ns();
-            if left <= 0 {
-                return Ok(Cycle::NoHolder);
-            }
-            let _ = futex::wait(&s.low_holds, s.low_holds.load(Ordering::Acquire), left);
+        s.start_low(cycle);
+        if !s.wait_low_holds(cycle, WAIT_NS) {
+            return Ok(Cycle::NoHolder);
         }
-        s.medium_go.store(cycle, Ordering::Release);
-        futex::wake(&s.medium_go, 1);
+        s.start_medium(cycle);
         let call = Clock::Monotonic.now_ns();
-        let acquired = s.mutex.lock_until(call + TIMEOUT_NS);
+        let acquired = s.lock_until(call + TIMEOUT_NS);
         let returned = Clock::Monotonic.now_ns();
-        s.medium_stop.store(cycle, Ordering::Release);
+        s.stop_medium(cycle);
         match acquired? {
             true => {
-                s.mutex.unlock();
+                s.unlock();
                 Ok(Cycle::Acquired(returned - call))
             }
             false => Ok(Cycle::Inversion(returned - call)),
         }
     }
 
+    /// Stops L and M and waits for them (a process that does not end is killed by its
+    /// pid and reaped).
     fn release(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        for word in [&self.shared.low_go, &self.shared.medium_go] {
-            word.fetch_add(1, Ordering::AcqRel);
-            futex::wake(word, 1);
-        }
+        self.shared.stop();
         self.partners.clear();
     }
 }
