@@ -98,8 +98,14 @@ pub(super) fn sleep_until(at: i64) -> Result<bool, RtError> {
     }
 }
 
+/// The period boundaries after `due` that [`next_due`] passed over to reach `next`.
+pub(super) fn skipped(due: i64, next: i64, period: i64) -> u64 {
+    ((next - due) / period.max(1) - 1).max(0) as u64
+}
+
 /// The next cycle's due instant after `due`: one period on, or the first period
-/// boundary still ahead when a cycle overran (cycles never pile up).
+/// boundary still ahead when a cycle overran (cycles never pile up; the caller counts
+/// the skipped ones, see [`skipped`]).
 pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
     let next = due + period;
     if next > now {
@@ -153,9 +159,17 @@ impl Tally {
     /// Counts a cycle without a sample (only in the measured span).
     #[inline(always)]
     pub(super) fn miss(&mut self, measured: bool, live: &LiveStats) {
-        if measured {
-            self.missed += 1;
-            live.publish_missed(self.missed);
+        self.skip(1, measured, live);
+    }
+
+    /// Counts `cycles` without a sample at once: the period boundaries an overrunning
+    /// cycle passed ([`next_due`] skips them so cycles never pile up; they are counted
+    /// here, never lost).
+    #[inline(always)]
+    pub(super) fn skip(&mut self, cycles: u64, measured: bool, live: &LiveStats) {
+        if measured && cycles > 0 {
+            self.missed += cycles;
+            live.publish_missed(cycles);
         }
     }
 
@@ -255,6 +269,8 @@ mod tests {
         assert_eq!(next_due(1_000, 100, 1_050), 1_100);
         assert_eq!(next_due(1_000, 100, 1_100), 1_200);
         assert_eq!(next_due(1_000, 100, 1_350), 1_400);
+        assert_eq!(skipped(1_000, 1_100, 100), 0);
+        assert_eq!(skipped(1_000, 1_400, 100), 3);
     }
 
     #[test]

@@ -325,7 +325,10 @@ impl Worker for PrioWakeWorker {
                 Err(e) => break Err(e),
             }
             last = Clock::Monotonic.now_ns();
-            due = partners::next_due(due, period, last);
+            let next = partners::next_due(due, period, last);
+            self.tally
+                .skip(partners::skipped(due, next, period), measured, live);
+            due = next;
         };
         self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
         self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
