@@ -323,7 +323,16 @@ fn condition_facts(run: &Run) -> Block {
         (
             "real-time policy",
             condition(&|| {
-                let requested = timer_setting(run, |t| t.policy.to_string());
+                let requested =
+                    figures::distinct(run.plan.probes.iter().map(|probe| match probe {
+                        ProbePlan::Timer(t) => t.policy.to_string(),
+                        ProbePlan::Primitive(p) => p.policy.to_string(),
+                    }));
+                let requested = if requested.is_empty() || unknowns.has("plan.probes") {
+                    figures::UNKNOWN.to_string()
+                } else {
+                    requested
+                };
                 format!(
                     "{} (requested {requested})",
                     figures::yes_no(c.realtime_policy)
@@ -338,7 +347,7 @@ fn condition_facts(run: &Run) -> Block {
         ("warm-up", p.warm_up_ns.to_string()),
         (
             "break trace",
-            timer_setting(run, |t| {
+            timer_setting(run, "off (no timer probe)", |t| {
                 t.breaktrace_ns.map_or_else(
                     || "off".to_string(),
                     |limit| {
@@ -358,14 +367,16 @@ fn condition_facts(run: &Run) -> Block {
 }
 
 /// A setting of the timer probes, their distinct values joined; `unknown` when the
-/// plan holds no probe (an imported Run).
-fn timer_setting(run: &Run, setting: impl Fn(&TimerSettings) -> String) -> String {
+/// plan holds no probe (an imported Run), `without` when it holds only primitive ones.
+fn timer_setting(run: &Run, without: &str, setting: impl Fn(&TimerSettings) -> String) -> String {
     let values = figures::distinct(run.plan.probes.iter().filter_map(|probe| match probe {
         ProbePlan::Timer(t) => Some(setting(t)),
         ProbePlan::Primitive(_) => None,
     }));
-    if values.is_empty() || Unknowns::of(run).has("plan.probes") {
+    if run.plan.probes.is_empty() || Unknowns::of(run).has("plan.probes") {
         figures::UNKNOWN.to_string()
+    } else if values.is_empty() {
+        without.to_string()
     } else {
         values
     }

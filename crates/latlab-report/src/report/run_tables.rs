@@ -27,12 +27,22 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     let total: u64 = run.streams.iter().map(|s| s.samples).sum();
     let mut blocks = vec![
         Block::Table(statistics_table(decoded)),
-        Block::Paragraph(format!(
-            "{total} samples in all. Latency = wake-up − deadline, in µs; min, max, mean and \
-             stddev are exact, percentiles come from the histogram (within 0.1 %). first = \
-             the very first wake-up; missed periods = periods without a wake-up because one \
-             came more than a period late; early wakes = wake-ups before the deadline."
-        )),
+        Block::Paragraph(if run.streams.iter().all(|s| s.probe == "timer") {
+            format!(
+                "{total} samples in all. Latency = wake-up − deadline, in µs; min, max, mean \
+                 and stddev are exact, percentiles come from the histogram (within 0.1 %). \
+                 first = the very first wake-up; missed periods = periods without a wake-up \
+                 because one came more than a period late; early wakes = wake-ups before the \
+                 deadline."
+            )
+        } else {
+            format!(
+                "{total} samples in all, in µs; what a sample spans is each probe's definition \
+                 (latlab probes --long; the timer probe's is wake-up − deadline). min, max, \
+                 mean and stddev are exact, percentiles come from the histogram (within \
+                 0.1 %). first = the first sample; missed periods = cycles without a sample."
+            )
+        }),
     ];
     let unknowns = Unknowns::of(run);
     if TABLE_FIELDS.iter().any(|field| unknowns.has(field)) {
