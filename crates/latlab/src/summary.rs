@@ -37,6 +37,7 @@ pub fn render(run: &Run, color: bool) -> String {
     };
     let what = match &run.scenario {
         Some(name) => format!("scenario {name}, {} phase(s)", run.phases.len()),
+        None if run.phases.len() > 1 => format!("{} phases", run.phases.len()),
         None => format!(
             "{} · period {}",
             run.streams
