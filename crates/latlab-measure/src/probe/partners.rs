@@ -3,7 +3,7 @@
 //! of their cycles, and the tally of samples, missed cycles and events.
 
 use super::catalogue::{self, Measured, ProbeInfo, ProbeSetup};
-use super::Placement;
+use super::{Placement, Window};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
@@ -14,6 +14,7 @@ use latlab_rt::partner::{PartnerPlace, TaskKind};
 use latlab_rt::sched::Policy;
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{memory, RtError};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Longest any wait of a scheduling probe blocks before it looks again (at the stop
 /// flag, or at whether its partners are still there).
@@ -115,11 +116,105 @@ pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
     }
 }
 
+/// A scheduling probe's worker as [`measure_periodic`] and [`rehearse_periodic`] pace
+/// it: one cycle per period, each tallied by the worker itself.
+pub(super) trait Periodic {
+    /// How long before each due instant a cycle begins, ns: the pacing sleeps to
+    /// `due - lead`, and the cycle does what comes before `due` itself.
+    fn lead(&self) -> i64 {
+        0
+    }
+
+    /// Runs the cycle due at `due` (`at` ns into the measured span) and tallies what it
+    /// gave. False when a stop request cut it short before it counted anything: it is
+    /// then neither counted nor followed by the next due instant.
+    fn run(
+        &mut self,
+        due: i64,
+        at: i64,
+        measured: bool,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError>;
+
+    /// The worker's tally.
+    fn tally(&mut self) -> &mut Tally;
+
+    /// Stops the partner tasks and waits for them to end.
+    fn release(&mut self);
+}
+
+/// The measuring loop of a scheduling probe: a cycle every `period` ns from the
+/// window's start (plus the worker's lead) until its end or a stop request; periods an
+/// overrunning cycle passed over count as missed. Releases the partners at the end.
+pub(super) fn measure_periodic(
+    worker: &mut impl Periodic,
+    period: i64,
+    window: &Window,
+    stop: &AtomicBool,
+    live: &LiveStats,
+) -> Result<(), RtError> {
+    let lead = worker.lead();
+    let faults_before = worker.tally().settle(live);
+    let mut due = window.start + lead;
+    let mut last = window.start;
+    let result = loop {
+        if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
+            break Ok(());
+        }
+        match sleep_until(due - lead) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => break Err(e),
+        }
+        let measured = due >= window.warm_up_end;
+        match worker.run(due, due - window.warm_up_end, measured, stop, live) {
+            Ok(true) => worker.tally().cycles += u64::from(measured),
+            Ok(false) => continue,
+            Err(e) => break Err(e),
+        }
+        last = Clock::Monotonic.now_ns();
+        let next = next_due(due, period, last + lead);
+        worker
+            .tally()
+            .skip(skipped(due, next, period), measured, live);
+        due = next;
+    };
+    let tally = worker.tally();
+    tally.elapsed = Nanos((last - window.warm_up_end).max(0));
+    tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+    worker.release();
+    result
+}
+
+/// The rehearsal of a periodic worker: `cycles` cycles paced as when measuring, then
+/// the tally forgets them.
+pub(super) fn rehearse_periodic(
+    worker: &mut impl Periodic,
+    period: i64,
+    cycles: usize,
+    stop: &AtomicBool,
+    live: &LiveStats,
+) -> Result<(), RtError> {
+    let lead = worker.lead();
+    let mut due = Clock::Monotonic.now_ns() + period;
+    for _ in 0..cycles {
+        if sleep_until(due - lead)? {
+            worker.run(due, 0, true, stop, live)?;
+        }
+        due = next_due(due, period, Clock::Monotonic.now_ns() + lead);
+    }
+    worker.tally().reset(live);
+    Ok(())
+}
+
 /// Samples, missed cycles and events of one worker.
 #[derive(Debug)]
 pub(super) struct Tally {
     pub(super) recorder: SampleRecorder,
     pub(super) missed: u64,
+    /// Cycles run in the measured span, with or without a sample.
+    pub(super) cycles: u64,
     pub(super) warm_up_samples: u64,
     pub(super) first: Option<Nanos>,
     pub(super) elapsed: Nanos,
@@ -133,6 +228,7 @@ impl Tally {
         Tally {
             recorder: setup.recorder(),
             missed: 0,
+            cycles: 0,
             warm_up_samples: 0,
             first: None,
             elapsed: Nanos(0),
@@ -228,6 +324,7 @@ impl Tally {
     pub(super) fn reset(&mut self, live: &LiveStats) {
         self.recorder.reset();
         self.missed = 0;
+        self.cycles = 0;
         self.warm_up_samples = 0;
         self.first = None;
         self.marks.clear();
