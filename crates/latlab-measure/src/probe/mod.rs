@@ -14,6 +14,7 @@
 //!
 //! Adding a probe means one new file here plus one line where probes are built.
 
+mod account;
 pub mod catalogue;
 pub mod clock;
 pub mod msg;

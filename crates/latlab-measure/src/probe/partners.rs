@@ -2,11 +2,11 @@
 //! priorities of their partner tasks, derived from the measuring thread's, the pacing
 //! of their cycles, and the tally of samples, missed cycles and events.
 
-use super::catalogue::{self, Measured, ProbeInfo, ProbeSetup};
+use super::account::Account;
+use super::catalogue::{ProbeInfo, ProbeSetup};
 use super::{Placement, Window};
 use crate::live::LiveStats;
-use crate::record::SampleRecorder;
-use latlab_model::run::{Event, Stream};
+use latlab_model::run::Event;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
@@ -180,9 +180,9 @@ pub(super) fn measure_periodic(
             .skip(skipped(due, next, period), measured, live);
         due = next;
     };
-    let tally = worker.tally();
-    tally.elapsed = Nanos((last - window.warm_up_end).max(0));
-    tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+    let account = &mut worker.tally().account;
+    account.elapsed = Nanos((last - window.warm_up_end).max(0));
+    account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
     worker.release();
     result
 }
@@ -211,14 +211,9 @@ pub(super) fn rehearse_periodic(
 /// Samples, missed cycles and events of one worker.
 #[derive(Debug)]
 pub(super) struct Tally {
-    pub(super) recorder: SampleRecorder,
-    pub(super) missed: u64,
+    pub(super) account: Account,
     /// Cycles run in the measured span, with or without a sample.
     pub(super) cycles: u64,
-    pub(super) warm_up_samples: u64,
-    pub(super) first: Option<Nanos>,
-    pub(super) elapsed: Nanos,
-    pub(super) page_faults: u64,
     pub(super) marks: Vec<Mark>,
     pub(super) marks_total: u64,
 }
@@ -226,13 +221,8 @@ pub(super) struct Tally {
 impl Tally {
     pub(super) fn new(setup: &ProbeSetup) -> Tally {
         Tally {
-            recorder: setup.recorder(),
-            missed: 0,
+            account: Account::new(setup.recorder()),
             cycles: 0,
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
             marks: Vec::with_capacity(MAX_MARKS),
             marks_total: 0,
         }
@@ -242,14 +232,10 @@ impl Tally {
     #[inline(always)]
     pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
         if !measured {
-            self.warm_up_samples += 1;
+            self.account.warm_up_samples += 1;
             return;
         }
-        self.recorder.record(sample, at);
-        live.publish(sample, 0);
-        if self.first.is_none() {
-            self.first = Some(Nanos(sample));
-        }
+        self.account.record(sample, at, 0, live);
     }
 
     /// Counts a cycle without a sample (only in the measured span).
@@ -264,8 +250,7 @@ impl Tally {
     #[inline(always)]
     pub(super) fn skip(&mut self, cycles: u64, measured: bool, live: &LiveStats) {
         if measured && cycles > 0 {
-            self.missed += cycles;
-            live.publish_missed(cycles);
+            self.account.miss(cycles, live);
         }
     }
 
@@ -291,7 +276,7 @@ impl Tally {
     ) -> Event {
         Event {
             kind: kind.to_string(),
-            at_ns: Nanos(mark.map_or(self.elapsed.0, |m| m.at)),
+            at_ns: Nanos(mark.map_or(self.account.elapsed.0, |m| m.at)),
             thread: placement.thread,
             cpu: placement.cpu,
             value_ns: mark.map(|m| Nanos(m.value)),
@@ -306,7 +291,7 @@ impl Tally {
     /// the thread's page-fault count to measure from.
     pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
         memory::prefault_stack::<{ 32 * 1024 }>();
-        self.recorder.reset();
+        self.account.recorder.reset();
         let blank = Mark {
             at: 0,
             value: 0,
@@ -322,38 +307,10 @@ impl Tally {
 
     /// Forgets what the rehearsal left.
     pub(super) fn reset(&mut self, live: &LiveStats) {
-        self.recorder.reset();
-        self.missed = 0;
         self.cycles = 0;
-        self.warm_up_samples = 0;
-        self.first = None;
         self.marks.clear();
         self.marks_total = 0;
-        live.reset();
-    }
-
-    /// The stream of this worker.
-    pub(super) fn stream(
-        &self,
-        info: &'static ProbeInfo,
-        setup: &ProbeSetup,
-        placement: &Placement,
-        phase: &str,
-    ) -> Stream {
-        catalogue::stream_of(
-            Measured {
-                info,
-                setup,
-                placement,
-                recorder: &self.recorder,
-                missed: self.missed,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.reset(live);
     }
 }
 

@@ -262,7 +262,7 @@ impl Worker for PiWorker {
                 }
             ),
         ));
-        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
         (stream, events)
     }
 }

@@ -180,6 +180,7 @@ impl Worker for PreemptWorker {
         self.release();
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }

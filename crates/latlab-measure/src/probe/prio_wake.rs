@@ -354,7 +354,7 @@ impl Worker for PrioWakeWorker {
                 )
             })
             .collect();
-        let complete = t.cycles.saturating_sub(t.missed);
+        let complete = t.cycles.saturating_sub(t.account.missed);
         events.push(t.event(
             &self.placement,
             "prio-order",
@@ -364,10 +364,10 @@ impl Worker for PrioWakeWorker {
                  of priority order ({} incomplete)",
                 self.placement.cpu.map_or("-".to_string(), |c| c.to_string()),
                 t.marks_total,
-                t.missed,
+                t.account.missed,
             ),
         ));
-        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
         (stream, events)
     }
 }

@@ -269,6 +269,7 @@ impl Worker for SwitchWorker {
         self.release();
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }
