@@ -75,10 +75,6 @@ impl Probe for MsgProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let channel = Arc::new(Channel::open(self.transport)?);
         let receiver = Receiver::new(channel.clone())?;

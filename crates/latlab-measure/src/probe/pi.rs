@@ -98,10 +98,6 @@ impl Probe for PiProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let between_processes = self.kind == TaskKind::Process;
         let shared = Arc::new(Inversion::create(

@@ -72,10 +72,6 @@ impl Probe for PreemptProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let place = partners::partner_place(placement, 1)?;
         let spinner = Arc::new(SharedRegion::new(Spinner::default())?);

@@ -145,10 +145,6 @@ impl Probe for PrioWakeProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let shared = Arc::new(Shared {
             mutex: Mutex::new(Protocol::None)?,

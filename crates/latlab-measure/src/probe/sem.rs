@@ -78,10 +78,6 @@ impl Probe for SemProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let semaphore = Arc::new(Semaphore::new(
             self.kind,

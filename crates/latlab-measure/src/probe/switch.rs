@@ -17,7 +17,6 @@ use super::partners::{self, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
-use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Partner, PipeRing, SharedRegion, TaskKind, YieldRing, NO_SAMPLE};
 use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,10 +105,6 @@ enum Ring {
 impl Probe for SwitchProbe {
     fn name(&self) -> &'static str {
         INFO.name
-    }
-
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
