@@ -92,10 +92,6 @@ impl Probe for ClockProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         Ok(Box::new(ClockWorker {
             setup: self.setup.clone(),

@@ -14,6 +14,7 @@
 //!
 //! Adding a probe means one new file here plus one line where probes are built.
 
+mod account;
 pub mod catalogue;
 pub mod clock;
 pub mod msg;
@@ -63,8 +64,11 @@ pub trait Probe: Sync {
     /// The probe's name in results (`timer`).
     fn name(&self) -> &'static str;
 
-    /// The clock the probe's window is expressed on.
-    fn clock(&self) -> Clock;
+    /// The clock the probe's window is expressed on: `CLOCK_MONOTONIC` unless the
+    /// probe measures on another one.
+    fn clock(&self) -> Clock {
+        Clock::Monotonic
+    }
 
     /// Builds a worker on its measuring thread (allocations happen here).
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError>;

@@ -75,10 +75,6 @@ impl Probe for MsgProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let channel = Arc::new(Channel::open(self.transport)?);
         let receiver = Receiver::new(channel.clone())?;
@@ -155,7 +151,7 @@ impl Worker for MsgWorker {
     fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
         let plan = pair::rehearsal_plan(self.setup.period);
         self.receive_through(plan, plan.start, stop, live)?;
-        self.tally.reset(live);
+        self.tally.account.reset(live);
         Ok(())
     }
 
@@ -168,7 +164,7 @@ impl Worker for MsgWorker {
         let faults_before = memory::thread_page_faults();
         let plan = pair::window_plan(window, self.setup.period);
         let received = self.receive_through(plan, window.warm_up_end, stop, live);
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = received {
             self.tally.set_elapsed(at);
         }
@@ -182,6 +178,7 @@ impl Worker for MsgWorker {
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }

@@ -108,10 +108,6 @@ impl Probe for NoiseProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let rt_limits = placement
             .policy

@@ -2,12 +2,12 @@
 //! partner's placement and policy, and the accounting of cycles — which instant each
 //! sample belongs to, which were warm-up, which passed without a sample.
 
-use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::account::Account;
+use super::catalogue::{ParamInfo, ProbeSetup};
 use super::Placement;
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
 use crate::runner::policy_of;
-use latlab_model::run::Stream;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::ipc::partner::Plan;
@@ -126,22 +126,17 @@ pub(super) fn window_plan(window: &super::Window, period: Nanos) -> Plan {
 /// dropped. Cycles due at or before the warm-up end are warm-up; the others are
 /// measured, and a measured cycle without a sample is a missed one.
 pub(super) struct Tally {
-    pub recorder: SampleRecorder,
+    pub(super) account: Account,
     plan: Plan,
     warm_up_end: i64,
     /// The next cycle not yet accounted for.
     expected: i64,
-    pub missed: u64,
-    pub warm_up_samples: u64,
-    pub first: Option<Nanos>,
-    pub elapsed: Nanos,
-    pub page_faults: u64,
 }
 
 impl Tally {
     pub(super) fn new(recorder: SampleRecorder) -> Tally {
         Tally {
-            recorder,
+            account: Account::new(recorder),
             plan: Plan {
                 start: 0,
                 period: 1,
@@ -149,11 +144,6 @@ impl Tally {
             },
             warm_up_end: 0,
             expected: 1,
-            missed: 0,
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
         }
     }
 
@@ -186,16 +176,13 @@ impl Tally {
         }
         let gap = self.measured_among(self.expected, k);
         self.expected = k + 1;
-        self.missed += gap;
+        self.account.missed += gap;
         let due = self.plan.due(k);
         if due > self.warm_up_end {
-            self.recorder.record(sample, due - self.warm_up_end);
-            live.publish(sample, gap);
-            if self.first.is_none() {
-                self.first = Some(Nanos(sample));
-            }
+            self.account
+                .record(sample, due - self.warm_up_end, gap, live);
         } else {
-            self.warm_up_samples += 1;
+            self.account.warm_up_samples += 1;
             live.publish_missed(gap);
         }
     }
@@ -209,8 +196,7 @@ impl Tally {
         }
         let gap = self.measured_among(self.expected, k + 1);
         self.expected = k + 1;
-        self.missed += gap;
-        live.publish_missed(gap);
+        self.account.miss(gap, live);
     }
 
     /// True when every cycle of the plan is accounted for.
@@ -226,42 +212,9 @@ impl Tally {
         }
     }
 
-    /// Forgets the rehearsal.
-    pub(super) fn reset(&mut self, live: &LiveStats) {
-        self.recorder.reset();
-        self.missed = 0;
-        self.warm_up_samples = 0;
-        self.first = None;
-        live.reset();
-    }
-
     /// The measured span, ending at `at` (or the plan's end, if earlier).
     pub(super) fn set_elapsed(&mut self, at: i64) {
-        self.elapsed = Nanos((at.min(self.plan.end) - self.warm_up_end).max(0));
-    }
-
-    /// The Run stream.
-    pub(super) fn stream(
-        &self,
-        info: &'static ProbeInfo,
-        setup: &ProbeSetup,
-        placement: &Placement,
-        phase: &str,
-    ) -> Stream {
-        catalogue::stream_of(
-            Measured {
-                info,
-                setup,
-                placement,
-                recorder: &self.recorder,
-                missed: self.missed,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.elapsed = Nanos((at.min(self.plan.end) - self.warm_up_end).max(0));
     }
 }
 
@@ -301,13 +254,17 @@ mod tests {
         assert!(!t.done());
         t.close(&live); // 8, 9, 10 missed
         assert!(t.done());
-        assert_eq!(t.warm_up_samples, 1);
-        assert_eq!(t.recorder.samples(), 2);
-        assert_eq!(t.missed, 1 + 2 + 3);
-        assert_eq!(t.recorder.samples() + t.missed, 8, "every measured cycle");
-        assert_eq!(t.first, Some(Nanos(7)));
+        assert_eq!(t.account.warm_up_samples, 1);
+        assert_eq!(t.account.recorder.samples(), 2);
+        assert_eq!(t.account.missed, 1 + 2 + 3);
+        assert_eq!(
+            t.account.recorder.samples() + t.account.missed,
+            8,
+            "every measured cycle"
+        );
+        assert_eq!(t.account.first, Some(Nanos(7)));
         t.sample(11, 1, &live); // past the plan: ignored
-        assert_eq!(t.recorder.samples(), 2);
+        assert_eq!(t.account.recorder.samples(), 2);
     }
 
     #[test]

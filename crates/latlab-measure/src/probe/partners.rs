@@ -2,11 +2,11 @@
 //! priorities of their partner tasks, derived from the measuring thread's, the pacing
 //! of their cycles, and the tally of samples, missed cycles and events.
 
-use super::catalogue::{self, Measured, ProbeInfo, ProbeSetup};
-use super::Placement;
+use super::account::Account;
+use super::catalogue::{ProbeInfo, ProbeSetup};
+use super::{Placement, Window};
 use crate::live::LiveStats;
-use crate::record::SampleRecorder;
-use latlab_model::run::{Event, Stream};
+use latlab_model::run::Event;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
@@ -14,6 +14,7 @@ use latlab_rt::partner::{PartnerPlace, TaskKind};
 use latlab_rt::sched::Policy;
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{memory, RtError};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Longest any wait of a scheduling probe blocks before it looks again (at the stop
 /// flag, or at whether its partners are still there).
@@ -115,15 +116,104 @@ pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
     }
 }
 
+/// A scheduling probe's worker as [`measure_periodic`] and [`rehearse_periodic`] pace
+/// it: one cycle per period, each tallied by the worker itself.
+pub(super) trait Periodic {
+    /// How long before each due instant a cycle begins, ns: the pacing sleeps to
+    /// `due - lead`, and the cycle does what comes before `due` itself.
+    fn lead(&self) -> i64 {
+        0
+    }
+
+    /// Runs the cycle due at `due` (`at` ns into the measured span) and tallies what it
+    /// gave. False when a stop request cut it short before it counted anything: it is
+    /// then neither counted nor followed by the next due instant.
+    fn run(
+        &mut self,
+        due: i64,
+        at: i64,
+        measured: bool,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError>;
+
+    /// The worker's tally.
+    fn tally(&mut self) -> &mut Tally;
+
+    /// Stops the partner tasks and waits for them to end.
+    fn release(&mut self);
+}
+
+/// The measuring loop of a scheduling probe: a cycle every `period` ns from the
+/// window's start (plus the worker's lead) until its end or a stop request; periods an
+/// overrunning cycle passed over count as missed. Releases the partners at the end.
+pub(super) fn measure_periodic(
+    worker: &mut impl Periodic,
+    period: i64,
+    window: &Window,
+    stop: &AtomicBool,
+    live: &LiveStats,
+) -> Result<(), RtError> {
+    let lead = worker.lead();
+    let faults_before = worker.tally().settle(live);
+    let mut due = window.start + lead;
+    let mut last = window.start;
+    let result = loop {
+        if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
+            break Ok(());
+        }
+        match sleep_until(due - lead) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => break Err(e),
+        }
+        let measured = due >= window.warm_up_end;
+        match worker.run(due, due - window.warm_up_end, measured, stop, live) {
+            Ok(true) => worker.tally().cycles += u64::from(measured),
+            Ok(false) => continue,
+            Err(e) => break Err(e),
+        }
+        last = Clock::Monotonic.now_ns();
+        let next = next_due(due, period, last + lead);
+        worker
+            .tally()
+            .skip(skipped(due, next, period), measured, live);
+        due = next;
+    };
+    let account = &mut worker.tally().account;
+    account.elapsed = Nanos((last - window.warm_up_end).max(0));
+    account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+    worker.release();
+    result
+}
+
+/// The rehearsal of a periodic worker: `cycles` cycles paced as when measuring, then
+/// the tally forgets them.
+pub(super) fn rehearse_periodic(
+    worker: &mut impl Periodic,
+    period: i64,
+    cycles: usize,
+    stop: &AtomicBool,
+    live: &LiveStats,
+) -> Result<(), RtError> {
+    let lead = worker.lead();
+    let mut due = Clock::Monotonic.now_ns() + period;
+    for _ in 0..cycles {
+        if sleep_until(due - lead)? {
+            worker.run(due, 0, true, stop, live)?;
+        }
+        due = next_due(due, period, Clock::Monotonic.now_ns() + lead);
+    }
+    worker.tally().reset(live);
+    Ok(())
+}
+
 /// Samples, missed cycles and events of one worker.
 #[derive(Debug)]
 pub(super) struct Tally {
-    pub(super) recorder: SampleRecorder,
-    pub(super) missed: u64,
-    pub(super) warm_up_samples: u64,
-    pub(super) first: Option<Nanos>,
-    pub(super) elapsed: Nanos,
-    pub(super) page_faults: u64,
+    pub(super) account: Account,
+    /// Cycles run in the measured span, with or without a sample.
+    pub(super) cycles: u64,
     pub(super) marks: Vec<Mark>,
     pub(super) marks_total: u64,
 }
@@ -131,12 +221,8 @@ pub(super) struct Tally {
 impl Tally {
     pub(super) fn new(setup: &ProbeSetup) -> Tally {
         Tally {
-            recorder: setup.recorder(),
-            missed: 0,
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
+            account: Account::new(setup.recorder()),
+            cycles: 0,
             marks: Vec::with_capacity(MAX_MARKS),
             marks_total: 0,
         }
@@ -146,14 +232,10 @@ impl Tally {
     #[inline(always)]
     pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
         if !measured {
-            self.warm_up_samples += 1;
+            self.account.warm_up_samples += 1;
             return;
         }
-        self.recorder.record(sample, at);
-        live.publish(sample, 0);
-        if self.first.is_none() {
-            self.first = Some(Nanos(sample));
-        }
+        self.account.record(sample, at, 0, live);
     }
 
     /// Counts a cycle without a sample (only in the measured span).
@@ -168,8 +250,7 @@ impl Tally {
     #[inline(always)]
     pub(super) fn skip(&mut self, cycles: u64, measured: bool, live: &LiveStats) {
         if measured && cycles > 0 {
-            self.missed += cycles;
-            live.publish_missed(cycles);
+            self.account.miss(cycles, live);
         }
     }
 
@@ -195,7 +276,7 @@ impl Tally {
     ) -> Event {
         Event {
             kind: kind.to_string(),
-            at_ns: Nanos(mark.map_or(self.elapsed.0, |m| m.at)),
+            at_ns: Nanos(mark.map_or(self.account.elapsed.0, |m| m.at)),
             thread: placement.thread,
             cpu: placement.cpu,
             value_ns: mark.map(|m| Nanos(m.value)),
@@ -210,7 +291,7 @@ impl Tally {
     /// the thread's page-fault count to measure from.
     pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
         memory::prefault_stack::<{ 32 * 1024 }>();
-        self.recorder.reset();
+        self.account.recorder.reset();
         let blank = Mark {
             at: 0,
             value: 0,
@@ -226,37 +307,10 @@ impl Tally {
 
     /// Forgets what the rehearsal left.
     pub(super) fn reset(&mut self, live: &LiveStats) {
-        self.recorder.reset();
-        self.missed = 0;
-        self.warm_up_samples = 0;
-        self.first = None;
+        self.cycles = 0;
         self.marks.clear();
         self.marks_total = 0;
-        live.reset();
-    }
-
-    /// The stream of this worker.
-    pub(super) fn stream(
-        &self,
-        info: &'static ProbeInfo,
-        setup: &ProbeSetup,
-        placement: &Placement,
-        phase: &str,
-    ) -> Stream {
-        catalogue::stream_of(
-            Measured {
-                info,
-                setup,
-                placement,
-                recorder: &self.recorder,
-                missed: self.missed,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.reset(live);
     }
 }
 

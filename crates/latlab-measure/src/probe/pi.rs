@@ -16,7 +16,7 @@
 //! run the sealed loops of [`Inversion`], which a forked child may run.
 
 use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
-use super::partners::{self, Mark, Tally, WAIT_NS};
+use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
@@ -24,8 +24,8 @@ use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Inversion, Partner, SharedRegion, TaskKind};
 use latlab_rt::pthread::Protocol;
-use latlab_rt::{memory, RtError};
-use std::sync::atomic::{AtomicBool, Ordering};
+use latlab_rt::RtError;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// CPU time L works while holding the mutex.
@@ -98,10 +98,6 @@ impl Probe for PiProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let between_processes = self.kind == TaskKind::Process;
         let shared = Arc::new(Inversion::create(
@@ -116,7 +112,6 @@ impl Probe for PiProbe {
             shared: shared.clone(),
             partners: Vec::with_capacity(2),
             cycle: 0,
-            cycles: 0,
             tally: Tally::new(&self.setup),
         };
         // Member 0 is L (two levels below H), member 1 is M (one level below). A failed
@@ -137,8 +132,6 @@ struct PiWorker {
     shared: Arc<SharedRegion<Inversion>>,
     partners: Vec<Partner>,
     cycle: u32,
-    /// Measured cycles, with or without a sample.
-    cycles: u64,
     tally: Tally,
 }
 
@@ -174,6 +167,36 @@ impl PiWorker {
             false => Ok(Cycle::Inversion(returned - call)),
         }
     }
+}
+
+impl Periodic for PiWorker {
+    fn run(
+        &mut self,
+        _due: i64,
+        at: i64,
+        measured: bool,
+        _stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError> {
+        match self.cycle()? {
+            Cycle::Acquired(s) => self.tally.sample(s, at, measured, live),
+            Cycle::Inversion(waited) => {
+                self.tally.miss(measured, live);
+                let mark = Mark {
+                    at,
+                    value: waited,
+                    detail: 0,
+                };
+                self.tally.mark(mark, measured);
+            }
+            Cycle::NoHolder => self.tally.miss(measured, live),
+        }
+        Ok(true)
+    }
+
+    fn tally(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
 
     /// Stops L and M and waits for them (a process that does not end is killed by its
     /// pid and reaped).
@@ -184,18 +207,8 @@ impl PiWorker {
 }
 
 impl Worker for PiWorker {
-    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let mut due = Clock::Monotonic.now_ns() + period;
-        for _ in 0..3 {
-            partners::sleep_until(due)?;
-            if let Cycle::Acquired(s) = self.cycle()? {
-                self.tally.sample(s, 0, true, live);
-            }
-            due = partners::next_due(due, period, Clock::Monotonic.now_ns());
-        }
-        self.tally.reset(live);
-        Ok(())
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        partners::rehearse_periodic(self, self.setup.period.0.max(1), 3, stop, live)
     }
 
     fn measure(
@@ -204,46 +217,7 @@ impl Worker for PiWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let faults_before = self.tally.settle(live);
-        let mut due = window.start;
-        let mut last = window.start;
-        let result = loop {
-            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
-                break Ok(());
-            }
-            match partners::sleep_until(due) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => break Err(e),
-            }
-            let measured = due >= window.warm_up_end;
-            let at = due - window.warm_up_end;
-            self.cycles += u64::from(measured);
-            match self.cycle() {
-                Ok(Cycle::Acquired(s)) => self.tally.sample(s, at, measured, live),
-                Ok(Cycle::Inversion(waited)) => {
-                    self.tally.miss(measured, live);
-                    let mark = Mark {
-                        at,
-                        value: waited,
-                        detail: 0,
-                    };
-                    self.tally.mark(mark, measured);
-                }
-                Ok(Cycle::NoHolder) => self.tally.miss(measured, live),
-                Err(e) => break Err(e),
-            }
-            last = Clock::Monotonic.now_ns();
-            let next = partners::next_due(due, period, last);
-            self.tally
-                .skip(partners::skipped(due, next, period), measured, live);
-            due = next;
-        };
-        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        self.release();
-        result
+        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
     }
 
     fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
@@ -276,7 +250,7 @@ impl Worker for PiWorker {
                 self.placement.cpu.map_or("-".to_string(), |c| c.to_string()),
                 t.marks_total,
                 Nanos(TIMEOUT_NS),
-                self.cycles,
+                t.cycles,
                 if t.marks_total > t.marks.len() as u64 {
                     format!("; the first {} are listed", t.marks.len())
                 } else {
@@ -284,7 +258,7 @@ impl Worker for PiWorker {
                 }
             ),
         ));
-        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
         (stream, events)
     }
 }

@@ -13,15 +13,14 @@
 //! missed.
 
 use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
-use super::partners::{self, Tally};
+use super::partners::{self, Periodic, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
-use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Partner, SharedRegion, Spinner, TaskKind};
-use latlab_rt::{memory, RtError};
-use std::sync::atomic::{AtomicBool, Ordering};
+use latlab_rt::RtError;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The preemption probe in the catalogue.
@@ -73,10 +72,6 @@ impl Probe for PreemptProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let place = partners::partner_place(placement, 1)?;
         let spinner = Arc::new(SharedRegion::new(Spinner::default())?);
@@ -112,12 +107,10 @@ enum Cycle {
 }
 
 impl PreemptWorker {
-    /// One cycle due at `due`: open the window, sleep to the deadline, measure.
+    /// One cycle due at `due`, from the window's opening: open it, sleep to the
+    /// deadline, measure.
     #[inline(always)]
     fn cycle(&mut self, due: i64) -> Result<Cycle, RtError> {
-        if !partners::sleep_until(due - self.window)? {
-            return Ok(Cycle::Interrupted);
-        }
         let opened = self.spinner.open_window();
         let woke = partners::sleep_until(due)?;
         let t2 = Clock::Monotonic.now_ns();
@@ -129,6 +122,34 @@ impl PreemptWorker {
             (true, false) => Cycle::NoStamp,
         })
     }
+}
+
+impl Periodic for PreemptWorker {
+    /// The window opens this long before each deadline.
+    fn lead(&self) -> i64 {
+        self.window
+    }
+
+    #[inline(always)]
+    fn run(
+        &mut self,
+        due: i64,
+        at: i64,
+        measured: bool,
+        _stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError> {
+        match self.cycle(due)? {
+            Cycle::Sample(s) => self.tally.sample(s, at, measured, live),
+            Cycle::NoStamp => self.tally.miss(measured, live),
+            Cycle::Interrupted => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn tally(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
 
     /// Stops the spinner and waits for it to end.
     fn release(&mut self) {
@@ -138,17 +159,8 @@ impl PreemptWorker {
 }
 
 impl Worker for PreemptWorker {
-    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let mut due = Clock::Monotonic.now_ns() + period;
-        for _ in 0..5 {
-            if let Cycle::Sample(s) = self.cycle(due)? {
-                self.tally.sample(s, 0, true, live);
-            }
-            due = partners::next_due(due, period, Clock::Monotonic.now_ns() + self.window);
-        }
-        self.tally.reset(live);
-        Ok(())
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        partners::rehearse_periodic(self, self.setup.period.0.max(1), 5, stop, live)
     }
 
     fn measure(
@@ -157,41 +169,14 @@ impl Worker for PreemptWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let faults_before = self.tally.settle(live);
-        // The first window opens one window-length after the common start.
-        let mut due = window.start + self.window;
-        let mut last = window.start;
-        let result = loop {
-            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
-                break Ok(());
-            }
-            let measured = due >= window.warm_up_end;
-            match self.cycle(due) {
-                Ok(Cycle::Sample(s)) => {
-                    self.tally
-                        .sample(s, due - window.warm_up_end, measured, live)
-                }
-                Ok(Cycle::NoStamp) => self.tally.miss(measured, live),
-                Ok(Cycle::Interrupted) => continue,
-                Err(e) => break Err(e),
-            }
-            last = Clock::Monotonic.now_ns();
-            let next = partners::next_due(due, period, last + self.window);
-            self.tally
-                .skip(partners::skipped(due, next, period), measured, live);
-            due = next;
-        };
-        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        self.release();
-        result
+        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
     }
 
     fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         self.release();
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }

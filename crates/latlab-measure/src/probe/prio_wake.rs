@@ -14,16 +14,15 @@
 //! 100 ms is missed.
 
 use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
-use super::partners::{self, Mark, Tally, WAIT_NS};
+use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
-use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::futex;
 use latlab_rt::partner::{self, Partner};
 use latlab_rt::pthread::{Condvar, Mutex, Protocol};
-use latlab_rt::{memory, RtError};
+use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -146,10 +145,6 @@ impl Probe for PrioWakeProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let shared = Arc::new(Shared {
             mutex: Mutex::new(Protocol::None)?,
@@ -168,7 +163,6 @@ impl Probe for PrioWakeProbe {
             placement: placement.clone(),
             shared: shared.clone(),
             partners: Vec::with_capacity(self.tasks),
-            rounds: 0,
             tally: Tally::new(&self.setup),
         };
         for index in 0..self.tasks {
@@ -188,8 +182,6 @@ struct PrioWakeWorker {
     placement: Placement,
     shared: Arc<Shared>,
     partners: Vec<Partner>,
-    /// Measured rounds, with or without a sample.
-    rounds: u64,
     tally: Tally,
 }
 
@@ -255,7 +247,43 @@ impl PrioWakeWorker {
         }
         Ok(())
     }
+}
 
+impl Periodic for PrioWakeWorker {
+    fn run(
+        &mut self,
+        _due: i64,
+        at: i64,
+        measured: bool,
+        _stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError> {
+        match self.round()? {
+            Round::Woke {
+                latency,
+                order,
+                in_order,
+            } => {
+                self.tally.sample(latency, at, measured, live);
+                if !in_order {
+                    let mark = Mark {
+                        at,
+                        value: latency,
+                        detail: order,
+                    };
+                    self.tally.mark(mark, measured);
+                }
+            }
+            Round::Incomplete => self.tally.miss(measured, live),
+        }
+        Ok(true)
+    }
+
+    fn tally(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
+
+    /// Stops the waiters (waking them past the condition variable) and waits for them.
     fn release(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Ok(true) = self
@@ -289,51 +317,7 @@ impl Worker for PrioWakeWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let faults_before = self.tally.settle(live);
-        let mut due = window.start;
-        let mut last = window.start;
-        let result = loop {
-            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
-                break Ok(());
-            }
-            match partners::sleep_until(due) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => break Err(e),
-            }
-            let measured = due >= window.warm_up_end;
-            let at = due - window.warm_up_end;
-            self.rounds += u64::from(measured);
-            match self.round() {
-                Ok(Round::Woke {
-                    latency,
-                    order,
-                    in_order,
-                }) => {
-                    self.tally.sample(latency, at, measured, live);
-                    if !in_order {
-                        let mark = Mark {
-                            at,
-                            value: latency,
-                            detail: order,
-                        };
-                        self.tally.mark(mark, measured);
-                    }
-                }
-                Ok(Round::Incomplete) => self.tally.miss(measured, live),
-                Err(e) => break Err(e),
-            }
-            last = Clock::Monotonic.now_ns();
-            let next = partners::next_due(due, period, last);
-            self.tally
-                .skip(partners::skipped(due, next, period), measured, live);
-            due = next;
-        };
-        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        self.release();
-        result
+        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
     }
 
     fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
@@ -366,7 +350,7 @@ impl Worker for PrioWakeWorker {
                 )
             })
             .collect();
-        let complete = self.rounds.saturating_sub(t.missed);
+        let complete = t.cycles.saturating_sub(t.account.missed);
         events.push(t.event(
             &self.placement,
             "prio-order",
@@ -376,10 +360,10 @@ impl Worker for PrioWakeWorker {
                  of priority order ({} incomplete)",
                 self.placement.cpu.map_or("-".to_string(), |c| c.to_string()),
                 t.marks_total,
-                t.missed,
+                t.account.missed,
             ),
         ));
-        let stream = t.stream(&INFO, &self.setup, &self.placement, phase);
+        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
         (stream, events)
     }
 }

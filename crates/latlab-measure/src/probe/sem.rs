@@ -78,10 +78,6 @@ impl Probe for SemProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let semaphore = Arc::new(Semaphore::new(
             self.kind,
@@ -187,7 +183,7 @@ impl Worker for SemWorker {
     fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
         let plan = pair::rehearsal_plan(self.setup.period);
         self.shuffle_through(plan, plan.start, stop, live)?;
-        self.tally.reset(live);
+        self.tally.account.reset(live);
         Ok(())
     }
 
@@ -200,7 +196,7 @@ impl Worker for SemWorker {
         let faults_before = memory::thread_page_faults();
         let plan = pair::window_plan(window, self.setup.period);
         let shuffled = self.shuffle_through(plan, window.warm_up_end, stop, live);
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = shuffled {
             self.tally.set_elapsed(at);
         }
@@ -212,6 +208,7 @@ impl Worker for SemWorker {
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }

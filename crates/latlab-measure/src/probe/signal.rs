@@ -147,10 +147,6 @@ impl Probe for SignalProbe {
         INFO.name
     }
 
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
-    }
-
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let signo = sigwait::probe_signal();
         // Blocked before any partner exists: they inherit the mask, and nothing can

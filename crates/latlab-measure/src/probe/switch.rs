@@ -13,14 +13,12 @@
 //! hand-overs, sleeps on a futex until the burst ends, and records its samples.
 
 use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
-use super::partners::{self, Tally, WAIT_NS};
+use super::partners::{self, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
-use latlab_model::Nanos;
-use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Partner, PipeRing, SharedRegion, TaskKind, YieldRing, NO_SAMPLE};
-use latlab_rt::{memory, RtError};
+use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -107,10 +105,6 @@ enum Ring {
 impl Probe for SwitchProbe {
     fn name(&self) -> &'static str {
         INFO.name
-    }
-
-    fn clock(&self) -> Clock {
-        Clock::Monotonic
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
@@ -218,6 +212,25 @@ impl SwitchWorker {
         }
         Ok(true)
     }
+}
+
+impl Periodic for SwitchWorker {
+    /// One burst; a stop request that cuts it short still lets it count.
+    fn run(
+        &mut self,
+        _due: i64,
+        at: i64,
+        measured: bool,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<bool, RtError> {
+        self.burst(at, measured, stop, live)?;
+        Ok(true)
+    }
+
+    fn tally(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
 
     /// Stops every member and waits for it to end.
     fn release(&mut self) {
@@ -244,40 +257,14 @@ impl Worker for SwitchWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<(), RtError> {
-        let period = self.setup.period.0.max(1);
-        let faults_before = self.tally.settle(live);
-        let mut due = window.start;
-        let mut last = window.start;
-        let result = loop {
-            if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
-                break Ok(());
-            }
-            match partners::sleep_until(due) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => break Err(e),
-            }
-            let measured = due >= window.warm_up_end;
-            match self.burst(due - window.warm_up_end, measured, stop, live) {
-                Ok(_) => {}
-                Err(e) => break Err(e),
-            }
-            last = Clock::Monotonic.now_ns();
-            let next = partners::next_due(due, period, last);
-            self.tally
-                .skip(partners::skipped(due, next, period), measured, live);
-            due = next;
-        };
-        self.tally.elapsed = Nanos((last - window.warm_up_end).max(0));
-        self.tally.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        self.release();
-        result
+        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
     }
 
     fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         self.release();
         let stream = self
             .tally
+            .account
             .stream(&INFO, &self.setup, &self.placement, phase);
         (stream, Vec::new())
     }
