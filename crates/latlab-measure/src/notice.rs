@@ -146,11 +146,11 @@ impl Notice {
         }
         // A timer's missed period is a late wake-up; a primitive probe's is a cycle
         // that took no sample, for reasons its definition gives.
-        for timer in [true, false] {
+        for wake_ups in [true, false] {
             let of_kind = || {
                 streams
                     .iter()
-                    .filter(move |s| (s.probe == "timer") == timer && s.missed_periods > 0)
+                    .filter(move |s| s.measures_wake_ups() == wake_ups && s.missed_periods > 0)
             };
             let count: u64 = of_kind().map(|s| s.missed_periods).sum();
             if count == 0 {
@@ -163,7 +163,7 @@ impl Notice {
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
-            out.push(match timer {
+            out.push(match wake_ups {
                 true => Notice::MissedPeriods { count, worst },
                 false => Notice::CyclesWithoutSample { count, worst },
             });

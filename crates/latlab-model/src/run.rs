@@ -70,6 +70,13 @@ pub struct Run {
 }
 
 impl Run {
+    /// Whether a file starting with `head` holds a latlab Run (a JSON object naming the
+    /// `latlab.run/` schema near its top).
+    pub fn looks_like_run(head: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(head);
+        text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
+    }
+
     /// True when the field at `path` (`host.hz`, `streams[].policy`), or one holding it
     /// (`host`), holds a stand-in because the Run was imported from a source without
     /// it ([`ImportRecord::unknown_fields`]); never for a Run latlab measured.
@@ -379,6 +386,13 @@ impl Stream {
     /// Decodes the stream's histogram.
     pub fn decode_histogram(&self) -> Result<LatencyHistogram, HistogramError> {
         LatencyHistogram::decode(&self.histogram.data)
+    }
+
+    /// Whether its samples are wake-up latencies (wake-up − deadline): the timer
+    /// probe's, and those imported from rtla timerlat; not a primitive probe's, whose
+    /// samples are what its own definition says.
+    pub fn measures_wake_ups(&self) -> bool {
+        self.probe == "timer" || self.probe.starts_with("timerlat")
     }
 
     /// A short label, e.g. `cpu 1` or `thread 0`.

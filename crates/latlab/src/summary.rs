@@ -96,7 +96,7 @@ pub fn render(run: &Run, color: bool) -> String {
     }
 
     let (timer, primitive): (Vec<&Stream>, Vec<&Stream>) =
-        run.streams.iter().partition(|s| is_wake_up(s));
+        run.streams.iter().partition(|s| s.measures_wake_ups());
     if !timer.is_empty() {
         timer_table(&mut out, run, &timer);
     }
@@ -193,12 +193,6 @@ pub fn render(run: &Run, color: bool) -> String {
         }
     }
     out
-}
-
-/// Whether a stream measures wake-ups against deadlines (the timer probe, and the
-/// imported timer-like results), as opposed to a primitive probe.
-fn is_wake_up(s: &Stream) -> bool {
-    s.probe == "timer" || s.probe.starts_with("timerlat")
 }
 
 /// The wake-up latency table.

@@ -187,6 +187,27 @@ pub fn stream_of(m: Measured<'_>, phase: &str) -> Stream {
     }
 }
 
+/// A setup for `info` with `params` over its defaults (checked as the command line
+/// checks them), a 1 ms period and a 1 s span, for probes' unit tests.
+#[cfg(test)]
+pub(crate) fn test_setup(
+    info: &ProbeInfo,
+    params: &[(&str, &str)],
+    allowed_cpus: &[usize],
+) -> ProbeSetup {
+    let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let spec = parse(&format!("{}:{}", info.name, pairs.join(","))).expect("a valid spec");
+    ProbeSetup {
+        params: spec.params,
+        period: Nanos::from_millis(1),
+        span: Some(Nanos::from_secs(1)),
+        policy: SchedSpec::DEFAULT,
+        allowed_cpus: allowed_cpus.to_vec(),
+        spike_threshold: None,
+        top_spikes: 5,
+    }
+}
+
 /// The probe named `name`.
 pub fn find(name: &str) -> Option<&'static ProbeInfo> {
     CATALOGUE.iter().find(|p| p.name == name)

@@ -436,26 +436,9 @@ impl Worker for NoiseWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn setup(params: &[(&str, &str)]) -> ProbeSetup {
-        let mut map: BTreeMap<String, String> = INFO
-            .params
-            .iter()
-            .map(|p| (p.key.to_string(), p.default.to_string()))
-            .collect();
-        for (k, v) in params {
-            map.insert(k.to_string(), v.to_string());
-        }
-        ProbeSetup {
-            params: map,
-            period: Nanos::from_millis(1),
-            span: Some(Nanos::from_secs(1)),
-            policy: latlab_model::spec::SchedSpec::DEFAULT,
-            allowed_cpus: vec![0],
-            spike_threshold: None,
-            top_spikes: 5,
-        }
+        catalogue::test_setup(&INFO, params, &[0])
     }
 
     #[test]

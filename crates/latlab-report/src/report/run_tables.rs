@@ -27,7 +27,7 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     let total: u64 = run.streams.iter().map(|s| s.samples).sum();
     let mut blocks = vec![
         Block::Table(statistics_table(decoded)),
-        Block::Paragraph(if run.streams.iter().all(|s| s.probe == "timer") {
+        Block::Paragraph(if run.streams.iter().all(|s| s.measures_wake_ups()) {
             format!(
                 "{total} samples in all. Latency = wake-up − deadline, in µs; min, max, mean \
                  and stddev are exact, percentiles come from the histogram (within 0.1 %). \

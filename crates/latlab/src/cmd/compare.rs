@@ -1,7 +1,7 @@
 //! `latlab compare BASE NEW...`: the seeds' table shape and a regression verdict.
 
 use crate::cli::CompareArgs;
-use crate::cmd::show::find_run;
+use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use comfy_table::{presets, Cell, CellAlignment, Table};
@@ -40,13 +40,10 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
             .map(|m| Metric::parse(m).map_err(|e| CliError::usage("--metric", e)))
             .collect::<Result<Vec<_>, _>>()?
     };
-    let figures = args
-        .runs
+    let figures = find_runs(args.store.as_deref(), &args.runs)?
         .iter()
-        .map(|r| {
-            let run = find_run(args.store.as_deref(), r)?;
-            RunFigures::of(&run).map_err(|e| CliError::runtime(format!("run {r}: {e}")))
-        })
+        .zip(&args.runs)
+        .map(|(run, r)| RunFigures::of(run).map_err(|e| CliError::runtime(format!("run {r}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut table = Table::new();

@@ -94,7 +94,7 @@ fn read(
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .map_err(cannot)?;
-    if forced.is_none() && is_latlab_run(&head) {
+    if forced.is_none() && Run::looks_like_run(&head) {
         let mut text = String::from_utf8(head)
             .map_err(|_| CliError::config(format!("{}: not UTF-8 text", file.display())))?;
         handle.read_to_string(&mut text).map_err(cannot)?;
@@ -115,12 +115,6 @@ fn read(
     let input = BufReader::with_capacity(READ_BUFFER, Cursor::new(head).chain(handle));
     let run = import::import(format, input, ctx).map_err(CliError::config)?;
     Ok((format.name().to_string(), run))
-}
-
-/// A latlab Run's JSON names its schema near the top.
-fn is_latlab_run(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
-    text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
 }
 
 fn format_names() -> String {

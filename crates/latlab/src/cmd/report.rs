@@ -2,10 +2,10 @@
 //! text, or one plot as SVG.
 
 use crate::cli::ReportArgs;
+use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use latlab_report::report::{render, render_png, PlotKind, ReportKind};
-use latlab_store::{RunStore, SqliteStore, StoreError};
 use std::path::Path;
 
 /// What to write: a text kind, or one plot as PNG.
@@ -17,18 +17,7 @@ enum Output {
 /// Writes the report to stdout or the --output file.
 pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let output = output_of(args)?;
-    let path = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
-    let store = SqliteStore::open(&path)?;
-    let mut runs = Vec::with_capacity(args.runs.len());
-    for reference in &args.runs {
-        runs.push(store.resolve(reference).map_err(|e| match e {
-            StoreError::NotFound { .. } => CliError::usage("RUN", e),
-            other => CliError::runtime(other),
-        })?);
-    }
+    let runs = find_runs(args.store.as_deref(), &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
             let text = render(&runs, kind).map_err(CliError::runtime)?;

@@ -11,14 +11,29 @@ pub fn find_run(
     path: Option<&std::path::Path>,
     reference: &str,
 ) -> Result<latlab_model::run::Run, CliError> {
+    let mut runs = find_runs(path, std::slice::from_ref(&reference))?;
+    Ok(runs.remove(0))
+}
+
+/// Opens the store at `path` (or the default) once and finds every reference in it, in
+/// order; a reference it does not hold is a usage error (exit 2).
+pub fn find_runs(
+    path: Option<&std::path::Path>,
+    references: &[impl AsRef<str>],
+) -> Result<Vec<latlab_model::run::Run>, CliError> {
     let path = path
         .map(|p| p.to_path_buf())
         .unwrap_or_else(latlab_store::default_path);
     let store = SqliteStore::open(&path)?;
-    store.resolve(reference).map_err(|e| match e {
-        StoreError::NotFound { .. } => CliError::usage("RUN", e),
-        other => CliError::runtime(other),
-    })
+    references
+        .iter()
+        .map(|reference| {
+            store.resolve(reference.as_ref()).map_err(|e| match e {
+                StoreError::NotFound { .. } => CliError::usage("RUN", e),
+                other => CliError::runtime(other),
+            })
+        })
+        .collect()
 }
 
 /// Prints the run's summary, as `latlab run` printed it.
