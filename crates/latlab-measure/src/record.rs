@@ -5,7 +5,7 @@
 //! above the spike threshold and the timeline — all in memory allocated before the
 //! loop started. Nothing here allocates, locks or calls the kernel.
 
-use latlab_model::hist::LatencyHistogram;
+use latlab_model::hist::{LatencyHistogram, RecordingHistogram};
 use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
 use latlab_model::Nanos;
 
@@ -30,7 +30,7 @@ pub struct RecorderLimits {
 /// The per-thread sample store.
 #[derive(Debug)]
 pub struct SampleRecorder {
-    histogram: LatencyHistogram,
+    histogram: RecordingHistogram,
     sums: ExactSums,
     early_wakes: u64,
     top: Vec<Spike>,
@@ -54,7 +54,7 @@ impl SampleRecorder {
         let timeline_max = vec![NO_SAMPLE; slots];
         let timeline_count = vec![0; slots];
         SampleRecorder {
-            histogram: LatencyHistogram::new(),
+            histogram: RecordingHistogram::new(),
             sums: ExactSums::default(),
             early_wakes: 0,
             top: Vec::with_capacity(limits.top),
@@ -192,9 +192,9 @@ impl SampleRecorder {
         self.sums.count
     }
 
-    /// The histogram.
-    pub fn histogram(&self) -> &LatencyHistogram {
-        &self.histogram
+    /// The histogram, with the 64-bit counts of the Run (built on each call).
+    pub fn histogram(&self) -> LatencyHistogram {
+        self.histogram.finish()
     }
 
     /// Exact sums.

@@ -96,3 +96,17 @@ pub fn thread_page_faults() -> u64 {
     }
     (usage.ru_minflt + usage.ru_majflt).max(0) as u64
 }
+
+/// Makes every thread allocate from one malloc arena (glibc; elsewhere nothing).
+///
+/// glibc gives each thread that allocates its own arena. latlab's threads allocate only
+/// before and after measuring, never in the loop, so sharing costs no contention that
+/// matters, and a measuring thread's buffers reuse what the start-up freed instead of
+/// fresh pages: about 200 KiB less resident, and locked, memory in a one-CPU run.
+pub fn share_one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt changes an allocator setting; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}

@@ -18,6 +18,7 @@ use error::exit;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    latlab_rt::memory::share_one_malloc_arena();
     let args = cli::expand_percentile_flags(std::env::args_os());
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,

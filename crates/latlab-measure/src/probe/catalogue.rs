@@ -162,6 +162,7 @@ pub struct Measured<'a> {
 /// The Run stream of a primitive probe's worker.
 pub fn stream_of(m: Measured<'_>, phase: &str) -> Stream {
     let rec = m.recorder;
+    let histogram = rec.histogram();
     Stream {
         probe: m.info.name.to_string(),
         method: m.setup.variant(m.info),
@@ -180,8 +181,8 @@ pub fn stream_of(m: Measured<'_>, phase: &str) -> Stream {
         elapsed_ns: m.elapsed,
         timer_slack_ns: m.placement.timer_slack_ns,
         page_faults: m.page_faults,
-        stats: Statistics::compute(rec.sums(), rec.histogram()),
-        histogram: EncodedHistogram::from_histogram(rec.histogram()),
+        stats: Statistics::compute(rec.sums(), &histogram),
+        histogram: EncodedHistogram::from_histogram(&histogram),
         spikes: rec.spikes(m.setup.spike_threshold),
         timeline: rec.timeline(),
     }

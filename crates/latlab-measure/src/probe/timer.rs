@@ -247,6 +247,7 @@ impl Worker for TimerWorker {
             // Where a drift-free schedule would have put the last wake-up.
             Nanos(s.last_wake - (s.origin + s.sleeps as i64 * period))
         });
+        let histogram = rec.histogram();
         let stream = Stream {
             probe: "timer".to_string(),
             method: self.settings.method.name().to_string(),
@@ -265,8 +266,8 @@ impl Worker for TimerWorker {
             elapsed_ns: Nanos((s.last_wake - s.measured_from).max(0)),
             timer_slack_ns: self.placement.timer_slack_ns,
             page_faults: self.page_faults,
-            stats: Statistics::compute(rec.sums(), rec.histogram()),
-            histogram: EncodedHistogram::from_histogram(rec.histogram()),
+            stats: Statistics::compute(rec.sums(), &histogram),
+            histogram: EncodedHistogram::from_histogram(&histogram),
             spikes: rec.spikes(self.settings.spike_threshold_ns),
             timeline: rec.timeline(),
         };
