@@ -102,7 +102,8 @@ pub fn thread_page_faults() -> u64 {
 /// glibc gives each thread that allocates its own arena. latlab's threads allocate only
 /// before and after measuring, never in the loop, so sharing costs no contention that
 /// matters, and a measuring thread's buffers reuse what the start-up freed instead of
-/// fresh pages: about 200 KiB less resident, and locked, memory in a one-CPU run.
+/// fresh pages: about 200 KiB less resident, and locked, memory in a one-CPU run. (Load
+/// workers, whose threads allocate as they work, keep glibc's default.)
 pub fn share_one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt changes an allocator setting; called before any thread starts.

@@ -18,7 +18,6 @@ use error::exit;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    latlab_rt::memory::share_one_malloc_arena();
     let args = cli::expand_percentile_flags(std::env::args_os());
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -32,6 +31,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // A load worker's threads allocate as they work: they keep their own arenas.
+    if !matches!(cli.command, cli::Command::LoadWorker(_)) {
+        latlab_rt::memory::share_one_malloc_arena();
+    }
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
