@@ -89,6 +89,11 @@ pub enum Notice {
         /// How many.
         count: u64,
     },
+    /// Samples recorded while several 32-bit bucket counts had saturated.
+    Saturated {
+        /// How many.
+        count: u64,
+    },
 }
 
 impl Notice {
@@ -106,6 +111,7 @@ impl Notice {
             Notice::MissedPeriods { .. } => "missed-periods",
             Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
             Notice::Clamped { .. } => "clamped-samples",
+            Notice::Saturated { .. } => "saturated-counts",
             Notice::MeasuringFailed { .. } => "measuring-failed",
             Notice::PageFaults { .. } => "page-faults",
             Notice::LoadEndedEarly { .. } => "load-ended-early",
@@ -175,6 +181,10 @@ impl Notice {
         let clamped: u64 = streams.iter().map(|s| s.histogram.clamped).sum();
         if clamped > 0 {
             out.push(Notice::Clamped { count: clamped });
+        }
+        let saturated: u64 = streams.iter().map(|s| s.histogram.saturated).sum();
+        if saturated > 0 {
+            out.push(Notice::Saturated { count: saturated });
         }
         out
     }
@@ -262,6 +272,12 @@ impl fmt::Display for Notice {
             Notice::Clamped { count } => write!(
                 f,
                 "{count} samples exceeded the histogram's 60 s range and were recorded as 60 s"
+            ),
+            Notice::Saturated { count } => write!(
+                f,
+                "{count} samples fell in histogram buckets whose counts were full (2^32 - 1 \
+                 samples each) and are recorded in the highest of them: percentiles there may \
+                 be one bucket off"
             ),
         }
     }

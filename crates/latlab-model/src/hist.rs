@@ -34,6 +34,7 @@ pub enum HistogramError {
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
     clamped: u64,
+    saturated: u64,
 }
 
 impl Default for LatencyHistogram {
@@ -51,7 +52,11 @@ impl LatencyHistogram {
         let mut inner = Histogram::new_with_bounds(1, 2, SIGNIFICANT_DIGITS)
             .expect("constant bounds are valid");
         inner.auto(true);
-        LatencyHistogram { inner, clamped: 0 }
+        LatencyHistogram {
+            inner,
+            clamped: 0,
+            saturated: 0,
+        }
     }
 
     /// Records one sample. Negative values are recorded as 0 (the caller counts them as
@@ -91,6 +96,22 @@ impl LatencyHistogram {
         self.clamped
     }
 
+    /// Samples whose bucket is not known: they were recorded while several buckets of a
+    /// [`RecordingHistogram`] had saturated, and were put in the highest of those.
+    pub fn saturated(&self) -> u64 {
+        self.saturated
+    }
+
+    /// Samples in buckets at or above `ns` (values within 0.1 % of `ns` may be counted
+    /// with it): 0 when `ns` lies beyond everything recorded.
+    pub fn count_at_least(&self, ns: u64) -> u64 {
+        self.inner
+            .iter_recorded()
+            .filter(|v| v.value_iterated_to() >= ns)
+            .map(|v| v.count_at_value())
+            .sum()
+    }
+
     /// The value of the sample of rank `rank` (1 = smallest), as the highest value of its
     /// bucket; ranks beyond the count give the largest.
     pub fn value_at_rank(&self, rank: u64) -> u64 {
@@ -124,6 +145,7 @@ impl LatencyHistogram {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.inner.add(&other.inner);
         self.clamped += other.clamped;
+        self.saturated += other.saturated;
     }
 
     /// Buckets with samples: (highest equivalent value in ns, count), ascending.
@@ -164,6 +186,12 @@ impl LatencyHistogram {
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        if decoded.max() > decoded.highest_equivalent(HIGHEST_NS) {
+            return Err(HistogramError::Decode(format!(
+                "it holds values up to {} ns, beyond the {HIGHEST_NS} ns a latlab histogram covers",
+                decoded.max()
+            )));
+        }
         let mut hist = LatencyHistogram::new();
         hist.inner
             .add(&decoded)
@@ -178,8 +206,9 @@ impl LatencyHistogram {
 ///
 /// A bucket saturates at 2³² − 1 samples: more than a day of a 20 µs period landing in
 /// one bucket 1–32 ns wide. [`finish`](RecordingHistogram::finish) gives the samples
-/// lost that way back to the saturated bucket when there is one, and counts them as
-/// clamped when several saturated and which one they belonged to is unknown.
+/// lost that way back to the saturated bucket when there is one; when several
+/// saturated, which one they belonged to is unknown: they go to the highest and are
+/// counted ([`LatencyHistogram::saturated`]).
 #[derive(Debug, Clone)]
 pub struct RecordingHistogram {
     inner: Histogram<u32>,
@@ -251,7 +280,7 @@ impl RecordingHistogram {
             if lost > 0 {
                 let _ = out.inner.record_n(last, lost);
                 if saturated.len() > 1 {
-                    out.clamped += lost;
+                    out.saturated = lost;
                 }
             }
         }
@@ -382,6 +411,29 @@ mod tests {
     }
 
     #[test]
+    fn counts_at_least_a_value_beyond_the_range_are_zero() {
+        let mut h = LatencyHistogram::new();
+        for v in [10, 131_010, 5_000] {
+            h.record(v);
+        }
+        assert_eq!(h.count_at_least(1_000_000), 0);
+        assert_eq!(h.count_at_least(5_000), 2);
+        assert_eq!(h.count_at_least(0), 3);
+    }
+
+    #[test]
+    fn decoding_refuses_values_beyond_sixty_seconds() {
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        let mut wide = Histogram::<u64>::new_with_bounds(1, 10 * HIGHEST_NS, 3).unwrap();
+        wide.record(2 * HIGHEST_NS).unwrap();
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&wide, &mut bytes).unwrap();
+        let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let err = LatencyHistogram::decode(&text).unwrap_err().to_string();
+        assert!(err.contains("beyond"), "{err}");
+    }
+
+    #[test]
     fn saturated_counts_are_given_back_or_counted() {
         let mut one = RecordingHistogram::new();
         one.inner.record_n(1_000, u32::MAX - 1).unwrap();
@@ -405,11 +457,13 @@ mod tests {
         }
         let done = two.finish();
         assert_eq!(done.len(), two.len());
+        assert_eq!(done.clamped(), 0);
         assert_eq!(
-            done.clamped(),
+            done.saturated(),
             2,
             "which bucket the lost samples were in is unknown"
         );
+        assert_eq!(done.buckets().last(), Some(&(20, u64::from(u32::MAX) + 2)));
     }
 
     #[test]

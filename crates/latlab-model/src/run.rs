@@ -519,6 +519,11 @@ pub struct EncodedHistogram {
     pub total: u64,
     /// Samples clamped to `highest_ns`.
     pub clamped: u64,
+    /// Samples of a measuring thread recorded while several of its histogram's 32-bit
+    /// bucket counts had saturated, put in the highest of those buckets (0: none,
+    /// omitted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub saturated: u64,
     /// The encoded histogram. Negative samples (early wakes) are recorded as 0.
     pub data: String,
 }
@@ -534,6 +539,7 @@ impl EncodedHistogram {
             significant_digits: hist::SIGNIFICANT_DIGITS,
             total: h.len(),
             clamped: h.clamped(),
+            saturated: h.saturated(),
             data: h.encode(),
         }
     }
@@ -587,6 +593,11 @@ pub struct Event {
     pub value_ns: Option<Nanos>,
     /// Human description.
     pub message: String,
+}
+
+/// For `skip_serializing_if`: a zero count is left out of the file.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

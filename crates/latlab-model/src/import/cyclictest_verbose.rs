@@ -468,10 +468,7 @@ fn finish(
         }
         let (spikes, timeline) = match period {
             Some(period) => {
-                let late = state
-                    .histogram
-                    .inner()
-                    .count_between(period.max(0) as u64, u64::MAX);
+                let late = state.histogram.count_at_least(period.max(0) as u64);
                 if late > 0 {
                     p.lack(format!(
                         "about {late} samples of thread {t} exceeded the period: cyclictest skipped \
