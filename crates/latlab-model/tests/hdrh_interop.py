@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Another HdrHistogram implementation reads latlab's histograms.
 
-Decodes every stream's histogram in docs/example-run.json with the Python HdrHistogram
-library (package `hdrhistogram`) and checks it against what latlab itself reported:
+Decodes every stream's histogram in the Run files given as arguments (by default
+docs/example-run.json) with the Python HdrHistogram library (package `hdrhistogram`)
+and checks it against what latlab itself reported:
 the total count equals the stream's samples, the reported percentiles are identical,
 and the exact maximum falls in the histogram's top bucket. Run by scripts/test.
 
@@ -19,11 +20,12 @@ import sys
 from hdrh.histogram import HdrHistogram
 
 root = pathlib.Path(__file__).resolve().parents[3]
-run = json.loads((root / "docs" / "example-run.json").read_text())
+paths = [pathlib.Path(p) for p in sys.argv[1:]] or [root / "docs" / "example-run.json"]
+streams = [(path, s) for path in paths for s in json.loads(path.read_text())["streams"]]
 failures = []
-for stream in run["streams"]:
+for path, stream in streams:
     hist = HdrHistogram.decode(stream["histogram"]["data"])
-    label = f"cpu {stream['cpu']}"
+    label = f"{path.name} cpu {stream['cpu']}"
     if hist.get_total_count() != stream["samples"]:
         failures.append(f"{label}: total {hist.get_total_count()} != samples {stream['samples']}")
     stats = stream["stats"]
@@ -46,4 +48,4 @@ if failures:
     print("\n".join(failures))
     print(f"hdrh-interop: 0 passed, {len(failures)} failed")
     sys.exit(1)
-print(f"hdrh-interop: {len(run['streams'])} passed, 0 failed (histograms read by the Python HdrHistogram library)")
+print(f"hdrh-interop: {len(streams)} passed, 0 failed (histograms read by the Python HdrHistogram library)")
