@@ -63,22 +63,8 @@ impl LatencyHistogram {
     /// early wakes); values above [`HIGHEST_NS`] are recorded as it and counted.
     #[inline]
     pub fn record(&mut self, ns: i64) {
-        let v = if ns <= 0 {
-            0
-        } else if ns as u64 > HIGHEST_NS {
-            self.clamped += 1;
-            HIGHEST_NS
-        } else {
-            ns as u64
-        };
         // At most HIGHEST_NS, which the counts grow to cover, so this cannot fail.
-        let _ = self.inner.record(v);
-    }
-
-    /// Empties the histogram, writing every count (so all its memory is touched).
-    pub fn reset(&mut self) {
-        self.inner.reset();
-        self.clamped = 0;
+        let _ = self.inner.record(in_range(ns, &mut self.clamped));
     }
 
     /// Number of samples.
@@ -232,16 +218,8 @@ impl RecordingHistogram {
     /// Records one sample, as [`LatencyHistogram::record`] does.
     #[inline]
     pub fn record(&mut self, ns: i64) {
-        let v = if ns <= 0 {
-            0
-        } else if ns as u64 > HIGHEST_NS {
-            self.clamped += 1;
-            HIGHEST_NS
-        } else {
-            ns as u64
-        };
         // Within bounds by construction, so this cannot fail; a full count saturates.
-        let _ = self.inner.record(v);
+        let _ = self.inner.record(in_range(ns, &mut self.clamped));
     }
 
     /// Empties the histogram, writing every count (so all its memory is touched).
@@ -265,26 +243,42 @@ impl RecordingHistogram {
         let mut out = LatencyHistogram::new();
         out.clamped = self.clamped;
         let mut kept = 0u64;
-        let mut saturated = Vec::new();
+        // The highest full bucket, and how many buckets were full.
+        let (mut highest_full, mut full) = (0, 0);
         for v in self.inner.iter_recorded() {
-            let count = u64::from(v.count_at_value());
-            kept += count;
+            kept += u64::from(v.count_at_value());
             if v.count_at_value() == u32::MAX {
-                saturated.push(v.value_iterated_to());
+                highest_full = v.value_iterated_to();
+                full += 1;
             }
             // Same bounds on both sides, so this cannot fail.
-            let _ = out.inner.record_n(v.value_iterated_to(), count);
+            let _ = out
+                .inner
+                .record_n(v.value_iterated_to(), u64::from(v.count_at_value()));
         }
         let lost = self.inner.len() - kept;
-        if let Some(&last) = saturated.last() {
-            if lost > 0 {
-                let _ = out.inner.record_n(last, lost);
-                if saturated.len() > 1 {
-                    out.saturated = lost;
-                }
+        if lost > 0 {
+            // Only a full bucket loses samples, so there is one.
+            let _ = out.inner.record_n(highest_full, lost);
+            if full > 1 {
+                out.saturated = lost;
             }
         }
         out
+    }
+}
+
+/// A sample as a histogram records it: negative ones as 0 (their callers count them as
+/// early wakes), those above [`HIGHEST_NS`] as it, counted in `clamped`.
+#[inline]
+fn in_range(ns: i64, clamped: &mut u64) -> u64 {
+    if ns <= 0 {
+        0
+    } else if ns as u64 > HIGHEST_NS {
+        *clamped += 1;
+        HIGHEST_NS
+    } else {
+        ns as u64
     }
 }
 
