@@ -118,10 +118,13 @@ impl FactReader {
             kernel_version: self.read("/proc/sys/kernel/version").unwrap_or_default(),
             architecture: std::env::consts::ARCH.to_string(),
             preemption: self.preemption(config.as_ref().map(|(p, t)| (p.as_str(), t.as_str()))),
-            cpu_model: self.cpu_model().unwrap_or_else(|| "unknown".to_string()),
-            cpus_online: online_cpus.len(),
-            cpus_online_list: format_cpu_list(&online_cpus),
-            virtualization: self.virtualization(),
+            cpu_model: self.cpu_model(),
+            cpus_online: (!online_cpus.is_empty()).then_some(online_cpus.len()),
+            cpus_online_list: (!online_cpus.is_empty()).then(|| format_cpu_list(&online_cpus)),
+            virtualization: Some(
+                self.virtualization()
+                    .unwrap_or_else(|| latlab_model::run::BARE_METAL.to_string()),
+            ),
             clocksource: self
                 .read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             hz: config_value("CONFIG_HZ").and_then(|v| v.parse().ok()),
@@ -372,9 +375,9 @@ mod tests {
         ]);
         let f = FactReader::at(t.path()).gather();
         assert_eq!(f.hostname, "rig7");
-        assert_eq!(f.cpu_model, "AMD EPYC");
-        assert_eq!(f.cpus_online, 4);
-        assert_eq!(f.cpus_online_list, "0-3");
+        assert_eq!(f.cpu_model.as_deref(), Some("AMD EPYC"));
+        assert_eq!(f.cpus_online, Some(4));
+        assert_eq!(f.cpus_online_list.as_deref(), Some("0-3"));
         assert_eq!(f.clocksource.as_deref(), Some("tsc"));
         assert_eq!(f.hz, Some(250));
         assert_eq!(

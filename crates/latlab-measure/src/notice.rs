@@ -138,7 +138,8 @@ impl Notice {
     /// The notices that follow from what the streams measured.
     pub fn from_streams(streams: &[Stream]) -> Vec<Notice> {
         let mut out = Vec::new();
-        let early: u64 = streams.iter().map(|s| s.early_wakes).sum();
+        // The streams of a measurement: every count is known.
+        let early: u64 = streams.iter().filter_map(|s| s.early_wakes).sum();
         if early > 0 {
             let earliest = streams
                 .iter()
@@ -154,18 +155,22 @@ impl Notice {
         // that took no sample, for reasons its definition gives.
         for wake_ups in [true, false] {
             let of_kind = || {
-                streams
-                    .iter()
-                    .filter(move |s| s.measures_wake_ups() == wake_ups && s.missed_periods > 0)
+                streams.iter().filter(move |s| {
+                    s.measures_wake_ups() == wake_ups && s.missed_periods.unwrap_or(0) > 0
+                })
             };
-            let count: u64 = of_kind().map(|s| s.missed_periods).sum();
+            let count: u64 = of_kind().filter_map(|s| s.missed_periods).sum();
             if count == 0 {
                 continue;
             }
             let worst = of_kind()
                 .map(|s| match s.phase.as_str() {
-                    "main" => format!("{}: {}", s.label(), s.missed_periods),
-                    phase => format!("{} in {phase}: {}", s.label(), s.missed_periods),
+                    "main" => format!("{}: {}", s.label(), s.missed_periods.unwrap_or(0)),
+                    phase => format!(
+                        "{} in {phase}: {}",
+                        s.label(),
+                        s.missed_periods.unwrap_or(0)
+                    ),
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
@@ -174,15 +179,16 @@ impl Notice {
                 false => Notice::CyclesWithoutSample { count, worst },
             });
         }
-        let faults: u64 = streams.iter().map(|s| s.page_faults).sum();
+        let faults: u64 = streams.iter().filter_map(|s| s.page_faults).sum();
         if faults > 0 {
             out.push(Notice::PageFaults { count: faults });
         }
-        let clamped: u64 = streams.iter().map(|s| s.histogram.clamped).sum();
+        let histograms = || streams.iter().filter_map(|s| s.histogram.as_ref());
+        let clamped: u64 = histograms().map(|h| h.clamped).sum();
         if clamped > 0 {
             out.push(Notice::Clamped { count: clamped });
         }
-        let saturated: u64 = streams.iter().map(|s| s.histogram.saturated).sum();
+        let saturated: u64 = histograms().map(|h| h.saturated).sum();
         if saturated > 0 {
             out.push(Notice::Saturated { count: saturated });
         }

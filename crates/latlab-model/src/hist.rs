@@ -6,9 +6,12 @@
 //! DEFLATE encoding, base64-encoded, which the Java, C, Go, Python and Rust
 //! HdrHistogram libraries all read.
 
+use crate::units::Nanos;
 use base64::Engine as _;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// Highest value a histogram tracks: 60 s in nanoseconds. Larger samples are clamped
 /// to it (and counted as clamped).
@@ -29,12 +32,91 @@ pub enum HistogramError {
     Decode(String),
 }
 
+/// Samples a histogram holds at a stand-in value because their own is not known, only
+/// that it is at least that: a source's overflow bucket ("above the histogram's range").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overflow {
+    /// The samples are at least this; the histogram records them at it.
+    pub at_least_ns: u64,
+    /// How many.
+    pub count: u64,
+}
+
+/// A percentile of samples some of which are only known as bounds ([`Overflow`], or
+/// clamped above [`HIGHEST_NS`]): a value, or a lower bound when the rank falls among
+/// them. Serialised as a number, or as `{"at_least_ns": N}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Percentile {
+    /// The value, within the histogram's precision.
+    Exact(Nanos),
+    /// At least this (the sample of that rank lies beyond a histogram's range).
+    AtLeast {
+        /// The bound.
+        at_least_ns: Nanos,
+    },
+}
+
+impl Percentile {
+    /// The value, or the bound: where a number must be drawn (a plot), never to be
+    /// printed or judged without [`is_bound`](Percentile::is_bound).
+    pub fn value(self) -> Nanos {
+        match self {
+            Percentile::Exact(v) | Percentile::AtLeast { at_least_ns: v } => v,
+        }
+    }
+
+    /// True when only a lower bound is known.
+    pub fn is_bound(self) -> bool {
+        matches!(self, Percentile::AtLeast { .. })
+    }
+
+    /// The value if it is one, `None` for a bound.
+    pub fn exact(self) -> Option<Nanos> {
+        match self {
+            Percentile::Exact(v) => Some(v),
+            Percentile::AtLeast { .. } => None,
+        }
+    }
+
+    /// Within the exact extremes of its samples: a value clamped to them; a bound
+    /// raised to the minimum, or the maximum itself when it reaches it (the sample lies
+    /// between the bound and the maximum).
+    pub fn within(self, min: Nanos, max: Nanos) -> Percentile {
+        let max = max.max(min);
+        match self {
+            Percentile::Exact(v) => Percentile::Exact(v.clamp(min, max)),
+            Percentile::AtLeast { at_least_ns } if at_least_ns >= max => Percentile::Exact(max),
+            Percentile::AtLeast { at_least_ns } => Percentile::AtLeast {
+                at_least_ns: at_least_ns.max(min),
+            },
+        }
+    }
+
+    /// `≥ ` for a bound, nothing for a value: the prefix of a printed figure.
+    pub fn prefix(self) -> &'static str {
+        if self.is_bound() {
+            "≥ "
+        } else {
+            ""
+        }
+    }
+}
+
+impl fmt::Display for Percentile {
+    /// As [`Nanos`] shows itself, a bound with `≥`: `12.345 µs`, `≥ 400 µs`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.prefix(), self.value())
+    }
+}
+
 /// A latency histogram in nanoseconds.
 #[derive(Debug, Clone)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
     clamped: u64,
     saturated: u64,
+    overflows: Vec<Overflow>,
 }
 
 impl Default for LatencyHistogram {
@@ -56,7 +138,52 @@ impl LatencyHistogram {
             inner,
             clamped: 0,
             saturated: 0,
+            overflows: Vec::new(),
         }
+    }
+
+    /// Records `count` samples only known to be at least `at_least_ns` (a source's
+    /// overflow bucket): counted at that value, and remembered as bounds, so a
+    /// percentile among them is a bound ([`percentile_within`](Self::percentile_within)).
+    pub fn record_overflow(&mut self, at_least_ns: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let at = at_least_ns.min(HIGHEST_NS);
+        let _ = self.inner.record_n(at, count);
+        self.note_overflow(Overflow {
+            at_least_ns: at,
+            count,
+        });
+    }
+
+    fn note_overflow(&mut self, overflow: Overflow) {
+        match self
+            .overflows
+            .iter_mut()
+            .find(|o| o.at_least_ns == overflow.at_least_ns)
+        {
+            Some(known) => known.count += overflow.count,
+            None => self.overflows.push(overflow),
+        }
+    }
+
+    /// Restores what an encoding keeps beside the counts: samples clamped, saturated and
+    /// recorded at a bound (the counts themselves already hold them).
+    pub(crate) fn restore_notes(&mut self, clamped: u64, saturated: u64, overflows: &[Overflow]) {
+        self.clamped = clamped;
+        self.saturated = saturated;
+        self.overflows = overflows.to_vec();
+    }
+
+    /// The samples recorded at a bound rather than at their value ([`Overflow`]).
+    pub fn overflows(&self) -> &[Overflow] {
+        &self.overflows
+    }
+
+    /// Samples recorded at a bound: overflows, and those clamped to [`HIGHEST_NS`].
+    pub fn bounded(&self) -> u64 {
+        self.overflows.iter().map(|o| o.count).sum::<u64>() + self.clamped
     }
 
     /// Records one sample. Negative values are recorded as 0 (the caller counts them as
@@ -65,6 +192,26 @@ impl LatencyHistogram {
     pub fn record(&mut self, ns: i64) {
         // At most HIGHEST_NS, which the counts grow to cover, so this cannot fail.
         let _ = self.inner.record(in_range(ns, &mut self.clamped));
+    }
+
+    /// Records `count` samples of one value, as [`record`](Self::record) does; fails
+    /// only when a count would pass 2^64 − 1.
+    pub fn record_n(&mut self, ns: i64, count: u64) -> Result<(), HistogramError> {
+        if count == 0 {
+            return Ok(());
+        }
+        let mut clamped = 0;
+        let value = in_range(ns, &mut clamped);
+        if self.inner.len().checked_add(count).is_none() {
+            return Err(HistogramError::Decode(
+                "more samples than a histogram counts (2^64 - 1)".to_string(),
+            ));
+        }
+        self.inner
+            .record_n(value, count)
+            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        self.clamped += clamped * count;
+        Ok(())
     }
 
     /// Number of samples.
@@ -114,16 +261,79 @@ impl LatencyHistogram {
     /// The value at percentile `p` (0–100), by nearest rank: the highest value
     /// equivalent to the sample of rank ⌈p/100 · n⌉ (within 0.1 %). The rank is computed
     /// in integers, so `p99.9` of 5000 samples is the 4995th, not the 4996th that
-    /// floating-point `0.999 × 5000` would give.
+    /// floating-point `0.999 × 5000` would give. For samples recorded at a bound this
+    /// is the bound: [`percentile_within`](Self::percentile_within) says which it is.
     pub fn percentile(&self, p: f64) -> u64 {
         let n = self.inner.len();
         if n == 0 {
             return 0;
         }
-        // p in millionths of a percent: exact for every rank written with ≤ 6 decimals.
-        let scaled = (p.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
-        let rank = ((scaled * n as u128).div_ceil(100_000_000) as u64).max(1);
-        self.value_at_rank(rank)
+        self.value_at_rank(nearest_rank(p, n))
+    }
+
+    /// Percentile `p` (0–100) of samples whose exact minimum and maximum are `min` and
+    /// `max`: the value clamped to them, or a bound when the rank falls among samples
+    /// recorded at a bound. `None` without samples.
+    ///
+    /// The sample of rank r is at least the r-th recorded value v (every bound is at
+    /// most its sample), and at most v when r samples of known value lie at or below
+    /// v: then v is its value; otherwise only the bound is known. The largest sample
+    /// is `max`.
+    pub fn percentile_within(&self, p: f64, min: Nanos, max: Nanos) -> Option<Percentile> {
+        let n = self.inner.len();
+        if n == 0 {
+            return None;
+        }
+        Some(self.rank_within(nearest_rank(p, n), min, max))
+    }
+
+    /// The sample of rank `rank` (1 = smallest; clamped to the samples held) of samples
+    /// whose exact minimum and maximum are `min` and `max`, as
+    /// [`percentile_within`](Self::percentile_within) gives it.
+    pub fn rank_within(&self, rank: u64, min: Nanos, max: Nanos) -> Percentile {
+        let n = self.inner.len();
+        let rank = rank.clamp(1, n.max(1));
+        if rank == n {
+            return Percentile::Exact(max);
+        }
+        let (value, at_or_below) = self.rank_value_and_count(rank);
+        let bounded_at_or_below: u64 = self
+            .overflows
+            .iter()
+            .map(|o| (o.at_least_ns, o.count))
+            .chain(std::iter::once((HIGHEST_NS, self.clamped)))
+            .filter(|&(at, _)| self.inner.highest_equivalent(at) <= value)
+            .map(|(_, count)| count)
+            .sum();
+        let v = Nanos(value.min(i64::MAX as u64) as i64);
+        if at_or_below.saturating_sub(bounded_at_or_below) >= rank {
+            Percentile::Exact(v).within(min, max)
+        } else {
+            // The bound: an overflow's own where one lies in this bucket, else the
+            // bucket's lowest value.
+            let bound = self
+                .overflows
+                .iter()
+                .map(|o| o.at_least_ns)
+                .filter(|&at| self.inner.highest_equivalent(at) == value)
+                .max()
+                .unwrap_or_else(|| self.inner.lowest_equivalent(value));
+            let bound = Nanos(bound.min(i64::MAX as u64) as i64);
+            Percentile::AtLeast { at_least_ns: bound }.within(min, max)
+        }
+    }
+
+    /// The value of rank `rank` (as [`value_at_rank`](Self::value_at_rank)) and how
+    /// many samples lie in its bucket or below.
+    fn rank_value_and_count(&self, rank: u64) -> (u64, u64) {
+        let mut seen = 0;
+        for v in self.inner.iter_recorded() {
+            seen += v.count_at_value();
+            if seen >= rank {
+                return (v.value_iterated_to(), seen);
+            }
+        }
+        (self.inner.max(), seen)
     }
 
     /// Adds another histogram's counts.
@@ -132,6 +342,9 @@ impl LatencyHistogram {
         let _ = self.inner.add(&other.inner);
         self.clamped += other.clamped;
         self.saturated += other.saturated;
+        for &overflow in &other.overflows {
+            self.note_overflow(overflow);
+        }
     }
 
     /// Buckets with samples: (highest equivalent value in ns, count), ascending.
@@ -140,6 +353,25 @@ impl LatencyHistogram {
             .iter_recorded()
             .map(|v| (v.value_iterated_to(), v.count_at_value()))
             .collect()
+    }
+
+    /// Buckets of the samples whose value is known: [`buckets`](Self::buckets) without
+    /// those recorded at a bound (overflows, and samples clamped to [`HIGHEST_NS`]).
+    pub fn known_buckets(&self) -> Vec<(u64, u64)> {
+        let mut buckets = self.buckets();
+        let bounds = self
+            .overflows
+            .iter()
+            .map(|o| (o.at_least_ns, o.count))
+            .chain(std::iter::once((HIGHEST_NS, self.clamped)));
+        for (at, count) in bounds {
+            let value = self.inner.highest_equivalent(at);
+            if let Some(bucket) = buckets.iter_mut().find(|b| b.0 == value) {
+                bucket.1 = bucket.1.saturating_sub(count);
+            }
+        }
+        buckets.retain(|b| b.1 > 0);
+        buckets
     }
 
     /// The underlying HdrHistogram.
@@ -266,6 +498,13 @@ impl RecordingHistogram {
         }
         out
     }
+}
+
+/// Rank ⌈p/100 · n⌉ of `n` samples (at least 1), in integers: `p` in millionths of a
+/// percent is exact for every rank written with ≤ 6 decimals.
+fn nearest_rank(p: f64, n: u64) -> u64 {
+    let scaled = (p.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
+    ((scaled * n as u128).div_ceil(100_000_000) as u64).max(1)
 }
 
 /// A sample as a histogram records it: negative ones as 0 (their callers count them as

@@ -6,7 +6,7 @@
 //!   policies, probes' methods — parsed and validated, with errors that name the fix.
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
-//! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/1`).
+//! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
@@ -23,6 +23,7 @@ pub mod export;
 pub mod hist;
 pub mod import;
 pub mod run;
+mod run_v1;
 pub mod scenario;
 pub mod spec;
 pub mod threshold;

@@ -6,15 +6,21 @@
 //! not break older readers; a different `schema` string is refused.
 
 use crate::audit::Audit;
-use crate::hist::{self, HistogramError, LatencyHistogram};
+pub use crate::hist::Percentile;
+use crate::hist::{self, HistogramError, LatencyHistogram, Overflow};
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The schema identifier written into, and required of, every Run.
-pub const SCHEMA: &str = "latlab.run/1";
+/// The schema identifier written into every Run.
+pub const SCHEMA: &str = "latlab.run/2";
+
+/// The previous schema, still read: its stand-ins for what an imported Run's source
+/// lacked (zeros, empty strings, `other:0`) become `null` on reading, as its
+/// `import.unknown_fields` lists them.
+pub const SCHEMA_V1: &str = "latlab.run/1";
 
 /// The percentiles every stream reports.
 pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
@@ -28,24 +34,26 @@ pub struct Run {
     pub id: String,
     /// The program that produced the Run.
     pub tool: Tool,
-    /// Start, RFC 3339 UTC.
-    pub started_at: String,
-    /// End, RFC 3339 UTC.
-    pub ended_at: String,
-    /// The command line as typed.
-    pub command_line: Vec<String>,
+    /// Start, RFC 3339 UTC (`null`: an imported Run whose source did not say).
+    pub started_at: Option<String>,
+    /// End, RFC 3339 UTC (`null`: not known).
+    pub ended_at: Option<String>,
+    /// The command line as typed (`null`: not known).
+    pub command_line: Option<Vec<String>>,
     /// The built-in or file scenario, when one was named.
     pub scenario: Option<String>,
     /// The resolved, validated plan that ran.
     pub plan: Plan,
-    /// Facts about the machine and kernel.
-    pub host: HostFacts,
+    /// Facts about the machine and kernel (`null`: an imported Run whose source had
+    /// none).
+    pub host: Option<HostFacts>,
     /// The readiness audit of the configuration, judged for the measured CPUs (absent
     /// in Runs from latlab versions before the audit existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<Audit>,
-    /// What the run could and could not set up (priority, memory locking, ...).
-    pub conditions: Conditions,
+    /// What the run could and could not set up (priority, memory locking, ...);
+    /// `null` for an imported Run.
+    pub conditions: Option<Conditions>,
     /// True when any condition fell short of real-time measurement; the results are
     /// then not to be read as the machine's real-time behaviour.
     pub degraded: bool,
@@ -77,19 +85,8 @@ impl Run {
         text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
     }
 
-    /// True when the field at `path` (`host.hz`, `streams[].policy`), or one holding it
-    /// (`host`), holds a stand-in because the Run was imported from a source without
-    /// it ([`ImportRecord::unknown_fields`]); never for a Run latlab measured.
-    pub fn is_unknown(&self, path: &str) -> bool {
-        self.import.as_ref().is_some_and(|import| {
-            import.unknown_fields.iter().any(|field| {
-                path.strip_prefix(field.as_str())
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-            })
-        })
-    }
-
-    /// Parses a Run from JSON, refusing other schemas.
+    /// Parses a Run from JSON, refusing other schemas; a `latlab.run/1` document is
+    /// read with its stand-ins made unknown ([`SCHEMA_V1`]).
     pub fn from_json(text: &str) -> Result<Run, RunFormatError> {
         #[derive(Deserialize)]
         struct Probe {
@@ -98,6 +95,12 @@ impl Run {
         let probe: Probe = serde_json::from_str(text).map_err(RunFormatError::Json)?;
         match probe.schema.as_deref() {
             Some(SCHEMA) => serde_json::from_str(text).map_err(RunFormatError::Json),
+            Some(SCHEMA_V1) => {
+                let mut value: serde_json::Value =
+                    serde_json::from_str(text).map_err(RunFormatError::Json)?;
+                crate::run_v1::upgrade(&mut value);
+                serde_json::from_value(value).map_err(RunFormatError::Json)
+            }
             Some(other) => Err(RunFormatError::Schema(other.to_string())),
             None => Err(RunFormatError::Schema("(none)".to_string())),
         }
@@ -130,11 +133,8 @@ pub struct ImportRecord {
     /// When it was imported, RFC 3339 UTC.
     pub imported_at: String,
     /// What the source did not have, one plain sentence each (e.g. "no host facts").
+    /// The fields it would have filled are `null` in the Run.
     pub lacks: Vec<String>,
-    /// Fields of this Run holding stand-ins (zero, empty, `other:0`) because the source
-    /// did not have them, as paths (`host`, `streams[].policy`); readers show them as
-    /// unknown.
-    pub unknown_fields: Vec<String>,
 }
 
 /// Name and version of the producing program.
@@ -142,8 +142,8 @@ pub struct ImportRecord {
 pub struct Tool {
     /// `latlab`.
     pub name: String,
-    /// Its version.
-    pub version: String,
+    /// Its version (`null`: the source did not say).
+    pub version: Option<String>,
 }
 
 /// The validated plan.
@@ -159,8 +159,9 @@ pub struct Plan {
     pub probes: Vec<ProbePlan>,
     /// Requested `/dev/cpu_dma_latency` in µs; `null` when the system is left alone.
     pub dma_latency_us: Option<i32>,
-    /// What memory is locked before measuring.
-    pub memory_lock: MemoryLockPlan,
+    /// What memory is locked before measuring (`null`: an imported Run whose source
+    /// did not say).
+    pub memory_lock: Option<MemoryLockPlan>,
 }
 
 /// What memory a run locks in RAM.
@@ -226,7 +227,8 @@ pub struct TimerSettings {
     pub breaktrace_ns: Option<Nanos>,
 }
 
-/// Facts about the machine.
+/// Facts about the machine. `null` stands for a fact that could not be read (or, in an
+/// imported Run, that its source did not have).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostFacts {
     /// Host name.
@@ -240,18 +242,22 @@ pub struct HostFacts {
     /// The preemption model and how it was determined.
     pub preemption: Preemption,
     /// CPU model name.
-    pub cpu_model: String,
+    pub cpu_model: Option<String>,
     /// Number of online CPUs.
-    pub cpus_online: usize,
+    pub cpus_online: Option<usize>,
     /// Online CPUs as a list (`0-3`).
-    pub cpus_online_list: String,
-    /// Hypervisor or container, `null` when running on bare metal (as far as seen).
+    pub cpus_online_list: Option<String>,
+    /// Hypervisor or container seen (`kvm, docker container`), [`BARE_METAL`] when
+    /// none was seen.
     pub virtualization: Option<String>,
     /// The current clocksource (`tsc`, `hpet`, `acpi_pm`, ...).
     pub clocksource: Option<String>,
     /// Kernel tick rate, when the kernel configuration was readable.
     pub hz: Option<u32>,
 }
+
+/// What [`HostFacts::virtualization`] says when no hypervisor or container was seen.
+pub const BARE_METAL: &str = "none";
 
 /// The kernel's preemption model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -295,10 +301,11 @@ pub struct Warning {
 pub struct Phase {
     /// Name (`main` for a plain run).
     pub name: String,
-    /// Start, RFC 3339 UTC.
-    pub started_at: String,
-    /// How long it measured.
-    pub elapsed_ns: Nanos,
+    /// Start, RFC 3339 UTC (`null`: not known).
+    pub started_at: Option<String>,
+    /// How long it measured: the measured span, set-up and warm-up excluded (`null`: an
+    /// imported Run whose source did not say).
+    pub elapsed_ns: Option<Nanos>,
     /// Background loads during the phase, with the rate each achieved.
     pub loads: Vec<LoadRecord>,
 }
@@ -337,8 +344,8 @@ pub struct LoadRecord {
 pub struct Stream {
     /// Probe name (`timer`).
     pub probe: String,
-    /// Method (`abs`, `rel`, ...).
-    pub method: String,
+    /// Method (`abs`, `rel`, ...; `null`: an imported Run whose source did not say).
+    pub method: Option<String>,
     /// Phase name.
     pub phase: String,
     /// Thread index within the probe, from 0.
@@ -346,18 +353,19 @@ pub struct Stream {
     /// The CPU the thread was pinned to (`null` = not pinned).
     pub cpu: Option<usize>,
     /// The policy in force while measuring (may differ from the plan when degraded).
-    pub policy: SchedSpec,
+    pub policy: Option<SchedSpec>,
     /// Period.
-    pub period_ns: Nanos,
+    pub period_ns: Option<Nanos>,
     /// Samples kept (after warm-up).
     pub samples: u64,
     /// Periods that passed without a wake-up because a wake came too late. Never
     /// silently skipped: `samples + missed_periods` is the number of periods elapsed.
-    pub missed_periods: u64,
+    /// `null` where the source did not count them (cyclictest skips them silently).
+    pub missed_periods: Option<u64>,
     /// Wake-ups that landed past the following deadline (each missed ≥ 1 period).
-    pub overrun_wakes: u64,
+    pub overrun_wakes: Option<u64>,
     /// Samples below zero: the kernel woke the task before it was due.
-    pub early_wakes: u64,
+    pub early_wakes: Option<u64>,
     /// The very first sample, reported on its own (it is often unlike the rest).
     pub first_sample_ns: Option<Nanos>,
     /// Samples discarded during warm-up.
@@ -366,16 +374,17 @@ pub struct Stream {
     /// periodic schedule would have put it.
     pub drift_ns: Option<Nanos>,
     /// The span measured, first expected wake-up to last wake-up.
-    pub elapsed_ns: Nanos,
+    pub elapsed_ns: Option<Nanos>,
     /// Timer slack of the thread while measuring.
-    pub timer_slack_ns: u64,
+    pub timer_slack_ns: Option<u64>,
     /// Page faults (minor and major) the thread took from the start of its window to
     /// its last wake-up; each can delay a wake.
-    pub page_faults: u64,
+    pub page_faults: Option<u64>,
     /// Summary statistics (exact min/max/mean/stddev; percentiles from the histogram).
     pub stats: Statistics,
-    /// Every sample, as a histogram.
-    pub histogram: EncodedHistogram,
+    /// Every sample, as a histogram (`null`: the source kept none, only summary
+    /// figures).
+    pub histogram: Option<EncodedHistogram>,
     /// The largest samples and those above the spike threshold, with times.
     pub spikes: Spikes,
     /// Per-interval maximum and count.
@@ -383,9 +392,13 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Decodes the stream's histogram.
-    pub fn decode_histogram(&self) -> Result<LatencyHistogram, HistogramError> {
-        LatencyHistogram::decode(&self.histogram.data)
+    /// Decodes the stream's histogram, with what it knows of overflowed samples;
+    /// `Ok(None)` when the stream has none.
+    pub fn decode_histogram(&self) -> Result<Option<LatencyHistogram>, HistogramError> {
+        self.histogram
+            .as_ref()
+            .map(EncodedHistogram::decode)
+            .transpose()
     }
 
     /// Whether its samples are wake-up latencies (wake-up − deadline): the timer
@@ -416,8 +429,9 @@ pub struct Statistics {
     /// Population standard deviation (exact).
     pub stddev_ns: Option<f64>,
     /// Percentiles keyed by their rank (`"50"`, `"99.9"`, ...): HdrHistogram values
-    /// within 0.1 %, clamped to the exact min and max.
-    pub percentiles_ns: BTreeMap<String, Nanos>,
+    /// within 0.1 %, clamped to the exact min and max; a lower bound where the rank
+    /// falls among samples known only to lie above a histogram's range.
+    pub percentiles_ns: BTreeMap<String, Percentile>,
 }
 
 impl Statistics {
@@ -437,9 +451,9 @@ impl Statistics {
         let variance = (sums.sum_squares as f64 / n - mean * mean).max(0.0);
         let percentiles_ns = REPORTED_PERCENTILES
             .iter()
-            .map(|&p| {
-                let v = (hist.percentile(p) as i64).clamp(sums.min, sums.max);
-                (percentile_key(p), Nanos(v))
+            .filter_map(|&p| {
+                let v = hist.percentile_within(p, Nanos(sums.min), Nanos(sums.max))?;
+                Some((percentile_key(p), v))
             })
             .collect();
         Statistics {
@@ -452,7 +466,7 @@ impl Statistics {
     }
 
     /// A reported percentile, e.g. `percentile(99.9)`.
-    pub fn percentile(&self, p: f64) -> Option<Nanos> {
+    pub fn percentile(&self, p: f64) -> Option<Percentile> {
         self.percentiles_ns.get(&percentile_key(p)).copied()
     }
 }
@@ -524,6 +538,10 @@ pub struct EncodedHistogram {
     /// omitted).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub saturated: u64,
+    /// Samples known only to be at least some value (an imported source's overflow
+    /// bucket), recorded at it (empty: none, omitted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overflows: Vec<Overflow>,
     /// The encoded histogram. Negative samples (early wakes) are recorded as 0.
     pub data: String,
 }
@@ -540,8 +558,16 @@ impl EncodedHistogram {
             total: h.len(),
             clamped: h.clamped(),
             saturated: h.saturated(),
+            overflows: h.overflows().to_vec(),
             data: h.encode(),
         }
+    }
+
+    /// Decodes the histogram, with its clamped, saturated and overflowed samples.
+    pub fn decode(&self) -> Result<LatencyHistogram, HistogramError> {
+        let mut h = LatencyHistogram::decode(&self.data)?;
+        h.restore_notes(self.clamped, self.saturated, &self.overflows);
+        Ok(h)
     }
 }
 
@@ -627,7 +653,7 @@ mod tests {
         assert!((s.stddev_ns.unwrap() - 12.5f64.sqrt() * 1000.0).abs() < 1e-6);
         let p: Vec<Nanos> = REPORTED_PERCENTILES
             .iter()
-            .map(|&q| s.percentile(q).unwrap())
+            .map(|&q| s.percentile(q).unwrap().exact().unwrap())
             .collect();
         assert!(p.windows(2).all(|w| w[0] <= w[1]));
         assert!(p.iter().all(|v| *v <= Nanos(10_000) && *v >= Nanos(1_000)));

@@ -1,6 +1,6 @@
 //! Pass/fail limits (`--max 100us`, `--p99 50us`, `--p99.99 80us`) and the verdict.
 
-use crate::run::{percentile_key, Stream};
+use crate::run::{percentile_key, Percentile, Stream};
 use crate::spec::SpecError;
 use crate::units::{parse_duration, Nanos};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -41,21 +41,36 @@ impl Metric {
         Ok(Metric::Percentile(p))
     }
 
-    /// Evaluates the metric on a stream. Reported percentiles come from its
-    /// statistics; any other is computed from its histogram, decoded only then.
-    pub fn observe(&self, stream: &Stream) -> Option<Nanos> {
+    /// Evaluates the metric on a stream: `None` when the stream has no samples or its
+    /// source lacked the figure (an imported mean, a histogram). Reported percentiles
+    /// come from its statistics; any other is computed from its histogram, decoded only
+    /// then.
+    pub fn observe(&self, stream: &Stream) -> Option<Percentile> {
         let stats = &stream.stats;
         match self {
-            Metric::Max => stats.max_ns,
-            Metric::Mean => stats.mean_ns.map(|m| Nanos(m.round() as i64)),
-            Metric::Percentile(p) => {
-                let (min, max) = (stats.min_ns?, stats.max_ns?);
-                let value = match stats.percentile(*p) {
-                    Some(v) => v,
-                    None => Nanos(stream.decode_histogram().ok()?.percentile(*p) as i64),
-                };
-                Some(value.clamp(min, max))
-            }
+            Metric::Max => stats.max_ns.map(Percentile::Exact),
+            Metric::Mean => stats
+                .mean_ns
+                .map(|m| Percentile::Exact(Nanos(m.round() as i64))),
+            Metric::Percentile(p) => match stats.percentile(*p) {
+                Some(v) => Some(v),
+                None => {
+                    let (min, max) = (stats.min_ns?, stats.max_ns?);
+                    stream
+                        .decode_histogram()
+                        .ok()??
+                        .percentile_within(*p, min, max)
+                }
+            },
+        }
+    }
+
+    /// What the metric is called in a sentence: `the maximum`, `the mean`, `p99.9`.
+    pub fn describe(&self) -> String {
+        match self {
+            Metric::Max => "the maximum".to_string(),
+            Metric::Mean => "the mean".to_string(),
+            Metric::Percentile(_) => self.to_string(),
         }
     }
 }
@@ -126,8 +141,23 @@ pub enum Status {
     Pass,
     /// Some threshold was exceeded (or a stream had no samples to judge).
     Fail,
+    /// No threshold was exceeded, but some could not be judged: the figure is not
+    /// known, or only a bound below the limit is.
+    Undecided,
     /// No thresholds were set.
     None,
+}
+
+impl Status {
+    /// The word a verdict is shown with: `PASS`, `FAIL`, `UNDECIDED`, `NO THRESHOLDS`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Undecided => "UNDECIDED",
+            Status::None => "NO THRESHOLDS",
+        }
+    }
 }
 
 /// One threshold judged on one stream.
@@ -137,10 +167,30 @@ pub struct Check {
     pub threshold: Threshold,
     /// Which stream (`cpu 1`), with its phase.
     pub stream: String,
-    /// The observed value (`null` when the stream had no samples).
-    pub observed_ns: Option<Nanos>,
-    /// Whether it held.
-    pub passed: bool,
+    /// The observed value, or a lower bound of it (`null` when the stream had no
+    /// samples, or its source lacked the figure).
+    pub observed_ns: Option<Percentile>,
+    /// Whether it held; `null` when that cannot be told (a bound below the limit, a
+    /// figure the source lacked).
+    pub passed: Option<bool>,
+}
+
+impl Check {
+    /// Judges an observation against a limit.
+    fn judge(observed: Option<Percentile>, samples: u64, limit: Nanos) -> Option<bool> {
+        match observed {
+            Some(Percentile::Exact(v)) => Some(v <= limit),
+            // The value is above the bound: beyond the limit if the bound is.
+            Some(Percentile::AtLeast { at_least_ns }) => (at_least_ns > limit).then_some(false),
+            // Without samples nothing held; with samples the figure is unknown.
+            None => (samples == 0).then_some(false),
+        }
+    }
+
+    /// True when the check failed (not when it could not be judged).
+    pub fn failed(&self) -> bool {
+        self.passed == Some(false)
+    }
 }
 
 /// The verdict of a run.
@@ -169,14 +219,16 @@ impl Verdict {
                     threshold: *threshold,
                     stream: format!("{} [{}]", stream.label(), stream.phase),
                     observed_ns: observed,
-                    passed: observed.is_some_and(|v| v <= threshold.limit_ns),
+                    passed: Check::judge(observed, stream.samples, threshold.limit_ns),
                 });
             }
         }
-        let status = if checks.iter().all(|c| c.passed) {
-            Status::Pass
-        } else {
+        let status = if checks.iter().any(Check::failed) {
             Status::Fail
+        } else if checks.iter().any(|c| c.passed.is_none()) {
+            Status::Undecided
+        } else {
+            Status::Pass
         };
         Verdict { status, checks }
     }

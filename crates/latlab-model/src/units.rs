@@ -54,6 +54,12 @@ impl Nanos {
     }
 }
 
+impl std::iter::Sum for Nanos {
+    fn sum<I: Iterator<Item = Nanos>>(iter: I) -> Nanos {
+        Nanos(iter.map(|n| n.0).sum())
+    }
+}
+
 impl fmt::Display for Nanos {
     /// Human form with the largest unit that keeps the number readable.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -37,10 +37,10 @@ fn documented(doc: &str, name: &str) -> bool {
 #[test]
 fn the_example_parses_into_the_model_and_back() {
     let text = std::fs::read_to_string(docs().join("example-run.json")).unwrap();
-    let run = Run::from_json(&text).expect("example is a valid latlab.run/1");
+    let run = Run::from_json(&text).expect("example is a valid latlab.run/2");
     assert!(!run.streams.is_empty());
     for s in &run.streams {
-        let hist = s.decode_histogram().unwrap();
+        let hist = s.decode_histogram().unwrap().unwrap();
         assert_eq!(hist.len(), s.samples);
     }
     let again: serde_json::Value = serde_json::from_str(&run.to_json_pretty()).unwrap();

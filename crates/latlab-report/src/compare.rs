@@ -12,28 +12,30 @@
 //! it is compared as it is, and said so.
 
 use latlab_model::hist::{HistogramError, LatencyHistogram};
-use latlab_model::run::Run;
+use latlab_model::run::{Percentile, Run};
 use latlab_model::threshold::Metric;
 use latlab_model::Nanos;
 
 /// The z value of a two-sided 95 % interval.
 const Z95: f64 = 1.959_964;
 
-/// One run, all its streams merged.
+/// One run, all its streams merged. A figure is `None` when any stream with samples
+/// lacks it (an imported Run whose source did not have it): a merge of the streams that
+/// have it would be some other figure.
 #[derive(Debug, Clone)]
 pub struct RunFigures {
     /// Run id.
     pub id: String,
-    /// Host name.
-    pub host: String,
-    /// Kernel release.
-    pub kernel: String,
+    /// Host name, when known.
+    pub host: Option<String>,
+    /// Kernel release, when known.
+    pub kernel: Option<String>,
     /// Scenario, if any.
     pub scenario: Option<String>,
     /// Samples over all streams.
     pub samples: u64,
     /// Missed periods over all streams.
-    pub missed_periods: u64,
+    pub missed_periods: Option<u64>,
     /// Smallest sample.
     pub min: Option<Nanos>,
     /// Mean over all samples.
@@ -42,87 +44,153 @@ pub struct RunFigures {
     pub stddev: Option<f64>,
     /// Largest sample.
     pub max: Option<Nanos>,
-    histogram: LatencyHistogram,
+    histogram: Option<LatencyHistogram>,
+}
+
+/// The sum of a figure over streams, `None` if any stream lacks it.
+fn total<T: std::iter::Sum<T>>(figures: impl Iterator<Item = Option<T>>) -> Option<T> {
+    figures
+        .collect::<Option<Vec<T>>>()
+        .map(|v| v.into_iter().sum())
 }
 
 impl RunFigures {
     /// Merges a run's streams.
     pub fn of(run: &Run) -> Result<RunFigures, HistogramError> {
-        let mut histogram = LatencyHistogram::new();
-        let (mut samples, mut missed) = (0u64, 0u64);
-        let (mut sum, mut sum_sq) = (0f64, 0f64);
+        let sampled: Vec<_> = run.streams.iter().filter(|s| s.samples > 0).collect();
+        let mut histogram = Some(LatencyHistogram::new());
         for s in &run.streams {
-            histogram.merge(&s.decode_histogram()?);
-            samples += s.samples;
-            missed += s.missed_periods;
-            if let (Some(mean), Some(sd)) = (s.stats.mean_ns, s.stats.stddev_ns) {
-                let n = s.samples as f64;
-                sum += mean * n;
-                sum_sq += (sd * sd + mean * mean) * n;
+            match (s.decode_histogram()?, histogram.as_mut()) {
+                (Some(h), Some(merged)) => merged.merge(&h),
+                (None, _) if s.samples > 0 => histogram = None,
+                _ => {}
             }
         }
-        let mean = (samples > 0).then(|| sum / samples as f64);
-        let stddev = mean.map(|m| (sum_sq / samples as f64 - m * m).max(0.0).sqrt());
+        let samples: u64 = run.streams.iter().map(|s| s.samples).sum();
+        // Exact sums back from each stream's mean and deviation.
+        let sum = total(
+            sampled
+                .iter()
+                .map(|s| Some(s.stats.mean_ns? * s.samples as f64)),
+        );
+        let sum_sq = total(sampled.iter().map(|s| {
+            let (mean, sd) = (s.stats.mean_ns?, s.stats.stddev_ns?);
+            Some((sd * sd + mean * mean) * s.samples as f64)
+        }));
+        let mean = sum.filter(|_| samples > 0).map(|sum| sum / samples as f64);
+        let stddev = mean
+            .zip(sum_sq)
+            .map(|(m, sq)| (sq / samples as f64 - m * m).max(0.0).sqrt());
+        let extreme = |f: fn(&latlab_model::run::Statistics) -> Option<Nanos>| {
+            sampled
+                .iter()
+                .map(|s| f(&s.stats))
+                .collect::<Option<Vec<Nanos>>>()
+        };
         Ok(RunFigures {
             id: run.id.clone(),
-            host: run.host.hostname.clone(),
-            kernel: run.host.kernel_release.clone(),
+            host: run.host.as_ref().map(|h| h.hostname.clone()),
+            kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
             scenario: run.scenario.clone(),
             samples,
-            missed_periods: missed,
-            min: run.streams.iter().filter_map(|s| s.stats.min_ns).min(),
+            missed_periods: total(run.streams.iter().map(|s| s.missed_periods)),
+            min: extreme(|st| st.min_ns).and_then(|v| v.into_iter().min()),
             mean,
             stddev,
-            max: run.streams.iter().filter_map(|s| s.stats.max_ns).max(),
+            max: extreme(|st| st.max_ns).and_then(|v| v.into_iter().max()),
             histogram,
         })
     }
 
-    /// Every stream's histogram, merged.
-    pub fn histogram(&self) -> &LatencyHistogram {
-        &self.histogram
+    /// Every stream's histogram, merged; `None` when a stream had none.
+    pub fn histogram(&self) -> Option<&LatencyHistogram> {
+        self.histogram.as_ref()
     }
 
-    /// A percentile of the merged samples (0–100), clamped to the exact min and max.
-    pub fn percentile(&self, p: f64) -> Option<Nanos> {
-        let (min, max) = (self.min?, self.max?);
-        Some(Nanos(self.histogram.percentile(p) as i64).clamp(min, max))
+    /// A percentile of the merged samples (0–100), clamped to the exact min and max; a
+    /// bound where it falls among samples known only as bounds.
+    pub fn percentile(&self, p: f64) -> Option<Percentile> {
+        self.histogram
+            .as_ref()?
+            .percentile_within(p, self.min?, self.max?)
     }
 
-    /// The metric's value and its 95 % interval (`None` interval for the maximum).
-    pub fn estimate(&self, metric: Metric) -> Option<Estimate> {
+    /// The metric's value and its 95 % interval (`None` interval for the maximum, for
+    /// a mean without a known deviation, and for a bound); `Err` says why there is none.
+    pub fn estimate(&self, metric: Metric) -> Result<Estimate, Unknown> {
         let n = self.samples;
         if n == 0 {
-            return None;
+            return Err(Unknown::NoSamples);
         }
+        let missing = || Unknown::NotInSource(metric);
         match metric {
-            Metric::Max => self.max.map(|m| Estimate {
-                value: m.0 as f64,
-                interval: None,
-            }),
+            Metric::Max => self
+                .max
+                .map(|m| Estimate::exact(m.0 as f64))
+                .ok_or_else(missing),
             Metric::Mean => {
-                let (mean, sd) = (self.mean?, self.stddev?);
-                let half = Z95 * sd / (n as f64).sqrt();
-                Some(Estimate {
-                    value: mean,
-                    interval: Some((mean - half, mean + half)),
+                let mean = self.mean.ok_or_else(missing)?;
+                Ok(match self.stddev {
+                    Some(sd) => {
+                        let half = Z95 * sd / (n as f64).sqrt();
+                        Estimate {
+                            interval: Some((mean - half, mean + half)),
+                            ..Estimate::exact(mean)
+                        }
+                    }
+                    None => Estimate::exact(mean),
                 })
             }
             Metric::Percentile(p) => {
+                let histogram = self.histogram.as_ref().ok_or_else(missing)?;
+                let (min, max) = (self.min.ok_or_else(missing)?, self.max.ok_or_else(missing)?);
+                let centre = match histogram.percentile_within(p, min, max) {
+                    Some(Percentile::Exact(v)) => v.0 as f64,
+                    Some(Percentile::AtLeast { at_least_ns }) => {
+                        return Ok(Estimate {
+                            bound: true,
+                            ..Estimate::exact(at_least_ns.0 as f64)
+                        })
+                    }
+                    None => return Err(Unknown::NoSamples),
+                };
                 let q = p / 100.0;
-                let centre = n as f64 * q;
+                let mid = n as f64 * q;
                 let half = Z95 * (n as f64 * q * (1.0 - q)).sqrt();
                 let rank = |r: f64| (r.clamp(1.0, n as f64)) as u64;
-                let (min, max) = (self.min?.0, self.max?.0);
-                let at = |r: u64| (self.histogram.value_at_rank(r) as i64).clamp(min, max) as f64;
-                Some(Estimate {
-                    value: self.percentile(p)?.0 as f64,
-                    interval: Some((
-                        at(rank((centre - half).floor())),
-                        at(rank((centre + half).ceil() + 1.0)),
-                    )),
+                let at = |r: u64| histogram.rank_within(r, min, max);
+                // An upper end among bounded samples is not known: unbounded.
+                let high = match at(rank((mid + half).ceil() + 1.0)) {
+                    Percentile::Exact(v) => v.0 as f64,
+                    Percentile::AtLeast { .. } => f64::INFINITY,
+                };
+                Ok(Estimate {
+                    interval: Some((at(rank((mid - half).floor())).value().0 as f64, high)),
+                    ..Estimate::exact(centre)
                 })
             }
+        }
+    }
+}
+
+/// Why a run has no estimate of a metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unknown {
+    /// It has no samples.
+    NoSamples,
+    /// Its source did not have the figure (an imported Run).
+    NotInSource(Metric),
+}
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unknown::NoSamples => f.write_str("it has no samples"),
+            Unknown::NotInSource(metric) => write!(
+                f,
+                "{} is unknown: the file it was imported from did not have it",
+                metric.describe()
+            ),
         }
     }
 }
@@ -130,10 +198,33 @@ impl RunFigures {
 /// A metric's value with its confidence interval, in ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
-    /// The value.
+    /// The value (a lower bound when `bound`).
     pub value: f64,
-    /// Lower and upper end of the 95 % interval, when one exists.
+    /// The value is only a lower bound: the percentile falls among samples that
+    /// overflowed their source's histogram.
+    pub bound: bool,
+    /// Lower and upper end of the 95 % interval, when one exists (the upper end is
+    /// infinite when it falls among such samples).
     pub interval: Option<(f64, f64)>,
+}
+
+impl Estimate {
+    fn exact(value: f64) -> Estimate {
+        Estimate {
+            value,
+            bound: false,
+            interval: None,
+        }
+    }
+
+    /// The lowest and highest the value may be.
+    fn range(&self) -> (f64, f64) {
+        match (self.bound, self.interval) {
+            (true, _) => (self.value, f64::INFINITY),
+            (false, Some(interval)) => interval,
+            (false, None) => (self.value, self.value),
+        }
+    }
 }
 
 /// What a comparison concluded for one metric.
@@ -145,6 +236,8 @@ pub enum Change {
     Improvement,
     /// Neither.
     NoSignificantChange,
+    /// Cannot be told: a value known only as a lower bound may lie either side.
+    Undecided,
 }
 
 /// One metric compared between the base and one new run.
@@ -158,10 +251,26 @@ pub struct Comparison {
     pub base: Estimate,
     /// New estimate.
     pub new: Estimate,
-    /// Relative change of the values, new / base − 1.
-    pub relative_change: f64,
+    /// Relative change of the values, new / base − 1 (`None` when a value is only a
+    /// bound, or the base is 0).
+    pub relative_change: Option<f64>,
     /// The conclusion.
     pub change: Change,
+}
+
+/// Why two runs could not be compared on a metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotComparable {
+    /// The run lacking the figure.
+    pub run: String,
+    /// Why.
+    pub reason: Unknown,
+}
+
+impl std::fmt::Display for NotComparable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run {}: {}", self.run, self.reason)
+    }
 }
 
 /// Compares `metric` between `base` and `new` with a relative `tolerance` (0.1 = 10 %).
@@ -170,28 +279,33 @@ pub fn compare(
     new: &RunFigures,
     metric: Metric,
     tolerance: f64,
-) -> Option<Comparison> {
-    let (b, n) = (base.estimate(metric)?, new.estimate(metric)?);
-    // Without intervals (the maximum) the values themselves are the bounds.
-    let (b_low, b_high) = b.interval.unwrap_or((b.value, b.value));
-    let (n_low, n_high) = n.interval.unwrap_or((n.value, n.value));
+) -> Result<Comparison, NotComparable> {
+    let estimate = |f: &RunFigures| {
+        f.estimate(metric).map_err(|reason| NotComparable {
+            run: f.id.clone(),
+            reason,
+        })
+    };
+    let (b, n) = (estimate(base)?, estimate(new)?);
+    // Without intervals (the maximum) the values themselves are the bounds; a bound
+    // reaches up without limit.
+    let (b_low, b_high) = b.range();
+    let (n_low, n_high) = n.range();
     let change = if n_low > b_high * (1.0 + tolerance) {
         Change::Regression
     } else if n_high < b_low * (1.0 - tolerance) {
         Change::Improvement
+    } else if b.bound || n.bound {
+        Change::Undecided
     } else {
         Change::NoSignificantChange
     };
-    Some(Comparison {
+    Ok(Comparison {
         metric,
         new_id: new.id.clone(),
         base: b,
         new: n,
-        relative_change: if b.value > 0.0 {
-            n.value / b.value - 1.0
-        } else {
-            0.0
-        },
+        relative_change: (b.value > 0.0 && !b.bound && !n.bound).then(|| n.value / b.value - 1.0),
         change,
     })
 }
@@ -200,7 +314,9 @@ pub fn compare(
 pub const METHOD: &str = "95 % distribution-free confidence intervals of each percentile from \
 order statistics (ranks n·q ± 1.96·√(n·q·(1−q))) and of the mean from its standard error; \
 a regression is a new interval entirely above the base's by more than the tolerance. \
-The maximum has no interval and is compared as it is.";
+The maximum, and a mean whose standard deviation is unknown, have no interval and are \
+compared as they are; a percentile shown as ≥ is a lower bound (it falls among samples \
+beyond the source's histogram range) and decides only when the other run lies clear of it.";
 
 #[cfg(test)]
 mod tests {
@@ -221,16 +337,16 @@ mod tests {
         let mean = sum / n as f64;
         RunFigures {
             id: id.into(),
-            host: "h".into(),
-            kernel: "k".into(),
+            host: Some("h".into()),
+            kernel: Some("k".into()),
             scenario: None,
             samples: n,
-            missed_periods: 0,
+            missed_periods: Some(0),
             min: Some(Nanos(min)),
             mean: Some(mean),
             stddev: Some((sum_sq / n as f64 - mean * mean).sqrt()),
             max: Some(Nanos(max)),
-            histogram,
+            histogram: Some(histogram),
         }
     }
 
@@ -265,7 +381,8 @@ mod tests {
         let b = figures("b", spread(13_000, 2_000, 20_000, 2));
         let c = compare(&a, &b, Metric::Percentile(99.0), 0.05).unwrap();
         assert_eq!(c.change, Change::Regression);
-        assert!(c.relative_change > 0.2 && c.relative_change < 0.3, "{c:?}");
+        let relative = c.relative_change.unwrap();
+        assert!(relative > 0.2 && relative < 0.3, "{c:?}");
         let tolerated = compare(&a, &b, Metric::Percentile(99.0), 0.5).unwrap();
         assert_eq!(tolerated.change, Change::NoSignificantChange);
         let back = compare(&b, &a, Metric::Percentile(99.0), 0.05).unwrap();

@@ -248,11 +248,13 @@ impl RunStore for SqliteStore {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run.id,
-                run.started_at,
-                run.host.hostname,
-                run.host.kernel_release,
+                // The index's columns hold "" for what an imported Run does not know;
+                // the Run itself holds null.
+                run.started_at.as_deref().unwrap_or(""),
+                run.host.as_ref().map_or("", |h| h.hostname.as_str()),
+                run.host.as_ref().map_or("", |h| h.kernel_release.as_str()),
                 run.scenario,
-                worst(run, |s| s.stats.percentile(99.9).map(|n| n.0)),
+                worst(run, |s| s.stats.percentile(99.9).map(|p| p.value().0)),
                 worst(run, |s| s.stats.max_ns.map(|n| n.0)),
                 verdict,
                 run.degraded,

@@ -3,10 +3,13 @@
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
 use latlab_model::audit::CheckVerdict;
-use latlab_model::run::{Run, Stream};
-use latlab_model::threshold::Status;
+use latlab_model::run::{Percentile, Run, Stream, BARE_METAL};
+use latlab_model::threshold::{Check, Status};
 use latlab_model::Nanos;
 use std::fmt::Write as _;
+
+/// What a cell shows for a figure the Run's source did not have.
+const UNKNOWN: &str = "?";
 
 fn us(v: Option<Nanos>) -> String {
     v.map_or("-".to_string(), |n| format!("{:.3}", n.as_micros_f64()))
@@ -14,6 +17,27 @@ fn us(v: Option<Nanos>) -> String {
 
 fn us_f(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |n| format!("{:.3}", n / 1e3))
+}
+
+/// A percentile: `12.345`, `≥ 400.000` for a bound.
+fn us_p(v: Option<Percentile>) -> String {
+    v.map_or("-".to_string(), |p| {
+        format!("{}{}", p.prefix(), us(Some(p.value())))
+    })
+}
+
+/// A statistic of a stream: `-` without samples, `?` when its source lacked it.
+fn stat(stream: &Stream, value: String, known: bool) -> String {
+    match (stream.samples, known) {
+        (0, _) => "-".to_string(),
+        (_, false) => UNKNOWN.to_string(),
+        (_, true) => value,
+    }
+}
+
+/// A count or setting, `?` when the Run's source did not have it.
+fn known<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| UNKNOWN.to_string(), |v| v.to_string())
 }
 
 /// Renders a Run's summary as text (`color` adds ANSI emphasis for terminals).
@@ -24,16 +48,15 @@ pub fn render(run: &Run, color: bool) -> String {
         ("", "", "", "")
     };
     let mut out = String::new();
-    let period = run
-        .streams
-        .first()
-        .map(|s| s.period_ns)
-        .filter(|_| !run.is_unknown("streams[].period_ns"));
-    let measured = if run.is_unknown("phases[].elapsed_ns") {
-        "time unknown".to_string()
-    } else {
-        let secs: f64 = run.phases.iter().map(|p| p.elapsed_ns.as_secs_f64()).sum();
-        format!("{secs:.1} s")
+    let period = run.streams.first().and_then(|s| s.period_ns);
+    let measured = match run
+        .phases
+        .iter()
+        .map(|p| p.elapsed_ns)
+        .sum::<Option<Nanos>>()
+    {
+        Some(span) => format!("{:.1} s", span.as_secs_f64()),
+        None => "time unknown".to_string(),
     };
     let what = match &run.scenario {
         Some(name) => format!("scenario {name}, {} phase(s)", run.phases.len()),
@@ -42,9 +65,9 @@ pub fn render(run: &Run, color: bool) -> String {
             "{} · period {}",
             run.streams
                 .first()
-                .filter(|_| !run.is_unknown("streams[].method"))
-                .map_or("-", |s| s.method.as_str()),
-            period.map_or("-".to_string(), |p| p.to_string())
+                .and_then(|s| s.method.as_deref())
+                .unwrap_or("method unknown"),
+            known(period)
         ),
     };
     let probe = match run.streams.first() {
@@ -52,23 +75,22 @@ pub fn render(run: &Run, color: bool) -> String {
         Some(_) => "probes",
         None => "timer",
     };
-    let host = if run.is_unknown("host") {
-        "an unknown host".to_string()
-    } else {
-        format!(
+    let host = match &run.host {
+        None => "an unknown host".to_string(),
+        Some(host) => format!(
             "{} {} ({}, {})",
-            run.host.hostname,
-            run.host.kernel_release,
-            match &run.host.preemption.dynamic_mode {
-                Some(mode) => format!("{} ({mode})", run.host.preemption.model),
-                None => run.host.preemption.model.clone(),
+            host.hostname,
+            host.kernel_release,
+            match &host.preemption.dynamic_mode {
+                Some(mode) => format!("{} ({mode})", host.preemption.model),
+                None => host.preemption.model.clone(),
             },
-            match &run.host.virtualization {
-                Some(v) => v.as_str(),
-                None if run.import.is_some() => "virtualisation unknown",
-                None => "bare metal",
+            match host.virtualization.as_deref() {
+                Some(BARE_METAL) => "bare metal",
+                Some(v) => v,
+                None => "virtualisation unknown",
             },
-        )
+        ),
     };
     let _ = writeln!(
         out,
@@ -174,16 +196,33 @@ pub fn render(run: &Run, color: bool) -> String {
                 run.verdict.checks.len()
             );
         }
-        Status::Fail => {
-            let _ = writeln!(out, "\n{red}FAIL{reset}:");
-            for c in run.verdict.checks.iter().filter(|c| !c.passed) {
+        Status::Fail | Status::Undecided => {
+            let (word, pick, what): (_, fn(&Check) -> bool, _) =
+                if run.verdict.status == Status::Fail {
+                    ("FAIL", Check::failed, "")
+                } else {
+                    (
+                        "UNDECIDED",
+                        |c| c.passed.is_none(),
+                        " cannot be judged (a figure not known, or a bound below the limit)",
+                    )
+                };
+            let _ = writeln!(out, "\n{red}{word}{reset}{what}:");
+            for c in run.verdict.checks.iter().filter(|c| pick(c)) {
                 let _ = writeln!(
                     out,
                     "  {} on {}: {} ({} samples)",
                     c.threshold,
                     c.stream,
-                    c.observed_ns
-                        .map_or("no samples".to_string(), |v| format!("observed {v}")),
+                    c.observed_ns.map_or_else(
+                        || if c.failed() {
+                            "no samples"
+                        } else {
+                            "not known"
+                        }
+                        .to_string(),
+                        |v| format!("observed {v}")
+                    ),
                     run.streams
                         .iter()
                         .find(|s| format!("{} [{}]", s.label(), s.phase) == c.stream)
@@ -225,31 +264,33 @@ fn timer_table(out: &mut String, run: &Run, streams: &[&Stream]) {
         let mut row = vec![Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string()))];
         if phased {
             row.insert(0, Cell::new(&s.phase));
-            row.push(Cell::new(s.period_ns.to_string()));
+            row.push(Cell::new(known(s.period_ns)));
         }
-        let known = |path: &str, value: String| {
-            if run.is_unknown(path) {
-                "?".to_string()
-            } else {
-                value
-            }
-        };
         row.extend([
-            Cell::new(known("streams[].policy", s.policy.to_string())),
+            Cell::new(known(s.policy)),
             Cell::new(s.samples),
-            Cell::new(us(st.min_ns)),
-            Cell::new(us(st.percentile(50.0))),
-            Cell::new(us(st.percentile(99.0))),
-            Cell::new(us(st.percentile(99.9))),
-            Cell::new(us(st.max_ns)),
-            Cell::new(us_f(st.mean_ns)),
-            Cell::new(us_f(st.stddev_ns)),
-            Cell::new(us(s.first_sample_ns)),
-            Cell::new(known(
-                "streams[].missed_periods",
-                s.missed_periods.to_string(),
+            Cell::new(stat(s, us(st.min_ns), st.min_ns.is_some())),
+            Cell::new(stat(
+                s,
+                us_p(st.percentile(50.0)),
+                st.percentile(50.0).is_some(),
             )),
-            Cell::new(known("streams[].early_wakes", s.early_wakes.to_string())),
+            Cell::new(stat(
+                s,
+                us_p(st.percentile(99.0)),
+                st.percentile(99.0).is_some(),
+            )),
+            Cell::new(stat(
+                s,
+                us_p(st.percentile(99.9)),
+                st.percentile(99.9).is_some(),
+            )),
+            Cell::new(stat(s, us(st.max_ns), st.max_ns.is_some())),
+            Cell::new(stat(s, us_f(st.mean_ns), st.mean_ns.is_some())),
+            Cell::new(stat(s, us_f(st.stddev_ns), st.stddev_ns.is_some())),
+            Cell::new(us(s.first_sample_ns)),
+            Cell::new(known(s.missed_periods)),
+            Cell::new(known(s.early_wakes)),
         ]);
         table.add_row(row);
     }
@@ -290,16 +331,16 @@ fn primitive_table(out: &mut String, streams: &[&Stream]) {
         let st = &s.stats;
         table.add_row(vec![
             Cell::new(&s.probe),
-            Cell::new(&s.method),
+            Cell::new(known(s.method.as_ref())),
             Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string())),
             Cell::new(s.samples),
             Cell::new(us(st.min_ns)),
             Cell::new(us_f(st.mean_ns)),
-            Cell::new(us(st.percentile(50.0))),
-            Cell::new(us(st.percentile(99.0))),
-            Cell::new(us(st.percentile(99.9))),
+            Cell::new(us_p(st.percentile(50.0))),
+            Cell::new(us_p(st.percentile(99.0))),
+            Cell::new(us_p(st.percentile(99.9))),
             Cell::new(us(st.max_ns)),
-            Cell::new(s.missed_periods),
+            Cell::new(known(s.missed_periods)),
         ]);
     }
     for i in 3..11 {
@@ -330,8 +371,11 @@ fn write_configuration(out: &mut String, run: &Run, (red, bold, reset): (&str, &
     let busy = run
         .streams
         .iter()
-        .any(|s| s.method == "spin" || s.method == "hybrid");
-    let idle_held = run.conditions.dma_latency_us == Some(0);
+        .any(|s| matches!(s.method.as_deref(), Some("spin" | "hybrid")));
+    let idle_held = run
+        .conditions
+        .as_ref()
+        .is_some_and(|c| c.dma_latency_us == Some(0));
     let relevant = |id: &str| match id {
         "preemption" | "cpufreq" | "smt" | "irq-affinity" | "virtualization" => true,
         "rt-throttling" => busy,
@@ -439,7 +483,7 @@ mod tests {
     #[test]
     fn the_summary_names_only_the_configuration_that_bears_on_the_figures() {
         let run = with_audit(example());
-        assert_eq!(run.conditions.dma_latency_us, Some(0));
+        assert_eq!(run.conditions.as_ref().unwrap().dma_latency_us, Some(0));
         let text = render(&run, false);
         assert!(text.contains("latlab check -c 0-1"), "{text}");
         assert!(
@@ -457,9 +501,9 @@ mod tests {
     fn busy_threads_and_untuned_runs_bring_throttling_and_idle_states_in() {
         let mut run = with_audit(example());
         for s in &mut run.streams {
-            s.method = "spin".into();
+            s.method = Some("spin".into());
         }
-        run.conditions.dma_latency_us = None;
+        run.conditions.as_mut().unwrap().dma_latency_us = None;
         let text = render(&run, false);
         assert!(
             text.contains("WARN RT throttling: RT throttling is on"),

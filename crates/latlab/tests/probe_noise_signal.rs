@@ -77,17 +77,26 @@ fn refused(args: &[&str]) -> String {
 fn assert_ordered(s: &Stream) {
     let st = &s.stats;
     let (min, max) = (st.min_ns.unwrap(), st.max_ns.unwrap());
-    let p = |q| st.percentile(q).unwrap();
+    let p = |q| {
+        st.percentile(q)
+            .unwrap()
+            .exact()
+            .expect("a measured percentile is a value")
+    };
     assert!(min <= p(50.0), "min {min:?} > p50");
     assert!(p(50.0) <= p(90.0) && p(90.0) <= p(99.0) && p(99.0) <= p(99.9));
     assert!(p(99.9) <= p(99.99) && p(99.99) <= p(99.999) && p(99.999) <= max);
     let mean = st.mean_ns.unwrap();
     assert!(min.0 as f64 <= mean && mean <= max.0 as f64);
-    assert_eq!(s.decode_histogram().unwrap().len(), s.samples);
-    assert_eq!(s.histogram.total, s.samples, "histogram total = samples");
+    assert_eq!(s.decode_histogram().unwrap().unwrap().len(), s.samples);
+    assert_eq!(
+        s.histogram.as_ref().unwrap().total,
+        s.samples,
+        "histogram total = samples"
+    );
     assert_eq!(s.timeline.count.iter().sum::<u64>(), s.samples);
     assert!(min.0 >= 0, "a sample spans two instants in order: {min:?}");
-    assert_eq!(s.early_wakes, 0);
+    assert_eq!(s.early_wakes, Some(0));
 }
 
 /// The noise probe's events per stream, in stream order: each stream's gaps followed
@@ -125,10 +134,10 @@ fn noise_gaps_add_up_to_the_span_and_the_lost_share() {
     for (s, (kept, summary)) in run.streams.iter().zip(groups) {
         assert_eq!(s.probe, "noise");
         assert_ordered(s);
-        assert_eq!(s.missed_periods, 0);
+        assert_eq!(s.missed_periods, Some(0));
         // A busy loop: far more gaps than periods, spanning the whole window.
         assert!(s.samples > 100_000, "{} samples", s.samples);
-        let elapsed = s.elapsed_ns.0;
+        let elapsed = s.elapsed_ns.unwrap().0;
         assert!(
             elapsed > 900_000_000 && elapsed < 1_100_000_000,
             "{elapsed}"
@@ -159,6 +168,7 @@ fn noise_gaps_add_up_to_the_span_and_the_lost_share() {
         let above: u64 = s
             .decode_histogram()
             .unwrap()
+            .unwrap()
             .buckets()
             .iter()
             .filter(|(value, _)| *value > 2_000)
@@ -181,19 +191,19 @@ fn noise_parameters_are_checked() {
 
 /// Every period of the window is a sample or a missed period.
 fn assert_every_period(s: &Stream, periods: u64) {
-    let seen = s.samples + s.missed_periods;
+    let seen = s.samples + s.missed_periods.unwrap();
     assert!(
         seen + 2 >= periods && seen <= periods + 1,
         "{} {}: {} samples + {} missed of {periods} periods",
         s.probe,
-        s.method,
+        s.method.as_deref().unwrap_or(""),
         s.samples,
-        s.missed_periods
+        s.missed_periods.unwrap()
     );
     assert!(
         s.samples > periods / 2,
         "{}: {} samples",
-        s.method,
+        s.method.as_deref().unwrap_or(""),
         s.samples
     );
 }
@@ -217,7 +227,11 @@ fn signal_queue_counts_every_period_for_threads_and_processes() {
         "1s",
     ]);
     assert_eq!(code, 0);
-    let methods: Vec<&str> = run.streams.iter().map(|s| s.method.as_str()).collect();
+    let methods: Vec<&str> = run
+        .streams
+        .iter()
+        .map(|s| s.method.as_deref().unwrap_or(""))
+        .collect();
     assert_eq!(
         methods,
         [
@@ -241,7 +255,7 @@ fn signal_timer_counts_every_period() {
     let (code, run, _) = measure(&["--probe", "signal:kind=timer", "-c", "1", "-d", "1s"]);
     assert_eq!(code, 0);
     let s = &run.streams[0];
-    assert_eq!(s.method, "timer thread same");
+    assert_eq!(s.method.as_deref(), Some("timer thread same"));
     assert_ordered(s);
     assert_every_period(s, 1000);
 }

@@ -367,7 +367,9 @@ fn finish(
         }
     }
     let mut conditions: Conditions = setup.conditions.clone();
-    conditions.realtime_policy = streams.iter().all(|s| s.policy.is_realtime());
+    conditions.realtime_policy = streams
+        .iter()
+        .all(|s| s.policy.is_some_and(|p| p.is_realtime()));
     if matches!(request.policy, SchedSpec::Deadline { .. }) {
         notices.push(Notice::DeadlineUnpinned);
     } else if !request.policy.is_realtime() {

@@ -1,7 +1,7 @@
 //! `csv`: one row per stream with its statistics, in nanoseconds.
 
 use super::{ExportError, Exporter};
-use crate::run::{Run, REPORTED_PERCENTILES};
+use crate::run::{Percentile, Run, REPORTED_PERCENTILES};
 
 pub(super) struct Csv;
 
@@ -23,8 +23,15 @@ impl Exporter for Csv {
             out.push_str(&format!(",p{}_ns", crate::run::percentile_key(p)));
         }
         out.push_str(",max_ns\n");
+        // Unknown is an empty cell; a bound is written `>=N`, never as a plain number.
         let n = |v: Option<crate::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
+        let count = |v: Option<u64>| v.map_or(String::new(), |c| c.to_string());
+        let percentile = |v: Option<Percentile>| match v {
+            None => String::new(),
+            Some(Percentile::Exact(n)) => n.0.to_string(),
+            Some(Percentile::AtLeast { at_least_ns }) => format!(">={}", at_least_ns.0),
+        };
         for s in &run.streams {
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -33,18 +40,18 @@ impl Exporter for Csv {
                 s.cpu.map_or(String::new(), |c| c.to_string()),
                 s.thread,
                 s.probe,
-                s.method,
-                s.period_ns.0,
-                s.policy,
+                quote(s.method.as_deref().unwrap_or("")),
+                n(s.period_ns),
+                s.policy.map_or(String::new(), |p| p.to_string()),
                 s.samples,
-                s.missed_periods,
-                s.early_wakes,
+                count(s.missed_periods),
+                count(s.early_wakes),
                 n(s.stats.min_ns),
                 f(s.stats.mean_ns),
                 f(s.stats.stddev_ns),
             ));
             for p in REPORTED_PERCENTILES {
-                out.push_str(&format!(",{}", n(s.stats.percentile(p))));
+                out.push_str(&format!(",{}", percentile(s.stats.percentile(p))));
             }
             out.push_str(&format!(",{}\n", n(s.stats.max_ns)));
         }

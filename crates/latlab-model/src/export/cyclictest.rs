@@ -33,6 +33,30 @@ impl Exporter for Cyclictest {
         if run.streams.is_empty() {
             return Err(ExportError("the run has no streams to export".into()));
         }
+        if let Some(s) = run
+            .streams
+            .iter()
+            .find(|s| s.samples > 0 && s.stats.mean_ns.is_none())
+        {
+            return Err(ExportError(format!(
+                "{} [{}]: its mean is unknown (its source did not have it), and a cyclictest \
+                 histogram must state one; use --format csv or json",
+                s.label(),
+                s.phase
+            )));
+        }
+        let mut binned = Vec::with_capacity(run.streams.len());
+        for stream in &run.streams {
+            binned.push(microsecond_bins(stream)?.ok_or_else(|| {
+                ExportError(format!(
+                    "{} [{}] has no histogram (its source kept only minimum, mean and \
+                     maximum): a cyclictest histogram cannot be written; use --format csv \
+                     or json",
+                    stream.label(),
+                    stream.phase
+                ))
+            })?);
+        }
         let max_us = run
             .streams
             .iter()
@@ -40,15 +64,21 @@ impl Exporter for Cyclictest {
             .map(|m| m.0.max(0) as usize / 1_000)
             .max()
             .unwrap_or(0);
-        let rows = (max_us + 1).min(MAX_ROWS);
+        // A source's range stays the range: what lay beyond it stays an overflow.
+        let range = binned
+            .iter()
+            .filter_map(|b| b.overflow_from_us)
+            .min()
+            .map_or(max_us + 1, |from| from.max(0) as usize);
+        let rows = range.min(MAX_ROWS);
         let mut columns = Vec::with_capacity(run.streams.len());
         let mut overflows = Vec::with_capacity(run.streams.len());
-        for stream in &run.streams {
+        for b in binned {
             let mut bins = vec![0u64; rows];
-            let mut over = 0u64;
-            for (us, count) in microsecond_bins(stream)? {
+            let mut over = b.overflowed;
+            for (us, count) in b.bins {
                 match bins.get_mut(us.max(0) as usize) {
-                    Some(b) => *b += count,
+                    Some(bin) => *bin += count,
                     None => over += count,
                 }
             }
@@ -86,6 +116,8 @@ impl Exporter for Cyclictest {
             "Avg Latencies",
             run.streams
                 .iter()
+                // Without samples (the only case without a mean, checked above) cyclictest
+                // prints 0.
                 .map(|s| format!("{:05}", s.stats.mean_ns.map_or(0, |m| (m / 1_000.0) as i64)))
                 .collect(),
         ));

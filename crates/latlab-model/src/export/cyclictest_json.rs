@@ -29,35 +29,46 @@ impl Exporter for CyclictestJson {
         if run.streams.is_empty() {
             return Err(ExportError("the run has no streams to export".into()));
         }
+        // A fact the Run does not know is left out, as rt-tests leaves out what it
+        // does not have; it is never filled in.
         let text = |s: &str| serde_json::to_string(s).expect("a str always serialises");
-        let time = |t: &str| text(&rfc3339_to_rfc2822(t).unwrap_or_default());
-        let realtime = u8::from(run.host.preemption.model == "PREEMPT_RT");
         let mut out = String::from("{\n");
         let _ = writeln!(out, "  \"file_version\": 1,");
-        let _ = writeln!(
-            out,
-            "  \"cmdline:\": {},",
-            text(&run.command_line.join(" "))
-        );
-        let _ = writeln!(out, "  \"rt_test_version:\": {},", text(&run.tool.version));
-        let _ = writeln!(out, "  \"start_time\": {},", time(&run.started_at));
-        let _ = writeln!(out, "  \"end_time\": {},", time(&run.ended_at));
+        if let Some(command_line) = &run.command_line {
+            let _ = writeln!(out, "  \"cmdline:\": {},", text(&command_line.join(" ")));
+        }
+        if let Some(version) = &run.tool.version {
+            let _ = writeln!(out, "  \"rt_test_version:\": {},", text(version));
+        }
+        let times = [("start_time", &run.started_at), ("end_time", &run.ended_at)];
+        for (key, time) in times {
+            if let Some(t) = time.as_deref().and_then(rfc3339_to_rfc2822) {
+                let _ = writeln!(out, "  \"{key}\": {},", text(&t));
+            }
+        }
         let _ = writeln!(out, "  \"return_code\": 0,");
-        let _ = writeln!(out, "  \"sysinfo\": {{");
-        let _ = writeln!(out, "    \"sysname\": \"Linux\",");
-        let _ = writeln!(out, "    \"nodename\": {},", text(&run.host.hostname));
-        let _ = writeln!(out, "    \"release\": {},", text(&run.host.kernel_release));
-        let _ = writeln!(out, "    \"version\": {},", text(&run.host.kernel_version));
-        let _ = writeln!(out, "    \"machine\": {},", text(&run.host.architecture));
-        let _ = writeln!(out, "    \"realtime\": {realtime}");
-        let _ = writeln!(out, "  }},");
+        if let Some(host) = &run.host {
+            let realtime = u8::from(host.preemption.model == "PREEMPT_RT");
+            let _ = writeln!(out, "  \"sysinfo\": {{");
+            let _ = writeln!(out, "    \"sysname\": \"Linux\",");
+            let _ = writeln!(out, "    \"nodename\": {},", text(&host.hostname));
+            let _ = writeln!(out, "    \"release\": {},", text(&host.kernel_release));
+            let _ = writeln!(out, "    \"version\": {},", text(&host.kernel_version));
+            let _ = writeln!(out, "    \"machine\": {},", text(&host.architecture));
+            let _ = writeln!(out, "    \"realtime\": {realtime}");
+            let _ = writeln!(out, "  }},");
+        }
         let _ = writeln!(out, "  \"num_threads\": {},", run.streams.len());
         let _ = writeln!(out, "  \"resolution_in_ns\": 0,");
         let _ = writeln!(out, "  \"thread\": {{");
         for (i, stream) in run.streams.iter().enumerate() {
             let _ = writeln!(out, "    \"{i}\": {{");
             out.push_str("      \"histogram\": {");
-            let bins = microsecond_bins(stream)?;
+            // Samples beyond a source's range are in `cycles` only, as cyclictest keeps
+            // its overflows.
+            let bins = microsecond_bins(stream)?
+                .map(|b| b.bins)
+                .unwrap_or_default();
             let entries: Vec<String> = bins
                 .iter()
                 .map(|(us, n)| format!("\n        \"{us}\": {n}"))
@@ -67,9 +78,14 @@ impl Exporter for CyclictestJson {
                 out.push('\n');
             }
             out.push_str("      },\n");
-            let us = |n: Option<crate::Nanos>, none: i64| n.map_or(none, |n| n.0 / 1_000);
+            // cyclictest's values for a thread without cycles are its initial min and
+            // max; a figure the source lacked is null.
+            let us = |n: Option<crate::Nanos>, initial: i64| match n {
+                Some(n) => (n.0 / 1_000).to_string(),
+                None if stream.samples == 0 => initial.to_string(),
+                None => "null".to_string(),
+            };
             let _ = writeln!(out, "      \"cycles\": {},", stream.samples);
-            // cyclictest's values for a thread without cycles: its initial min and max.
             let _ = writeln!(
                 out,
                 "      \"min\": {},",

@@ -1,4 +1,4 @@
-//! `json`: the Run itself (latlab.run/1).
+//! `json`: the Run itself (latlab.run/2).
 
 use super::{ExportError, Exporter};
 use crate::run::Run;
@@ -11,7 +11,7 @@ impl Exporter for Json {
     }
 
     fn describe(&self) -> &'static str {
-        "the Run itself, latlab.run/1 (docs/run-format.md)"
+        "the Run itself, latlab.run/2 (docs/run-format.md)"
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {

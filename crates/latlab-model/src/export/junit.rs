@@ -25,16 +25,23 @@ impl Exporter for Junit {
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
         let checks = &run.verdict.checks;
-        let failures = checks.iter().filter(|c| !c.passed).count();
+        let failures = checks.iter().filter(|c| c.failed()).count();
+        let skipped = checks.iter().filter(|c| c.passed.is_none()).count();
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        // Facts the source lacked are left out, not filled in.
+        let timestamp = run
+            .started_at
+            .as_ref()
+            .map_or_else(String::new, |t| format!(" timestamp=\"{}\"", xml(t)));
+        let hostname = run.host.as_ref().map_or_else(String::new, |h| {
+            format!(" hostname=\"{}\"", xml(&h.hostname))
+        });
         let _ = writeln!(
             out,
             "<testsuites><testsuite name=\"latlab {}\" tests=\"{}\" failures=\"{failures}\" \
-             timestamp=\"{}\" hostname=\"{}\">",
+             skipped=\"{skipped}\"{timestamp}{hostname}>",
             xml(&run.id),
             checks.len().max(1),
-            xml(&run.started_at),
-            xml(&run.host.hostname)
         );
         if checks.is_empty() {
             let _ = writeln!(
@@ -45,17 +52,37 @@ impl Exporter for Junit {
         }
         for c in checks {
             let name = xml(&format!("{} on {}", c.threshold, c.stream));
-            if c.passed {
-                let _ = writeln!(out, "  <testcase classname=\"latlab\" name=\"{name}\"/>");
-            } else {
-                let observed = c
-                    .observed_ns
-                    .map_or("no samples".to_string(), |v| format!("observed {v}"));
-                let _ = writeln!(
-                    out,
-                    "  <testcase classname=\"latlab\" name=\"{name}\"><failure message=\"{}\"/></testcase>",
-                    xml(&observed)
-                );
+            // A failed check without an observation had no samples; an undecided one
+            // lacks the figure.
+            let observed = c.observed_ns.map_or_else(
+                || {
+                    if c.failed() {
+                        "no samples"
+                    } else {
+                        "the figure is not known"
+                    }
+                    .to_string()
+                },
+                |v| format!("observed {v}"),
+            );
+            match c.passed {
+                Some(true) => {
+                    let _ = writeln!(out, "  <testcase classname=\"latlab\" name=\"{name}\"/>");
+                }
+                Some(false) => {
+                    let _ = writeln!(
+                        out,
+                        "  <testcase classname=\"latlab\" name=\"{name}\"><failure message=\"{}\"/></testcase>",
+                        xml(&observed)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  <testcase classname=\"latlab\" name=\"{name}\"><skipped message=\"{}\"/></testcase>",
+                        xml(&format!("cannot be judged: {observed}"))
+                    );
+                }
             }
         }
         out.push_str("</testsuite></testsuites>\n");

@@ -44,26 +44,42 @@ pub fn exporter(name: &str) -> Option<&'static dyn Exporter> {
     exporters().into_iter().find(|e| e.name() == name)
 }
 
-/// A stream's histogram, decoded, or an export error naming the stream.
-fn histogram_of(stream: &Stream) -> Result<LatencyHistogram, ExportError> {
+/// A stream's histogram, decoded (`None` when its source kept none), or an export
+/// error naming the stream.
+fn histogram_of(stream: &Stream) -> Result<Option<LatencyHistogram>, ExportError> {
     stream
         .decode_histogram()
         .map_err(|e| ExportError(format!("{} [{}]: {e}", stream.label(), stream.phase)))
 }
 
+/// A stream's samples per microsecond, as cyclictest bins them.
+pub(crate) struct MicrosecondBins {
+    /// Count per µs (µs → count) of the samples whose value is known.
+    pub(crate) bins: BTreeMap<i64, u64>,
+    /// Samples known only to lie at or above `overflow_from_us` (a source's overflow
+    /// bucket): they belong in no bin.
+    pub(crate) overflowed: u64,
+    /// Where the lowest such bound lies, in µs.
+    pub(crate) overflow_from_us: Option<i64>,
+}
+
 /// A stream's samples per microsecond (µs → count), as cyclictest bins them: the
 /// smallest and largest samples in the bins of the exact minimum and maximum (the
 /// histogram buckets holding them are narrower than 0.1 %, but may straddle a µs), the
-/// others by their bucket, and negative samples (early wakes) left out, as cyclictest's
-/// unsigned bins leave them out: `cycles` minus the histogram's total counts them.
-pub(crate) fn microsecond_bins(stream: &Stream) -> Result<BTreeMap<i64, u64>, ExportError> {
+/// others by their bucket, negative samples (early wakes) left out, as cyclictest's
+/// unsigned bins leave them out (`cycles` minus the histogram's total counts them), and
+/// samples known only as bounds counted apart. `None` when the stream has no histogram.
+pub(crate) fn microsecond_bins(stream: &Stream) -> Result<Option<MicrosecondBins>, ExportError> {
+    let Some(histogram) = histogram_of(stream)? else {
+        return Ok(None);
+    };
     let us = |n: Option<crate::Nanos>| n.map(|n| n.0 / 1_000);
     let (min, max) = (us(stream.stats.min_ns), us(stream.stats.max_ns));
     let low = min.unwrap_or(0).max(0);
     let high = max.unwrap_or(i64::MAX).max(low);
-    let mut buckets = histogram_of(stream)?.buckets();
+    let mut buckets = histogram.known_buckets();
     if let Some(zero) = buckets.first_mut().filter(|b| b.0 == 0) {
-        zero.1 = zero.1.saturating_sub(stream.early_wakes);
+        zero.1 = zero.1.saturating_sub(stream.early_wakes.unwrap_or(0));
     }
     buckets.retain(|b| b.1 > 0);
     let last = buckets.len().saturating_sub(1);
@@ -82,7 +98,20 @@ pub(crate) fn microsecond_bins(stream: &Stream) -> Result<BTreeMap<i64, u64>, Ex
             (false, false) => *bins.entry(natural).or_insert(0) += count,
         }
     }
-    Ok(bins)
+    let bounds = histogram
+        .overflows()
+        .iter()
+        .map(|o| (o.at_least_ns, o.count))
+        .chain(std::iter::once((
+            crate::hist::HIGHEST_NS,
+            histogram.clamped(),
+        )))
+        .filter(|b| b.1 > 0);
+    Ok(Some(MicrosecondBins {
+        bins,
+        overflowed: bounds.clone().map(|b| b.1).sum(),
+        overflow_from_us: bounds.map(|b| (b.0 / 1_000) as i64).min(),
+    }))
 }
 
 #[cfg(test)]
@@ -104,24 +133,24 @@ pub(crate) mod fixture {
             }
             Stream {
                 probe: "timer".into(),
-                method: "abs".into(),
+                method: Some("abs".into()),
                 phase: "main".into(),
                 thread: cpu,
                 cpu: Some(cpu),
-                policy: SchedSpec::DEFAULT,
-                period_ns: Nanos::MILLISECOND,
+                policy: Some(SchedSpec::DEFAULT),
+                period_ns: Some(Nanos::MILLISECOND),
                 samples: values.len() as u64,
-                missed_periods: 1,
-                overrun_wakes: 1,
-                early_wakes: 0,
+                missed_periods: Some(1),
+                overrun_wakes: Some(1),
+                early_wakes: Some(0),
                 first_sample_ns: Some(Nanos(values[0])),
                 warm_up_samples: 0,
                 drift_ns: None,
-                elapsed_ns: Nanos::SECOND,
-                timer_slack_ns: 0,
-                page_faults: 0,
+                elapsed_ns: Some(Nanos::SECOND),
+                timer_slack_ns: Some(0),
+                page_faults: Some(0),
                 stats: Statistics::compute(&sums, &hist),
-                histogram: EncodedHistogram::from_histogram(&hist),
+                histogram: Some(EncodedHistogram::from_histogram(&hist)),
                 spikes: Spikes::default(),
                 timeline: Timeline::default(),
             }
@@ -137,11 +166,11 @@ pub(crate) mod fixture {
             id: "20261121T000000Z-abcdef".into(),
             tool: Tool {
                 name: "latlab".into(),
-                version: "0.1.0".into(),
+                version: Some("0.1.0".into()),
             },
-            started_at: "2026-11-21T00:00:00.000Z".into(),
-            ended_at: "2026-11-21T00:00:01.000Z".into(),
-            command_line: vec!["latlab".into(), "run".into()],
+            started_at: Some("2026-11-21T00:00:00.000Z".into()),
+            ended_at: Some("2026-11-21T00:00:01.000Z".into()),
+            command_line: Some(vec!["latlab".into(), "run".into()]),
             scenario: None,
             plan: Plan {
                 duration_ns: Some(Nanos::SECOND),
@@ -161,15 +190,15 @@ pub(crate) mod fixture {
                     breaktrace_ns: None,
                 })],
                 dma_latency_us: Some(0),
-                memory_lock: MemoryLockPlan::Touched,
+                memory_lock: Some(MemoryLockPlan::Touched),
             },
-            host: HostFacts {
+            host: Some(HostFacts {
                 hostname: "rig".into(),
                 kernel_release: "6.18.0".into(),
                 ..HostFacts::default()
-            },
+            }),
             audit: None,
-            conditions: Conditions::default(),
+            conditions: Some(Conditions::default()),
             degraded: false,
             interrupted: false,
             warnings: vec![],

@@ -63,10 +63,11 @@ impl Exporter for OpenMetrics {
             format!(
                 "run=\"{}\",host=\"{}\",phase=\"{}\",cpu=\"{}\",method=\"{}\"",
                 escape(&run.id),
-                escape(&run.host.hostname),
+                // An empty label is an absent one: a fact the source lacked.
+                escape(run.host.as_ref().map_or("", |h| h.hostname.as_str())),
                 escape(&s.phase),
                 s.cpu.map_or("-".to_string(), |c| c.to_string()),
-                escape(&s.method)
+                escape(s.method.as_deref().unwrap_or(""))
             )
         };
         let name = "latlab_wakeup_latency_seconds";
@@ -77,14 +78,23 @@ impl Exporter for OpenMetrics {
             "# HELP {name} Wake-up latency: wake-up minus deadline."
         );
         for s in &run.streams {
-            let buckets = histogram_of(s)?.buckets();
+            // A stream whose source kept no histogram has no series here.
+            let Some(histogram) = histogram_of(s)? else {
+                continue;
+            };
+            let buckets = histogram.known_buckets();
+            // Samples known only as bounds lie somewhere up to the maximum: counted from
+            // the first bucket that surely holds them.
+            let bounded = histogram.bounded();
+            let max = s.stats.max_ns.map_or(u64::MAX, |m| m.0.max(0) as u64);
             let l = labels(s);
             for bound in BOUNDS_NS {
                 let below: u64 = buckets
                     .iter()
                     .filter(|(v, _)| *v <= bound)
                     .map(|(_, c)| c)
-                    .sum();
+                    .sum::<u64>()
+                    + if bound >= max { bounded } else { 0 };
                 let _ = writeln!(
                     out,
                     "{name}_bucket{{{l},le=\"{}\"}} {below}",
@@ -92,8 +102,13 @@ impl Exporter for OpenMetrics {
                 );
             }
             let _ = writeln!(out, "{name}_bucket{{{l},le=\"+Inf\"}} {}", s.samples);
-            let sum = s.stats.mean_ns.unwrap_or(0.0) * s.samples as f64;
-            let _ = writeln!(out, "{name}_sum{{{l}}} {}", seconds(sum));
+            if let Some(mean) = s.stats.mean_ns {
+                let _ = writeln!(
+                    out,
+                    "{name}_sum{{{l}}} {}",
+                    seconds(mean * s.samples as f64)
+                );
+            }
             let _ = writeln!(out, "{name}_count{{{l}}} {}", s.samples);
         }
         let gauge = "latlab_wakeup_latency_quantile_seconds";
@@ -105,8 +120,9 @@ impl Exporter for OpenMetrics {
         );
         for s in &run.streams {
             let l = labels(s);
+            // A percentile known only as a bound has no value to give.
             for p in REPORTED_PERCENTILES {
-                if let Some(v) = s.stats.percentile(p) {
+                if let Some(v) = s.stats.percentile(p).and_then(|v| v.exact()) {
                     let q = percentile_key(p / 100.0);
                     let _ = writeln!(
                         out,
@@ -135,7 +151,10 @@ impl Exporter for OpenMetrics {
                     "latlab_missed_periods" => s.missed_periods,
                     _ => s.early_wakes,
                 };
-                let _ = writeln!(out, "{counter}_total{{{}}} {value}", labels(s));
+                // Uncounted by the source: no sample rather than a made-up 0.
+                if let Some(value) = value {
+                    let _ = writeln!(out, "{counter}_total{{{}}} {value}", labels(s));
+                }
             }
         }
         out.push_str("# EOF\n");

@@ -4,6 +4,7 @@
 //! against the buckets and used to refine each other.
 
 use super::build::Provenance;
+use crate::hist::Percentile;
 use crate::Nanos;
 
 /// A source histogram (each bucket's count at the bucket's lower edge) and the source's
@@ -36,7 +37,7 @@ impl Binned {
     /// ranks): its bucket's lower edge, exact on the source's own buckets; for an
     /// overflowed sample the range's end, or the maximum for the largest. `None` without
     /// samples.
-    pub(super) fn percentile(&self, q: f64) -> Option<Nanos> {
+    pub(super) fn percentile(&self, q: f64) -> Option<Percentile> {
         let n = self.samples();
         if n == 0 {
             return None;
@@ -46,18 +47,20 @@ impl Binned {
         // Overflowed samples below the range's end can only be negative: they come first.
         let negative = self.max.is_some_and(|m| m < self.overflow_from);
         if negative && rank <= self.overflow {
-            return self.min;
+            return self.min.map(Percentile::Exact);
         }
         let mut seen = if negative { self.overflow } else { 0 };
         for &(edge, count) in &self.buckets {
             seen += count;
             if seen >= rank {
-                return Some(edge);
+                return Some(Percentile::Exact(edge));
             }
         }
         match self.max {
-            Some(max) if rank == n => Some(max),
-            _ => Some(self.overflow_from),
+            Some(max) if rank == n => Some(Percentile::Exact(max)),
+            _ => Some(Percentile::AtLeast {
+                at_least_ns: self.overflow_from,
+            }),
         }
     }
 
@@ -210,11 +213,18 @@ mod tests {
     #[test]
     fn percentiles_are_bucket_edges() {
         let b = binned(&[(3_000, 2), (5_000, 1)], 2, 3_000, 900_000);
-        assert_eq!(b.percentile(0.0), Some(Nanos(3_000)));
-        assert_eq!(b.percentile(40.0), Some(Nanos(3_000)));
-        assert_eq!(b.percentile(60.0), Some(Nanos(5_000)));
-        assert_eq!(b.percentile(80.0), Some(Nanos(100_000)));
-        assert_eq!(b.percentile(100.0), Some(Nanos(900_000)));
+        let exact = |ns| Some(Percentile::Exact(Nanos(ns)));
+        assert_eq!(b.percentile(0.0), exact(3_000));
+        assert_eq!(b.percentile(40.0), exact(3_000));
+        assert_eq!(b.percentile(60.0), exact(5_000));
+        // The fourth of five is an overflow: only its lower bound is known.
+        assert_eq!(
+            b.percentile(80.0),
+            Some(Percentile::AtLeast {
+                at_least_ns: Nanos(100_000)
+            })
+        );
+        assert_eq!(b.percentile(100.0), exact(900_000));
         assert_eq!(binned(&[], 0, 0, 0).percentile(50.0), None);
     }
 

@@ -4,20 +4,17 @@
 //! histogram buckets and its own summary figures ([`Binned`](super::binned::Binned)), or
 //! every sample, in order ([`Exact`], from a cyclictest `-v` log). [`assemble`] makes the Run: the histogram, the
 //! statistics (min, max and mean from the source where it has them, percentiles from the
-//! histogram), and the provenance: what the source lacked, and which fields of the Run
-//! hold stand-ins rather than facts.
+//! histogram, bounds where they fall among overflowed samples), and the provenance: what
+//! the source lacked, whose fields are `null` in the Run.
 
 use super::binned::Binned;
 use super::{Format, ImportContext, ImportError};
-use crate::hist::{LatencyHistogram, HIGHEST_NS, SIGNIFICANT_DIGITS};
+use crate::hist::LatencyHistogram;
 use crate::run::*;
 use crate::spec::SchedSpec;
 use crate::threshold::Verdict;
 use crate::Nanos;
-use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer as _, V2Serializer};
-use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Run-level facts of the source; `None` where it does not have them.
 #[derive(Default)]
@@ -45,11 +42,10 @@ pub(super) struct Source {
     pub(super) warnings: Vec<Warning>,
 }
 
-/// What the source lacked, as sentences, and the Run fields holding stand-ins.
+/// What the source lacked, as sentences.
 #[derive(Default)]
 pub(super) struct Provenance {
     lacks: Vec<String>,
-    unknown: BTreeSet<&'static str>,
 }
 
 impl Provenance {
@@ -59,11 +55,6 @@ impl Provenance {
         if !self.lacks.contains(&sentence) {
             self.lacks.push(sentence);
         }
-    }
-
-    /// Marks a Run field as a stand-in, not a fact.
-    pub(super) fn unknown(&mut self, field: &'static str) {
-        self.unknown.insert(field);
     }
 }
 
@@ -124,39 +115,16 @@ pub(super) fn assemble(
     for source_stream in streams {
         built.push(stream(source_stream, &mut provenance, &ctx.file)?);
     }
-    let version = source.version.unwrap_or_else(|| {
-        provenance.unknown("tool.version");
-        String::new()
-    });
-    let started_at = source.started_at.unwrap_or_else(|| {
-        provenance.unknown("started_at");
+    if source.started_at.is_none() {
         provenance.lack("no start or end time");
-        String::new()
-    });
-    let ended_at = source.ended_at.unwrap_or_else(|| {
-        provenance.unknown("ended_at");
-        String::new()
-    });
-    let command_line = source.command_line.unwrap_or_else(|| {
+    }
+    if source.command_line.is_none() {
         provenance.lack("no command line");
-        Vec::new()
-    });
-    let host = source.host.unwrap_or_else(|| {
-        provenance.unknown("host");
+    }
+    if source.host.is_none() {
         provenance.lack("no host facts (kernel, CPUs, clocksource)");
-        HostFacts::default()
-    });
-    let memory_lock = source.memory_lock.unwrap_or_else(|| {
-        provenance.unknown("plan.memory_lock");
-        MemoryLockPlan::None
-    });
-    provenance.unknown("conditions");
-    provenance.unknown("plan.probes");
-    provenance.unknown("plan.dma_latency_us");
-    let elapsed = source.elapsed.or(stream_elapsed).unwrap_or_else(|| {
-        provenance.unknown("phases[].elapsed_ns");
-        Nanos::ZERO
-    });
+    }
+    let elapsed = source.elapsed.or(stream_elapsed);
     let mut cpus: Vec<usize> = built.iter().filter_map(|s| s.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
@@ -166,28 +134,30 @@ pub(super) fn assemble(
         id: ctx.id.clone(),
         tool: Tool {
             name: source.tool.to_string(),
-            version,
+            version: source.version,
         },
-        started_at: started_at.clone(),
-        ended_at,
-        command_line,
+        started_at: source.started_at.clone(),
+        ended_at: source.ended_at.clone(),
+        command_line: source.command_line,
         scenario: None,
+        // Not latlab's plan: what the source says of how it ran. An empty `probes`
+        // tells readers that the other requested settings are not known.
         plan: Plan {
             duration_ns: source.duration,
             warm_up_ns: Nanos::ZERO,
             cpus,
             probes: Vec::new(),
             dma_latency_us: None,
-            memory_lock,
+            memory_lock: source.memory_lock,
         },
-        host,
-        conditions: Conditions::default(),
+        host: source.host,
+        conditions: None,
         degraded: false,
         interrupted: source.interrupted,
         warnings: source.warnings,
         phases: vec![Phase {
             name: "main".to_string(),
-            started_at,
+            started_at: source.started_at,
             elapsed_ns: elapsed,
             loads: Vec::new(),
         }],
@@ -201,51 +171,37 @@ pub(super) fn assemble(
             file: ctx.file.clone(),
             imported_at: ctx.imported_at.clone(),
             lacks: provenance.lacks,
-            unknown_fields: provenance.unknown.into_iter().map(String::from).collect(),
         }),
     })
 }
 
 /// One Stream.
 fn stream(s: StreamSource, p: &mut Provenance, file: &str) -> Result<Stream, ImportError> {
-    let policy = s.policy.unwrap_or_else(|| {
-        p.unknown("streams[].policy");
+    if s.policy.is_none() {
         p.lack("no scheduling policy");
-        SchedSpec::Other { nice: 0 }
-    });
-    let method = s.method.unwrap_or_else(|| {
-        p.unknown("streams[].method");
-        "unknown"
-    });
-    let period_ns = s.period.unwrap_or_else(|| {
-        p.unknown("streams[].period_ns");
+    }
+    if s.period.is_none() {
         p.lack("no period");
-        Nanos::ZERO
-    });
-    let elapsed_ns = s.elapsed.unwrap_or_else(|| {
-        p.unknown("streams[].elapsed_ns");
-        Nanos::ZERO
-    });
-    p.unknown("streams[].timer_slack_ns");
-    p.unknown("streams[].page_faults");
+    }
+    // Counted by the source where it keeps every sample; set below.
     let mut stream = Stream {
         probe: s.probe.to_string(),
-        method: method.to_string(),
+        method: s.method.map(str::to_string),
         phase: "main".to_string(),
         thread: s.thread,
         cpu: s.cpu,
-        policy,
-        period_ns,
+        policy: s.policy,
+        period_ns: s.period,
         samples: 0,
-        missed_periods: 0,
-        overrun_wakes: 0,
-        early_wakes: 0,
+        missed_periods: None,
+        overrun_wakes: None,
+        early_wakes: None,
         first_sample_ns: None,
         warm_up_samples: 0,
         drift_ns: None,
-        elapsed_ns,
-        timer_slack_ns: 0,
-        page_faults: 0,
+        elapsed_ns: s.elapsed,
+        timer_slack_ns: None,
+        page_faults: None,
         stats: Statistics {
             min_ns: None,
             max_ns: None,
@@ -253,13 +209,13 @@ fn stream(s: StreamSource, p: &mut Provenance, file: &str) -> Result<Stream, Imp
             stddev_ns: None,
             percentiles_ns: BTreeMap::new(),
         },
-        histogram: EncodedHistogram::from_histogram(&LatencyHistogram::new()),
+        histogram: None,
         spikes: Spikes::default(),
         timeline: Timeline::default(),
     };
     match s.values {
         Values::Binned(binned) => fill_binned(&mut stream, binned, p, file)?,
-        Values::Exact(exact) => fill_exact(&mut stream, *exact, p),
+        Values::Exact(exact) => fill_exact(&mut stream, *exact),
     }
     Ok(stream)
 }
@@ -273,94 +229,82 @@ fn fill_binned(
 ) -> Result<(), ImportError> {
     let samples = b.samples();
     stream.samples = samples;
-    p.unknown("streams[].missed_periods");
-    p.unknown("streams[].overrun_wakes");
     if samples == 0 {
+        stream.histogram = Some(EncodedHistogram::from_histogram(&LatencyHistogram::new()));
+        stream.early_wakes = Some(0);
         return Ok(());
     }
-    p.unknown("streams[].stats.stddev_ns");
     p.lack("no standard deviation (the source keeps only a histogram and summary figures)");
     if !b.histogram {
-        p.unknown("streams[].histogram");
-        p.unknown("streams[].stats.percentiles_ns");
-        p.unknown("streams[].early_wakes");
         p.lack(format!(
-            "no histogram for {} (only minimum, mean and maximum): no percentiles, and \
-             histogram.total is 0 while samples counts every cycle",
+            "no histogram for {} (only minimum, mean and maximum): no percentiles",
             stream.label()
         ));
         stream.stats = binned_statistics(&b);
         return Ok(());
     }
-    let (hist, clamped) = record_binned(&b, stream, p, file)?;
-    let mut encoded = EncodedHistogram::from_histogram(&hist);
-    encoded.clamped = clamped;
-    stream.histogram = encoded;
+    let hist = record_binned(&b, stream, p, file)?;
+    stream.histogram = Some(EncodedHistogram::from_histogram(&hist));
     stream.stats = binned_statistics(&b);
     Ok(())
 }
 
-/// The histogram of a source's buckets and overflows, and how many values were above
-/// its 60 s range; sets the stream's early wakes where the figures tell them.
+/// The histogram of a source's buckets and overflows; sets the stream's early wakes
+/// where the figures tell them. Overflowed samples of unknown value are recorded as
+/// bounds at the range's end, so percentiles among them are bounds.
 fn record_binned(
     b: &Binned,
     stream: &mut Stream,
     p: &mut Provenance,
     file: &str,
-) -> Result<(LatencyHistogram, u64), ImportError> {
-    let mut raw = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
-        .expect("constant bounds are valid");
-    let mut clamped = 0;
-    let mut record = |value: Nanos, count: u64| {
-        if count == 0 {
-            return;
-        }
-        let v = value.0.max(0) as u64;
-        if v > HIGHEST_NS {
-            clamped += count;
-        }
-        // Within bounds after clamping, so this cannot fail.
-        let _ = raw.record_n(v.min(HIGHEST_NS), count);
+) -> Result<LatencyHistogram, ImportError> {
+    let mut hist = LatencyHistogram::new();
+    let too_many = || {
+        ImportError::whole(
+            file,
+            format!(
+                "{}: the counts add up to more samples than a histogram holds (2^64 - 1): \
+                 the file is damaged",
+                stream.label()
+            ),
+        )
     };
     for &(edge, count) in &b.buckets {
-        record(edge, count);
+        hist.record_n(edge.0, count).map_err(|_| too_many())?;
     }
     let mut early_wakes_known = b.min.is_some_and(|m| m.0 >= 0);
+    let from = b.overflow_from.0.max(0) as u64;
     if b.overflow > 0 {
         match (b.min, b.max) {
             // Nothing reached the range's end, so every overflow was a negative sample.
             (_, Some(max)) if max < b.overflow_from => {
-                record(Nanos::ZERO, b.overflow);
-                stream.early_wakes = b.overflow;
+                hist.record_n(0, b.overflow).map_err(|_| too_many())?;
+                stream.early_wakes = Some(b.overflow);
                 early_wakes_known = true;
             }
             // At least one overflowed sample was the maximum; the others lie between
             // the range's end and it.
             (Some(min), Some(max)) => {
-                record(b.overflow_from, b.overflow - 1);
-                record(max, 1);
+                hist.record_overflow(from, b.overflow - 1);
+                hist.record_n(max.0, 1).map_err(|_| too_many())?;
                 early_wakes_known = min.0 >= 0;
-                p.lack(match b.overflow {
-                    1 => format!(
-                        "one overflowed sample in {} above the histogram range ({}): the \
-                         maximum, recorded as it",
+                if b.overflow > 1 {
+                    p.lack(format!(
+                        "overflowed samples ({} in {}) above the histogram range: counted; \
+                         their values are unknown except the maximum, so percentiles among \
+                         them are shown as bounds (≥ {})",
+                        b.overflow,
                         stream.label(),
                         b.overflow_from
-                    ),
-                    n => format!(
-                        "overflowed samples ({n} in {}) above the histogram range: counted, \
-                         recorded at the range's end ({}) and one at the maximum; their \
-                         values are unknown except the maximum",
-                        stream.label(),
-                        b.overflow_from
-                    ),
-                });
+                    ));
+                }
             }
             _ => {
-                record(b.overflow_from, b.overflow);
+                hist.record_overflow(from, b.overflow);
                 p.lack(format!(
-                    "overflowed samples ({} in {}) outside the histogram range: counted, \
-                     recorded at the range's end ({}); their values are unknown",
+                    "overflowed samples ({} in {}) outside the histogram range: counted; \
+                     their values are unknown, so percentiles among them are shown as \
+                     bounds (≥ {})",
                     b.overflow,
                     stream.label(),
                     b.overflow_from
@@ -368,21 +312,21 @@ fn record_binned(
             }
         }
     }
-    if !early_wakes_known {
-        p.unknown("streams[].early_wakes");
+    if early_wakes_known && stream.early_wakes.is_none() {
+        stream.early_wakes = Some(0);
     }
-    Ok((from_raw(&raw, file)?, clamped))
+    Ok(hist)
 }
 
 /// Statistics from the source's figures, percentiles from its histogram (clamped to the
 /// source's minimum and maximum, as latlab's own are).
 fn binned_statistics(b: &Binned) -> Statistics {
-    let min = b.min.map_or(i64::MIN, |m| m.0);
-    let max = b.max.map_or(i64::MAX, |m| m.0).max(min);
+    let min = b.min.unwrap_or(Nanos(i64::MIN));
+    let max = b.max.unwrap_or(Nanos(i64::MAX));
     let percentiles_ns = if b.histogram {
         REPORTED_PERCENTILES
             .iter()
-            .filter_map(|&q| Some((percentile_key(q), Nanos(b.percentile(q)?.0.clamp(min, max)))))
+            .filter_map(|&q| Some((percentile_key(q), b.percentile(q)?.within(min, max))))
             .collect()
     } else {
         BTreeMap::new()
@@ -397,27 +341,14 @@ fn binned_statistics(b: &Binned) -> Statistics {
 }
 
 /// Fills a stream from every sample.
-fn fill_exact(stream: &mut Stream, e: Exact, p: &mut Provenance) {
+fn fill_exact(stream: &mut Stream, e: Exact) {
     stream.samples = e.sums.count;
     stream.first_sample_ns = e.first;
-    stream.early_wakes = e.early_wakes;
-    // cyclictest skips the periods a late wake passed without counting them.
-    p.unknown("streams[].missed_periods");
-    p.unknown("streams[].overrun_wakes");
+    stream.early_wakes = Some(e.early_wakes);
+    // cyclictest skips the periods a late wake passed without counting them: missed
+    // periods and overrun wakes stay unknown.
     stream.stats = Statistics::compute(&e.sums, &e.histogram);
-    stream.histogram = EncodedHistogram::from_histogram(&e.histogram);
+    stream.histogram = Some(EncodedHistogram::from_histogram(&e.histogram));
     stream.spikes = e.spikes;
     stream.timeline = e.timeline;
-}
-
-/// A [`LatencyHistogram`] holding the counts of `raw` (same bounds and precision).
-fn from_raw(raw: &Histogram<u64>, file: &str) -> Result<LatencyHistogram, ImportError> {
-    let mut bytes = Vec::new();
-    V2Serializer::new()
-        .serialize(raw, &mut bytes)
-        .map_err(|e| {
-            ImportError::whole(file, format!("internal error encoding a histogram: {e:?}"))
-        })?;
-    LatencyHistogram::decode(&base64::engine::general_purpose::STANDARD.encode(bytes))
-        .map_err(|e| ImportError::whole(file, format!("internal error decoding a histogram: {e}")))
 }

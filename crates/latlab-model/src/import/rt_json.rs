@@ -136,21 +136,6 @@ fn host_facts(s: SysInfo, p: &mut Provenance) -> HostFacts {
     if let Some(r) = s.realtime {
         evidence.push(format!("sysinfo.realtime = {r} (/sys/kernel/realtime)"));
     }
-    for field in [
-        "host.cpu_model",
-        "host.cpus_online",
-        "host.cpus_online_list",
-        "host.virtualization",
-        "host.clocksource",
-        "host.hz",
-    ] {
-        p.unknown(field);
-    }
-    match model {
-        "unknown" => p.unknown("host.preemption"),
-        "dynamic" => p.unknown("host.preemption.dynamic_mode"),
-        _ => {}
-    }
     p.lack("host facts only from uname: no CPU model, CPU count, virtualization, clocksource or tick rate");
     HostFacts {
         hostname: s.nodename,
@@ -162,6 +147,12 @@ fn host_facts(s: SysInfo, p: &mut Provenance) -> HostFacts {
             dynamic_mode: None,
             evidence,
         },
-        ..HostFacts::default()
+        // uname says nothing of these: unknown.
+        cpu_model: None,
+        cpus_online: None,
+        cpus_online_list: None,
+        virtualization: None,
+        clocksource: None,
+        hz: None,
     }
 }

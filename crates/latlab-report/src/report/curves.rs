@@ -115,15 +115,18 @@ pub(crate) fn merged_figures(runs: &[Run]) -> Result<Vec<RunFigures>, ReportErro
 /// One run's plot, one line per stream with samples.
 pub(crate) fn chart_of_run(run: &DecodedRun, plot: PlotKind) -> Chart {
     let caption = format!("run {}", figures::run_label(run.run));
-    let with_samples = || run.streams.iter().filter(|s| !s.histogram.is_empty());
+    let with_samples = || run.streams.iter().filter(|s| s.stream.samples > 0);
     match plot {
         PlotKind::Histogram | PlotKind::Profile => {
+            // A stream whose source kept no histogram has no line.
             let lines = with_samples()
-                .map(|s| HistogramLine {
-                    name: s.name.clone(),
-                    colour: s.colour,
-                    histogram: &s.histogram,
-                    max: s.stream.stats.max_ns,
+                .filter_map(|s| {
+                    Some(HistogramLine {
+                        name: s.name.clone(),
+                        colour: s.colour,
+                        histogram: s.histogram.as_ref().filter(|h| !h.is_empty())?,
+                        max: s.stream.stats.max_ns,
+                    })
                 })
                 .collect();
             if plot == PlotKind::Histogram {
@@ -155,11 +158,13 @@ pub(crate) fn overlay(runs: &[DecodedRun], merged: &[RunFigures], plot: PlotKind
                 .zip(merged)
                 .enumerate()
                 .filter(|(_, (_, f))| f.samples > 0)
-                .map(|(colour, (run, f))| HistogramLine {
-                    name: figures::run_label(run.run),
-                    colour,
-                    histogram: f.histogram(),
-                    max: f.max,
+                .filter_map(|(colour, (run, f))| {
+                    Some(HistogramLine {
+                        name: figures::run_label(run.run),
+                        colour,
+                        histogram: f.histogram()?,
+                        max: f.max,
+                    })
                 })
                 .collect();
             if plot == PlotKind::Histogram {
@@ -192,8 +197,13 @@ fn histogram_label(line: &HistogramLine) -> String {
     let max = line
         .max
         .map_or_else(|| figures::MISSING.to_string(), figures::us_unit);
+    // Samples known only as bounds have no bin: said in the legend.
+    let beyond = match line.histogram.bounded() {
+        0 => String::new(),
+        n => format!(" ({n} beyond the source's range, not drawn)"),
+    };
     format!(
-        "{} · {} samples · max {max}",
+        "{} · {} samples{beyond} · max {max}",
         line.name,
         line.histogram.len()
     )
@@ -228,7 +238,7 @@ fn bin_width(top_ns: u64) -> u64 {
 
 /// OSADL-style histogram: samples per bin (log y) against latency (linear x).
 fn histogram(caption: String, per: &str, lines: Vec<HistogramLine>) -> Chart {
-    let buckets: Vec<Vec<(u64, u64)>> = lines.iter().map(|l| l.histogram.buckets()).collect();
+    let buckets: Vec<Vec<(u64, u64)>> = lines.iter().map(|l| l.histogram.known_buckets()).collect();
     let top_ns = buckets
         .iter()
         .filter_map(|b| b.last().map(|(v, _)| *v))

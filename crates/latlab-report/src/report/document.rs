@@ -3,9 +3,8 @@
 //! writers only lay these blocks out (and escape them), so every kind says the same.
 
 use super::curves::{self, Chart};
-use super::figures::{self, DecodedRun, Unknowns};
-use super::{run_section, PlotKind, ReportError};
-use crate::compare::{compare, Change, RunFigures, METHOD};
+use super::figures::DecodedRun;
+use super::{comparison, run_section, PlotKind, ReportError};
 use latlab_model::run::Run;
 use latlab_model::threshold::{Metric, Status};
 
@@ -153,9 +152,8 @@ impl Document {
             level: 2,
             text: "Comparison".to_string(),
         });
-        blocks.push(Block::Table(comparison_table(runs, &merged)));
-        blocks.push(Block::List(changes(&merged)));
-        blocks.push(Block::Paragraph(format!("Method: {METHOD}")));
+        let metrics = [Metric::Percentile(99.0), Metric::Percentile(99.9)];
+        blocks.extend(comparison::blocks(runs, &merged, &metrics, 0.0).blocks);
         if with_figures {
             blocks.push(Block::Heading {
                 level: 2,
@@ -173,99 +171,4 @@ impl Document {
             blocks,
         })
     }
-}
-
-/// The seeds' table: one row per run.
-fn comparison_table(runs: &[Run], merged: &[RunFigures]) -> Table {
-    let mut table = Table::new(&[
-        ("run", false),
-        ("host", false),
-        ("scenario", false),
-        ("kernel", false),
-        ("verdict", false),
-        ("samples", true),
-        ("missed periods", true),
-        ("min (µs)", true),
-        ("mean (µs)", true),
-        ("p50 (µs)", true),
-        ("p99 (µs)", true),
-        ("p99.9 (µs)", true),
-        ("max (µs)", true),
-    ]);
-    for (colour, (run, f)) in runs.iter().zip(merged).enumerate() {
-        let unknowns = Unknowns::of(run);
-        let status = match run.verdict.status {
-            Status::Pass => "pass",
-            Status::Fail => "FAIL",
-            Status::None => "no thresholds",
-        };
-        let verdict = if run.degraded {
-            format!("{status} · DEGRADED")
-        } else {
-            status.to_string()
-        };
-        table.push(
-            vec![
-                run.id.clone(),
-                unknowns.or("host.hostname", || run.host.hostname.clone()),
-                run.scenario
-                    .clone()
-                    .unwrap_or_else(|| figures::MISSING.to_string()),
-                unknowns.or("host.kernel_release", || run.host.kernel_release.clone()),
-                verdict,
-                f.samples.to_string(),
-                f.missed_periods.to_string(),
-                figures::us(f.min),
-                figures::us_f64(f.mean),
-                figures::us(f.percentile(50.0)),
-                figures::us(f.percentile(99.0)),
-                figures::us(f.percentile(99.9)),
-                figures::us(f.max),
-            ],
-            Some(colour),
-        );
-    }
-    table
-}
-
-/// Each later run against the first, for p99 and p99.9, at 95 % confidence.
-fn changes(merged: &[RunFigures]) -> Vec<String> {
-    let Some((base, later)) = merged.split_first() else {
-        return Vec::new();
-    };
-    let mut lines = Vec::new();
-    for new in later {
-        for metric in [Metric::Percentile(99.0), Metric::Percentile(99.9)] {
-            let Some(c) = compare(base, new, metric, 0.0) else {
-                lines.push(format!(
-                    "{metric}: {} or {} has no samples to compare",
-                    base.id, new.id
-                ));
-                continue;
-            };
-            let estimate = |e: &crate::compare::Estimate| match e.interval {
-                Some((low, high)) => format!(
-                    "{:.3} µs [{:.3}, {:.3}]",
-                    e.value / 1e3,
-                    low / 1e3,
-                    high / 1e3
-                ),
-                None => format!("{:.3} µs", e.value / 1e3),
-            };
-            let verdict = match c.change {
-                Change::Regression => "REGRESSION",
-                Change::Improvement => "improvement",
-                Change::NoSignificantChange => "no significant change",
-            };
-            lines.push(format!(
-                "{metric}: {} {} → {} {} ({:+.1} %): {verdict}",
-                base.id,
-                estimate(&c.base),
-                new.id,
-                estimate(&c.new),
-                c.relative_change * 100.0
-            ));
-        }
-    }
-    lines
 }

@@ -3,7 +3,7 @@
 
 use super::ReportError;
 use latlab_model::hist::LatencyHistogram;
-use latlab_model::run::{Run, Stream};
+use latlab_model::run::{Percentile, Run, Stream};
 use latlab_model::Nanos;
 
 /// What a table cell says when a figure does not exist (a stream without samples).
@@ -88,53 +88,47 @@ pub(crate) fn distinct(values: impl Iterator<Item = String>) -> String {
     seen.join(", ")
 }
 
-/// What a report shows for a field an imported Run holds a stand-in for.
+/// What a report shows for a fact an imported Run's source did not have.
 pub(crate) const UNKNOWN: &str = "unknown";
 
-/// The fields of an imported Run that hold stand-ins because its source did not have
-/// them (`host`, `streams[].policy`, ...): reports show them as unknown, not as values.
-pub(crate) struct Unknowns<'a>(&'a Run);
+/// What a table cell shows for a figure an imported Run's source did not have.
+pub(crate) const NOT_IN_SOURCE: &str = "?";
 
-impl<'a> Unknowns<'a> {
-    /// The unknown fields of `run` (none for a Run latlab measured).
-    pub fn of(run: &'a Run) -> Unknowns<'a> {
-        Unknowns(run)
-    }
+/// A fact, or `unknown` when the Run does not know it.
+pub(crate) fn fact<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| UNKNOWN.to_string(), show)
+}
 
-    /// True when the field at `path` (`host.hz`, `streams[].policy`), or one holding it
-    /// (`host`), is unknown.
-    pub fn has(&self, path: &str) -> bool {
-        self.0.is_unknown(path)
-    }
+/// A table cell: the figure, or `?` when the Run's source did not have it.
+pub(crate) fn cell<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| NOT_IN_SOURCE.to_string(), show)
+}
 
-    /// `value()`, or `unknown` when the field at `path` is.
-    pub fn or(&self, path: &str, value: impl FnOnce() -> String) -> String {
-        if self.has(path) {
-            UNKNOWN.to_string()
-        } else {
-            value()
-        }
-    }
+/// A percentile in µs with three decimals, without its unit: `12.345`, `≥ 400.000` for a
+/// bound, `–` when there is none.
+pub(crate) fn us_percentile(value: Option<Percentile>) -> String {
+    value.map_or_else(
+        || MISSING.to_string(),
+        |v| format!("{}{}", v.prefix(), us(Some(v.value()))),
+    )
 }
 
 /// How long a run measured: its phases' spans added up (a stream's span when the run
-/// has no phase record).
-pub(crate) fn measured(run: &Run) -> Nanos {
+/// has no phase record); `None` when a span is not known.
+pub(crate) fn measured(run: &Run) -> Option<Nanos> {
     if run.phases.is_empty() {
-        return run
-            .streams
-            .iter()
-            .map(|s| s.elapsed_ns)
-            .max()
-            .unwrap_or_default();
+        return run.streams.iter().map(|s| s.elapsed_ns).max().flatten();
     }
-    Nanos(run.phases.iter().map(|p| p.elapsed_ns.0).sum())
+    run.phases
+        .iter()
+        .map(|p| p.elapsed_ns)
+        .sum::<Option<Nanos>>()
 }
 
 /// A run's name in captions, legends and headings: id, host and scenario, each when
 /// known.
 pub(crate) fn run_label(run: &Run) -> String {
-    let host = (!Unknowns::of(run).has("host.hostname")).then_some(&run.host.hostname);
+    let host = run.host.as_ref().map(|h| &h.hostname);
     std::iter::once(&run.id)
         .chain(host)
         .chain(run.scenario.as_ref())
@@ -150,8 +144,8 @@ pub(crate) struct DecodedStream<'a> {
     pub stream: &'a Stream,
     /// Its name: `cpu 1`, with `[phase]` when the run has several phases.
     pub name: String,
-    /// Its histogram, decoded.
-    pub histogram: LatencyHistogram,
+    /// Its histogram, decoded (`None`: its source kept none).
+    pub histogram: Option<LatencyHistogram>,
     /// Where its phase starts, from the start of the run (the phases' spans before it).
     pub offset: Nanos,
     /// Its palette index, the same in every table and plot of the run.
@@ -208,12 +202,12 @@ impl<'a> DecodedRun<'a> {
 }
 
 /// The start of phase `name` from the start of the run: the spans of the phases before
-/// it (0 for an unknown phase).
+/// it (0 for an unknown phase; only imported Runs, which have one phase, lack spans).
 fn phase_offset(run: &Run, name: &str) -> Nanos {
     let before = run.phases.iter().take_while(|p| p.name != name);
     let found = run.phases.iter().any(|p| p.name == name);
     if found {
-        Nanos(before.map(|p| p.elapsed_ns.0).sum())
+        Nanos(before.filter_map(|p| p.elapsed_ns).map(|e| e.0).sum())
     } else {
         Nanos::ZERO
     }
@@ -243,24 +237,18 @@ mod tests {
     }
 
     #[test]
-    fn unknown_fields_cover_what_they_hold() {
-        let text = include_str!("../../../../docs/example-run.json");
-        let mut run = Run::from_json(text).unwrap();
-        run.import = Some(latlab_model::run::ImportRecord {
-            format: "cyclictest-hist".into(),
-            file: "hist.txt".into(),
-            imported_at: run.started_at.clone(),
-            lacks: vec![],
-            unknown_fields: vec!["host".into(), "streams[].policy".into()],
-        });
-        let unknowns = Unknowns::of(&run);
-        assert!(unknowns.has("host") && unknowns.has("host.hz"));
-        assert!(!unknowns.has("hostname") && !unknowns.has("streams[].period_ns"));
+    fn unknown_is_never_a_value() {
+        assert_eq!(fact(None::<u64>, |v| v.to_string()), UNKNOWN);
+        assert_eq!(cell(None::<u64>, |v| v.to_string()), NOT_IN_SOURCE);
+        assert_eq!(cell(Some(0u64), |v| v.to_string()), "0");
+        let bound = Percentile::AtLeast {
+            at_least_ns: Nanos(400_000),
+        };
+        assert_eq!(us_percentile(Some(bound)), "≥ 400.000");
         assert_eq!(
-            unknowns.or("streams[].policy", || "fifo:95".into()),
-            UNKNOWN
+            us_percentile(Some(Percentile::Exact(Nanos(2_176)))),
+            "2.176"
         );
-        assert_eq!(unknowns.or("plan.cpus", || "0-1".into()), "0-1");
     }
 
     #[test]

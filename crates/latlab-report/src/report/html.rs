@@ -29,6 +29,7 @@ p { overflow-wrap: anywhere; }
 .verdict.pass { background: #dafbe1; border-color: #1a7f37; color: #0f5323; }
 .verdict.fail { background: #ffebe9; border-color: #cf222e; color: #82071e; }
 .verdict.none { background: var(--band); border-color: #818b98; color: #393f46; }
+.verdict.undecided { background: #fff8c5; border-color: #9a6700; color: #4d2d00; }
 .alert { margin: 1rem 0; padding: 12px 18px; border-radius: 8px; border-left: 6px solid; }
 .alert strong { display: block; font-size: 1.05rem; }
 .alert ul { margin: .3rem 0 0; padding-left: 1.3rem; }
@@ -118,6 +119,7 @@ fn write_block(out: &mut String, block: &Block) -> Result<(), ReportError> {
             let (class, word) = match status {
                 Status::Pass => ("pass", "PASS"),
                 Status::Fail => ("fail", "FAIL"),
+                Status::Undecided => ("undecided", "UNDECIDED"),
                 Status::None => ("none", "NO THRESHOLDS"),
             };
             let _ = writeln!(

@@ -2,7 +2,6 @@
 //! report, for a pull request, an issue or a wiki page. Plots are left out.
 
 use super::document::{Block, Document, Severity, Table};
-use latlab_model::threshold::Status;
 use std::fmt::Write as _;
 
 /// Escapes text so Markdown shows it as it is: `<`, `>` and `&` become entities (so no
@@ -51,11 +50,7 @@ fn write_block(out: &mut String, block: &Block) {
             headline,
             details,
         } => {
-            let word = match status {
-                Status::Pass => "PASS",
-                Status::Fail => "FAIL",
-                Status::None => "NO THRESHOLDS",
-            };
+            let word = status.word();
             let _ = writeln!(out, "**Verdict: {word}**: {}\n", escape(headline));
             write_list(out, details);
         }

@@ -13,6 +13,7 @@
 //! escaped for the output's language: HTML/XML in pages and plots, Markdown in
 //! Markdown, and control characters are replaced in text.
 
+mod comparison;
 mod curves;
 mod document;
 mod figures;
@@ -26,6 +27,7 @@ mod text;
 
 use latlab_model::hist::HistogramError;
 use latlab_model::run::Run;
+use latlab_model::threshold::Metric;
 use std::fmt;
 use std::str::FromStr;
 
@@ -181,6 +183,39 @@ pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
         ReportKind::Text => Ok(text::render(&document::Document::build(runs, false)?)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
     }
+}
+
+/// `latlab compare`: the comparison table of `runs` and each later run's verdicts
+/// against the first, as terminal text (the blocks a report of several runs shows).
+pub struct ComparisonText {
+    /// The table, the verdicts and the method.
+    pub text: String,
+    /// Verdicts of significant regression.
+    pub regressions: usize,
+    /// Comparisons that could not be judged (a figure a run lacks, a bound).
+    pub undecided: usize,
+}
+
+/// Compares `runs` (at least one) on `metrics` with a relative `tolerance`.
+pub fn render_comparison(
+    runs: &[Run],
+    metrics: &[Metric],
+    tolerance: f64,
+) -> Result<ComparisonText, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    let merged = curves::merged_figures(runs)?;
+    let compared = comparison::blocks(runs, &merged, metrics, tolerance);
+    let text = text::render(&document::Document {
+        title: "comparison".to_string(),
+        blocks: compared.blocks,
+    });
+    Ok(ComparisonText {
+        text,
+        regressions: compared.regressions,
+        undecided: compared.undecided,
+    })
 }
 
 /// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its

@@ -3,13 +3,15 @@
 
 use super::curves;
 use super::document::{Block, Severity};
-use super::figures::{self, DecodedRun, Unknowns};
+use super::figures::{self, DecodedRun};
 use super::run_tables::{
     checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
 };
 use super::PlotKind;
-use latlab_model::run::{MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning};
-use latlab_model::threshold::Status;
+use latlab_model::run::{
+    Conditions, MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning, BARE_METAL,
+};
+use latlab_model::threshold::{Check, Status};
 
 /// Most failed checks listed in the verdict (the checks table has them all).
 const VERDICT_DETAILS: usize = 8;
@@ -71,14 +73,21 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, with_figures: bool) -> 
 
 /// What was measured, where and when, in one line.
 fn subtitle(run: &Run) -> String {
-    let unknowns = Unknowns::of(run);
     let probes = figures::distinct(run.streams.iter().map(|s| s.probe.clone()));
-    let methods = unknowns.or("streams[].method", || {
-        figures::distinct(run.streams.iter().map(|s| s.method.clone()))
-    });
-    let periods = unknowns.or("streams[].period_ns", || {
-        figures::distinct(run.streams.iter().map(|s| s.period_ns.to_string()))
-    });
+    // A figure unknown for one stream is unknown for the run.
+    let distinct_known = |values: Vec<Option<String>>| {
+        values.into_iter().collect::<Option<Vec<_>>>().map_or_else(
+            || figures::UNKNOWN.to_string(),
+            |v| figures::distinct(v.into_iter()),
+        )
+    };
+    let methods = distinct_known(run.streams.iter().map(|s| s.method.clone()).collect());
+    let periods = distinct_known(
+        run.streams
+            .iter()
+            .map(|s| s.period_ns.map(|p| p.to_string()))
+            .collect(),
+    );
     let clocks = figures::distinct(run.plan.probes.iter().filter_map(|p| match p {
         ProbePlan::Timer(t) => Some(t.clock.name().to_string()),
         ProbePlan::Primitive(_) => None,
@@ -92,22 +101,20 @@ fn subtitle(run: &Run) -> String {
         .scenario
         .as_ref()
         .map_or_else(String::new, |s| format!(" · scenario {s}"));
-    let tool = unknowns.or("tool.version", || {
-        format!("{} {}", run.tool.name, run.tool.version)
+    let tool = figures::fact(run.tool.version.as_ref(), |version| {
+        format!("{} {version}", run.tool.name)
     });
-    let measured = unknowns.or("phases[].elapsed_ns", || {
-        figures::span(figures::measured(run))
-    });
-    let when = if unknowns.has("started_at") {
-        "time unknown".to_string()
-    } else {
-        format!("{} to {}", run.started_at, run.ended_at)
+    let measured = figures::fact(figures::measured(run), figures::span);
+    let when = match (&run.started_at, &run.ended_at) {
+        (Some(start), Some(end)) => format!("{start} to {end}"),
+        (Some(start), None) => format!("from {start}"),
+        _ => "time unknown".to_string(),
     };
     format!(
         "{tool} · {probes} probe, method {methods}, period {periods}{clocks}{scenario} · \
          {measured} measured in {} phase(s) · host {} · {when}",
         run.phases.len(),
-        unknowns.or("host.hostname", || run.host.hostname.clone()),
+        figures::fact(run.host.as_ref(), |h| h.hostname.clone()),
     )
 }
 
@@ -115,13 +122,11 @@ fn subtitle(run: &Run) -> String {
 fn import_note(run: &Run) -> Option<Block> {
     let import = run.import.as_ref()?;
     let mut lines = import.lacks.clone();
-    if !import.unknown_fields.is_empty() {
-        lines.push(format!(
-            "shown as {}: {}",
-            figures::UNKNOWN,
-            import.unknown_fields.join(", ")
-        ));
-    }
+    lines.push(format!(
+        "what the source did not have is shown as {} or {}, never as a value",
+        figures::UNKNOWN,
+        figures::NOT_IN_SOURCE
+    ));
     Some(Block::Alert {
         severity: Severity::Note,
         title: format!(
@@ -140,34 +145,51 @@ fn verdict(run: &Run) -> Block {
             .map(|t| format!("{} ≤ {}", t.metric, t.limit_ns))
             .collect::<Vec<_>>()
     };
+    // The checks that decide the status, each in one line.
+    let listed = |pick: fn(&Check) -> bool, what: &str| {
+        let picked: Vec<&Check> = run.verdict.checks.iter().filter(|c| pick(c)).collect();
+        let mut details: Vec<String> = picked
+            .iter()
+            .take(VERDICT_DETAILS)
+            .map(|c| {
+                let observed = c.observed_ns.map_or_else(
+                    || {
+                        if c.failed() {
+                            "no samples"
+                        } else {
+                            "not known"
+                        }
+                        .to_string()
+                    },
+                    |v| format!("{}{}", v.prefix(), figures::us_unit(v.value())),
+                );
+                format!(
+                    "{} ≤ {} {what} on {}: {observed}",
+                    c.threshold.metric, c.threshold.limit_ns, c.stream
+                )
+            })
+            .collect();
+        if picked.len() > VERDICT_DETAILS {
+            details.push(format!(
+                "and {} more (see the threshold checks)",
+                picked.len() - VERDICT_DETAILS
+            ));
+        }
+        (picked.len(), details)
+    };
+    let checks = run.verdict.checks.len();
     let (headline, details) = match run.verdict.status {
         Status::Pass => ("every threshold held on every stream".to_string(), judged()),
         Status::Fail => {
-            let failed: Vec<_> = run.verdict.checks.iter().filter(|c| !c.passed).collect();
-            let mut details: Vec<String> = failed
-                .iter()
-                .take(VERDICT_DETAILS)
-                .map(|c| {
-                    let observed = c
-                        .observed_ns
-                        .map_or_else(|| "no samples".to_string(), figures::us_unit);
-                    format!(
-                        "{} ≤ {} exceeded on {}: {observed}",
-                        c.threshold.metric, c.threshold.limit_ns, c.stream
-                    )
-                })
-                .collect();
-            if failed.len() > VERDICT_DETAILS {
-                details.push(format!(
-                    "and {} more (see the threshold checks)",
-                    failed.len() - VERDICT_DETAILS
-                ));
-            }
+            let (failed, details) = listed(Check::failed, "exceeded");
+            (format!("{failed} of {checks} checks failed"), details)
+        }
+        Status::Undecided => {
+            let (open, details) = listed(|c| c.passed.is_none(), "cannot be judged");
             (
                 format!(
-                    "{} of {} checks failed",
-                    failed.len(),
-                    run.verdict.checks.len()
+                    "none failed, but {open} of {checks} checks cannot be judged: the figure \
+                     is not known, or only a bound below the limit is"
                 ),
                 details,
             )
@@ -238,120 +260,115 @@ fn facts(pairs: Vec<(&str, String)>) -> Block {
 
 /// The machine and kernel.
 fn system_facts(run: &Run) -> Block {
-    let h = &run.host;
-    let unknowns = Unknowns::of(run);
-    let fact = |name: &'static str, path: &str, value: &dyn Fn() -> String| {
-        (name, unknowns.or(path, value))
+    let Some(h) = &run.host else {
+        return facts(vec![("host", figures::UNKNOWN.to_string())]);
+    };
+    let cpus = match (h.cpus_online, &h.cpus_online_list) {
+        (Some(n), Some(list)) => format!("{n} ({list})"),
+        (Some(n), None) => n.to_string(),
+        _ => figures::UNKNOWN.to_string(),
     };
     facts(vec![
-        fact("host", "host.hostname", &|| h.hostname.clone()),
-        fact("kernel release", "host.kernel_release", &|| {
-            h.kernel_release.clone()
-        }),
-        fact("kernel version", "host.kernel_version", &|| {
-            h.kernel_version.clone()
-        }),
-        fact("architecture", "host.architecture", &|| {
-            h.architecture.clone()
-        }),
-        fact(
+        ("host", h.hostname.clone()),
+        ("kernel release", h.kernel_release.clone()),
+        ("kernel version", h.kernel_version.clone()),
+        ("architecture", h.architecture.clone()),
+        (
             "preemption model",
-            "host.preemption",
-            &|| match &h.preemption.dynamic_mode {
+            match &h.preemption.dynamic_mode {
                 Some(mode) => format!("{} (mode {mode})", h.preemption.model),
                 None => h.preemption.model.clone(),
             },
         ),
-        fact("preemption evidence", "host.preemption", &|| {
-            h.preemption.evidence.join("; ")
-        }),
-        fact("CPU model", "host.cpu_model", &|| h.cpu_model.clone()),
-        fact("CPUs online", "host.cpus_online", &|| {
-            format!("{} ({})", h.cpus_online, h.cpus_online_list)
-        }),
-        fact("virtualisation", "host.virtualization", &|| {
-            h.virtualization
-                .clone()
-                .unwrap_or_else(|| "none seen (bare metal)".to_string())
-        }),
-        fact("clocksource", "host.clocksource", &|| {
-            h.clocksource
-                .clone()
-                .unwrap_or_else(|| figures::UNKNOWN.to_string())
-        }),
-        fact("HZ", "host.hz", &|| {
+        ("preemption evidence", h.preemption.evidence.join("; ")),
+        ("CPU model", figures::fact(h.cpu_model.clone(), |m| m)),
+        ("CPUs online", cpus),
+        (
+            "virtualisation",
+            figures::fact(h.virtualization.clone(), |v| {
+                if v == BARE_METAL {
+                    "none seen (bare metal)".to_string()
+                } else {
+                    v
+                }
+            }),
+        ),
+        ("clocksource", figures::fact(h.clocksource.clone(), |c| c)),
+        (
+            "HZ",
             h.hz.map_or_else(
                 || "unknown (kernel configuration not readable)".to_string(),
                 |hz| hz.to_string(),
-            )
-        }),
+            ),
+        ),
     ])
 }
 
-/// What the run set up, and the plan it ran.
+/// What the run set up, and the plan it ran. An imported Run has no plan of latlab's
+/// (`plan.probes` is empty): what it requested is unknown.
 fn condition_facts(run: &Run) -> Block {
-    let (c, p) = (&run.conditions, &run.plan);
-    let unknowns = Unknowns::of(run);
-    let condition = |value: &dyn Fn() -> String| unknowns.or("conditions", value);
-    let memory_lock = unknowns.or("plan.memory_lock", || {
-        match p.memory_lock {
+    let (c, p) = (run.conditions.as_ref(), &run.plan);
+    let planned = !p.probes.is_empty();
+    let condition = |value: &dyn Fn(&Conditions) -> String| figures::fact(c, value);
+    let memory_lock = figures::fact(p.memory_lock, |lock| {
+        match lock {
             MemoryLockPlan::Touched => "lock every page the run touches",
             MemoryLockPlan::All => "lock every mapped page",
             MemoryLockPlan::None => "lock nothing",
         }
         .to_string()
     });
-    let dma_latency = || {
-        c.dma_latency_us.map_or_else(
-            || "not held (power management left alone)".to_string(),
-            |us| format!("{us} µs held on /dev/cpu_dma_latency"),
-        )
-    };
-    let command_line = if run.command_line.is_empty() {
-        figures::UNKNOWN.to_string()
+    let requested_policy = if planned {
+        figures::distinct(p.probes.iter().map(|probe| match probe {
+            ProbePlan::Timer(t) => t.policy.to_string(),
+            ProbePlan::Primitive(p) => p.policy.to_string(),
+        }))
     } else {
-        run.command_line.join(" ")
+        figures::UNKNOWN.to_string()
     };
+    let command_line = figures::fact(run.command_line.as_ref(), |c| c.join(" "));
     facts(vec![
         (
             "memory locked",
             format!(
                 "{} (plan: {memory_lock})",
-                condition(&|| figures::yes_no(c.memory_locked).to_string())
+                condition(&|c| figures::yes_no(c.memory_locked).to_string())
             ),
         ),
         (
             "real-time policy",
-            condition(&|| {
-                let requested =
-                    figures::distinct(run.plan.probes.iter().map(|probe| match probe {
-                        ProbePlan::Timer(t) => t.policy.to_string(),
-                        ProbePlan::Primitive(p) => p.policy.to_string(),
-                    }));
-                let requested = if requested.is_empty() || unknowns.has("plan.probes") {
-                    figures::UNKNOWN.to_string()
-                } else {
-                    requested
-                };
+            condition(&|c| {
                 format!(
-                    "{} (requested {requested})",
+                    "{} (requested {requested_policy})",
                     figures::yes_no(c.realtime_policy)
                 )
             }),
         ),
         (
             "DMA latency",
-            condition(&|| unknowns.or("plan.dma_latency_us", dma_latency)),
+            condition(&|c| {
+                c.dma_latency_us.map_or_else(
+                    || "not held (power management left alone)".to_string(),
+                    |us| format!("{us} µs held on /dev/cpu_dma_latency"),
+                )
+            }),
         ),
         ("CPUs measured", figures::cpu_list(&p.cpus)),
-        ("warm-up", p.warm_up_ns.to_string()),
+        (
+            "warm-up",
+            if planned {
+                p.warm_up_ns.to_string()
+            } else {
+                figures::UNKNOWN.to_string()
+            },
+        ),
         (
             "break trace",
             timer_setting(run, "off (no timer probe)", |t| {
                 t.breaktrace_ns.map_or_else(
                     || "off".to_string(),
                     |limit| {
-                        let armed = if c.breaktrace_armed {
+                        let armed = if c.is_some_and(|c| c.breaktrace_armed) {
                             "armed"
                         } else {
                             "tracefs not ready"
@@ -361,7 +378,7 @@ fn condition_facts(run: &Run) -> Block {
                 )
             }),
         ),
-        ("effective user id", condition(&|| c.euid.to_string())),
+        ("effective user id", condition(&|c| c.euid.to_string())),
         ("command line", command_line),
     ])
 }
@@ -373,7 +390,7 @@ fn timer_setting(run: &Run, without: &str, setting: impl Fn(&TimerSettings) -> S
         ProbePlan::Timer(t) => Some(setting(t)),
         ProbePlan::Primitive(_) => None,
     }));
-    if run.plan.probes.is_empty() || Unknowns::of(run).has("plan.probes") {
+    if run.plan.probes.is_empty() {
         figures::UNKNOWN.to_string()
     } else if values.is_empty() {
         without.to_string()

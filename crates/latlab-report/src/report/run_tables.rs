@@ -2,23 +2,10 @@
 //! threshold checks and events.
 
 use super::document::{Block, Table};
-use super::figures::{self, DecodedRun, DecodedStream, Unknowns};
+use super::figures::{self, DecodedRun, DecodedStream};
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{Phase, ProbePlan, Run};
 use latlab_model::Nanos;
-
-/// A table cell whose figure an imported Run's source did not have.
-const NOT_IN_SOURCE: &str = "?";
-
-/// The stream fields the statistics table shows.
-const TABLE_FIELDS: [&str; 6] = [
-    "streams[].policy",
-    "streams[].period_ns",
-    "streams[].stats.percentiles_ns",
-    "streams[].stats.stddev_ns",
-    "streams[].missed_periods",
-    "streams[].early_wakes",
-];
 
 /// The statistics table with its explanation, which streams had no samples, and the
 /// drift of relative schedules.
@@ -44,11 +31,22 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
             )
         }),
     ];
-    let unknowns = Unknowns::of(run);
-    if TABLE_FIELDS.iter().any(|field| unknowns.has(field)) {
+    if run.import.is_some() {
         blocks.push(Block::Paragraph(format!(
-            "{NOT_IN_SOURCE} = not in the imported file."
+            "{} = not in the imported file; ≥ = a lower bound: the percentile falls among \
+             samples beyond the source's histogram range.",
+            figures::NOT_IN_SOURCE
         )));
+    } else if run
+        .streams
+        .iter()
+        .any(|s| s.stats.percentiles_ns.values().any(|p| p.is_bound()))
+    {
+        blocks.push(Block::Paragraph(
+            "≥ = a lower bound: the percentile falls among samples beyond the histogram's \
+             60 s range."
+                .to_string(),
+        ));
     }
     let empty: Vec<&str> = decoded
         .streams
@@ -110,39 +108,35 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
         ("early wakes", true),
     ]);
     let mut table = Table::new(&columns);
-    let unknowns = Unknowns::of(decoded.run);
-    let cell = |path: &str, value: String| {
-        if unknowns.has(path) {
-            NOT_IN_SOURCE.to_string()
-        } else {
-            value
-        }
-    };
     for s in &decoded.streams {
         let (stream, st) = (s.stream, &s.stream.stats);
+        // Without samples a statistic does not exist (–); with samples a missing one is
+        // a figure the source did not have (?).
+        let stat = |value: String, known: bool| match (stream.samples, known) {
+            (0, _) => figures::MISSING.to_string(),
+            (_, false) => figures::NOT_IN_SOURCE.to_string(),
+            (_, true) => value,
+        };
         let mut cells = vec![
             s.name.clone(),
-            cell("streams[].policy", stream.policy.to_string()),
+            figures::cell(stream.policy, |p| p.to_string()),
         ];
         if periods_differ {
-            cells.push(cell("streams[].period_ns", stream.period_ns.to_string()));
+            cells.push(figures::cell(stream.period_ns, |p| p.to_string()));
         }
         cells.push(stream.samples.to_string());
-        cells.push(figures::us(st.min_ns));
+        cells.push(stat(figures::us(st.min_ns), st.min_ns.is_some()));
         for p in [50.0, 90.0, 99.0, 99.9, 99.99] {
-            let value = figures::us(st.percentile(p));
-            cells.push(cell("streams[].stats.percentiles_ns", value));
+            let value = st.percentile(p);
+            cells.push(stat(figures::us_percentile(value), value.is_some()));
         }
         cells.extend([
-            figures::us(st.max_ns),
-            figures::us_f64(st.mean_ns),
-            cell("streams[].stats.stddev_ns", figures::us_f64(st.stddev_ns)),
+            stat(figures::us(st.max_ns), st.max_ns.is_some()),
+            stat(figures::us_f64(st.mean_ns), st.mean_ns.is_some()),
+            stat(figures::us_f64(st.stddev_ns), st.stddev_ns.is_some()),
             figures::us(stream.first_sample_ns),
-            cell(
-                "streams[].missed_periods",
-                stream.missed_periods.to_string(),
-            ),
-            cell("streams[].early_wakes", stream.early_wakes.to_string()),
+            figures::cell(stream.missed_periods, |m| m.to_string()),
+            figures::cell(stream.early_wakes, |e| e.to_string()),
         ]);
         table.push(cells, Some(s.colour));
     }
@@ -234,8 +228,13 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
         .filter(|s| s.stream.phase == phase.name)
         .collect();
     let samples: u64 = streams.iter().map(|s| s.stream.samples).sum();
-    let mut merged = LatencyHistogram::new();
-    streams.iter().for_each(|s| merged.merge(&s.histogram));
+    // Every stream's histogram, or none when one lacks it.
+    let merged = streams
+        .iter()
+        .try_fold(LatencyHistogram::new(), |mut merged, s| {
+            merged.merge(s.histogram.as_ref()?);
+            Some(merged)
+        });
     let worst = streams
         .iter()
         .rev()
@@ -244,10 +243,11 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
     let min = streams.iter().filter_map(|s| s.stream.stats.min_ns).min();
     let summary = match (worst, min) {
         (Some((max, name)), Some(min)) => {
-            let p999 = Nanos(merged.percentile(99.9) as i64).clamp(min, max);
+            let p999 = merged
+                .and_then(|m| m.percentile_within(99.9, min, max))
+                .map_or_else(|| figures::UNKNOWN.to_string(), |p| p.to_string());
             format!(
-                "; p99.9 of its samples {}, worst case {} on {name}",
-                figures::us_unit(p999),
+                "; p99.9 of its samples {p999}, worst case {} on {name}",
                 figures::us_unit(max)
             )
         }
@@ -260,8 +260,8 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
         },
         Block::Paragraph(format!(
             "Started {}, measured {}; {} stream(s), {samples} samples{summary}.",
-            phase.started_at,
-            figures::seconds(phase.elapsed_ns),
+            figures::fact(phase.started_at.as_ref(), |t| t.clone()),
+            figures::fact(phase.elapsed_ns, figures::seconds),
             streams.len(),
         )),
     ];
@@ -317,10 +317,17 @@ pub(crate) fn checks_table(run: &Run) -> Table {
             vec![
                 format!("{} ≤ {}", check.threshold.metric, check.threshold.limit_ns),
                 check.stream.clone(),
-                check
-                    .observed_ns
-                    .map_or_else(|| "no samples".to_string(), |v| figures::us(Some(v))),
-                if check.passed { "pass" } else { "FAIL" }.to_string(),
+                match check.observed_ns {
+                    Some(v) => figures::us_percentile(Some(v)),
+                    None if check.failed() => "no samples".to_string(),
+                    None => figures::NOT_IN_SOURCE.to_string(),
+                },
+                match check.passed {
+                    Some(true) => "pass",
+                    Some(false) => "FAIL",
+                    None => "cannot be judged",
+                }
+                .to_string(),
             ],
             None,
         );

@@ -3,7 +3,6 @@
 
 use super::document::{Block, Document, Severity, Table};
 use comfy_table::{presets, CellAlignment};
-use latlab_model::threshold::Status;
 use std::fmt::Write as _;
 
 /// Paragraphs are wrapped at this width.
@@ -51,11 +50,7 @@ fn write_block(out: &mut String, block: &Block) {
             headline,
             details,
         } => {
-            let word = match status {
-                Status::Pass => "PASS",
-                Status::Fail => "FAIL",
-                Status::None => "NO THRESHOLDS",
-            };
+            let word = status.word();
             let _ = writeln!(out, "VERDICT: {word}: {}", clean(headline));
             write_list(out, "", details);
         }

@@ -4,11 +4,8 @@ use crate::cli::CompareArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use comfy_table::{presets, Cell, CellAlignment, Table};
 use latlab_model::threshold::Metric;
-use latlab_model::Nanos;
-use latlab_report::compare::{compare, Change, RunFigures, METHOD};
-use std::fmt::Write as _;
+use latlab_report::report::render_comparison;
 
 fn parse_tolerance(text: &str) -> Result<f64, CliError> {
     let t = text.trim();
@@ -25,10 +22,6 @@ fn parse_tolerance(text: &str) -> Result<f64, CliError> {
     }
 }
 
-fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1e3)
-}
-
 /// Compares the runs and prints the table and the verdicts.
 pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
     let tolerance = parse_tolerance(&args.tolerance)?;
@@ -40,83 +33,20 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
             .map(|m| Metric::parse(m).map_err(|e| CliError::usage("--metric", e)))
             .collect::<Result<Vec<_>, _>>()?
     };
-    let figures = find_runs(args.store.as_deref(), &args.runs)?
-        .iter()
-        .zip(&args.runs)
-        .map(|(run, r)| RunFigures::of(run).map_err(|e| CliError::runtime(format!("run {r}: {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "run",
-        "host",
-        "kernel",
-        "samples",
-        "missed",
-        "min µs",
-        "mean µs",
-        "p50 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-    ]);
-    for (i, f) in figures.iter().enumerate() {
-        let n = |v: Option<Nanos>| v.map_or("-".to_string(), |n| us(n.0 as f64));
-        table.add_row(vec![
-            Cell::new(format!("{}{}", if i == 0 { "base " } else { "" }, f.id)),
-            Cell::new(&f.host),
-            Cell::new(&f.kernel),
-            Cell::new(f.samples),
-            Cell::new(f.missed_periods),
-            Cell::new(n(f.min)),
-            Cell::new(f.mean.map_or("-".to_string(), us)),
-            Cell::new(n(f.percentile(50.0))),
-            Cell::new(n(f.percentile(99.0))),
-            Cell::new(n(f.percentile(99.9))),
-            Cell::new(n(f.max)),
-        ]);
-    }
-    for i in 3..11 {
-        if let Some(col) = table.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let mut out = format!("{table}\n");
-    let mut regressions = 0;
-    let base = &figures[0];
-    for new in &figures[1..] {
-        for &metric in &metrics {
-            let Some(c) = compare(base, new, metric, tolerance) else {
-                let _ = writeln!(out, "{metric}: {} has no samples to compare", new.id);
-                continue;
-            };
-            let interval = |e: &latlab_report::compare::Estimate| match e.interval {
-                Some((lo, hi)) => format!("{} µs [{}, {}]", us(e.value), us(lo), us(hi)),
-                None => format!("{} µs", us(e.value)),
-            };
-            let verdict = match c.change {
-                Change::Regression => {
-                    regressions += 1;
-                    format!("REGRESSION (beyond {:.0} %)", tolerance * 100.0)
-                }
-                Change::Improvement => format!("improvement (beyond {:.0} %)", tolerance * 100.0),
-                Change::NoSignificantChange => "no significant change".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "{metric}: base {} vs {} {} ({:+.1} %): {verdict}",
-                interval(&c.base),
-                new.id,
-                interval(&c.new),
-                c.relative_change * 100.0
-            );
-        }
-    }
-    let _ = writeln!(out, "Method: {METHOD}");
-    Human::Stdout.write(&out)?;
-    Ok(if regressions > 0 {
+    let runs = find_runs(args.store.as_deref(), &args.runs)?;
+    let compared = render_comparison(&runs, &metrics, tolerance).map_err(CliError::runtime)?;
+    Human::Stdout.write(&compared.text)?;
+    // A regression fails; a verdict that cannot be reached is not a pass either: the
+    // metric asked for is not one these runs can be judged on.
+    Ok(if compared.regressions > 0 {
         exit::FAILED
+    } else if compared.undecided > 0 {
+        Human::Stderr.write(&format!(
+            "latlab: {} comparison(s) cannot be judged (see above): choose a metric every \
+             run has (--metric)\n",
+            compared.undecided
+        ))?;
+        exit::USAGE
     } else {
         exit::OK
     })

@@ -133,6 +133,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
+        // A threshold that cannot be judged on what was measured is not a pass.
+        Status::Undecided => exit::USAGE,
         Status::Pass | Status::None => exit::OK,
     };
     if run.warnings.iter().any(|w| w.code == "measuring-failed") {
@@ -223,8 +225,8 @@ fn run_phase(
         .unwrap_or_default();
     measured.phases.push(Phase {
         name: phase.request.phase.clone(),
-        started_at: rfc3339(started),
-        elapsed_ns: Nanos(elapsed.as_nanos() as i64),
+        started_at: Some(rfc3339(started)),
+        elapsed_ns: Some(Nanos(elapsed.as_nanos() as i64)),
         loads: records,
     });
     measured.started_at.get_or_insert(outcome.started_at);
@@ -287,13 +289,15 @@ fn assemble(
         id: run_id(started),
         tool: Tool {
             name: "latlab".to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
         },
-        started_at: rfc3339(started),
-        ended_at: rfc3339(ended),
-        command_line: std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
+        started_at: Some(rfc3339(started)),
+        ended_at: Some(rfc3339(ended)),
+        command_line: Some(
+            std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        ),
         scenario: plan.scenario.clone(),
         plan: Plan {
             duration_ns: first.request.duration,
@@ -301,11 +305,11 @@ fn assemble(
             cpus: first.request.cpus.clone(),
             probes: plan.phases.iter().map(PhasePlan::probe_plan).collect(),
             dma_latency_us: plan.dma_latency_us,
-            memory_lock: plan.memory_lock,
+            memory_lock: Some(plan.memory_lock),
         },
-        host,
+        host: Some(host),
         audit,
-        conditions,
+        conditions: Some(conditions),
         degraded,
         interrupted: measured.interrupted,
         warnings,

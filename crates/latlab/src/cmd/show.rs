@@ -39,11 +39,7 @@ pub fn find_runs(
 /// Prints the run's summary, as `latlab run` printed it.
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
     let run = find_run(args.store.as_deref(), &args.run)?;
-    let started = if run.is_unknown("started_at") {
-        "at an unknown time"
-    } else {
-        &run.started_at
-    };
+    let started = run.started_at.as_deref().unwrap_or("at an unknown time");
     let mut text = format!("Run {} started {started}\n", run.id);
     text.push_str(&summary::render(&run, Human::Stdout.is_terminal()));
     Human::Stdout.write(&text)?;

@@ -1,0 +1,198 @@
+//! Every number latlab shows is measured or unknown: a figure an imported file lacked
+//! is unknown in every consumer, a percentile among overflowed samples is a bound, a
+//! source's own figures are kept as it printed them, and a Run file that latlab could
+//! not have written is refused, naming the field.
+
+use assert_cmd::Command;
+use latlab_model::run::{Percentile, Run};
+use std::path::{Path, PathBuf};
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").expect("binary built")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-model/tests/fixtures/import")
+        .join(name)
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-run.json")
+}
+
+/// Runs latlab with `args` plus `--store store`; returns (exit code, stdout, stderr).
+fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = latlab()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Imports `files` (as given) into `store`; returns the new runs' ids in file order.
+fn import(store: &Path, files: &[&Path], extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["import".to_string()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, text, err) = with_store(store, &args);
+    assert_eq!(code, 0, "{err}");
+    text.lines()
+        .filter_map(|l| l.split(" as ").nth(1))
+        .map(|rest| rest.split(':').next().unwrap().to_string())
+        .collect()
+}
+
+fn export(store: &Path, id: &str, format: &str) -> String {
+    let (code, text, err) = with_store(store, &["export", id, "--format", format]);
+    assert_eq!(code, 0, "{format}: {err}");
+    text
+}
+
+#[test]
+fn an_imported_mean_without_a_deviation_is_compared_as_it_is_never_as_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let ids = import(&store, &[&example(), &fixture("cyclictest-2t.json")], &[]);
+    let (measured, imported) = (&ids[0], &ids[1]);
+    // cyclictest printed avg 11.44 and 11.81 µs over 500 cycles each, and no deviation.
+    for (base, new) in [(measured, imported), (imported, measured)] {
+        let (code, text, err) = with_store(&store, &["compare", base, new, "--metric", "mean"]);
+        assert!(code == 0 || code == 1, "{err}");
+        assert!(text.contains("11.625 µs"), "{text}");
+        assert!(!text.contains(" 0.000 µs"), "a stand-in 0: {text}");
+        assert!(!text.contains("-100.0 %"), "{text}");
+        assert!(text.contains("a standard deviation is unknown"), "{text}");
+    }
+    // The table: missed periods unknown (cyclictest does not count them), mean known.
+    let (_, text, _) = with_store(&store, &["compare", measured, imported]);
+    let row = text
+        .lines()
+        .find(|l| l.contains(imported.as_str()))
+        .unwrap();
+    assert!(row.contains(" ? ") && row.contains("11.625"), "{row}");
+    let (code, html, err) = with_store(&store, &["report", measured, imported]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        html.contains("11.625") && !html.contains(">0.000<"),
+        "report"
+    );
+}
+
+#[test]
+fn a_figure_the_source_lacked_is_unknown_in_every_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let ids = import(&store, &[&fixture("cyclictest-2t.hist.txt")], &[]);
+    let id = &ids[0];
+    // json: null, never 0.
+    let run = Run::from_json(&export(&store, id, "json")).unwrap();
+    for s in &run.streams {
+        assert_eq!(s.missed_periods, None);
+        assert_eq!(s.policy, None);
+        assert_eq!(s.stats.stddev_ns, None);
+    }
+    assert_eq!(run.conditions, None);
+    assert_eq!(run.host, None);
+    // csv: empty cells.
+    let csv = export(&store, id, "csv");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let missed = header.iter().position(|c| *c == "missed_periods").unwrap();
+    let policy = header.iter().position(|c| *c == "policy").unwrap();
+    for row in csv.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells[missed], "", "{row}");
+        assert_eq!(cells[policy], "", "{row}");
+    }
+    // OpenMetrics: no missed-periods sample rather than a 0.
+    let metrics = export(&store, id, "openmetrics");
+    assert!(
+        !metrics.contains("latlab_missed_periods_total{"),
+        "{metrics}"
+    );
+    // cyclictest JSON: no made-up host facts or times.
+    let json = export(&store, id, "cyclictest-json");
+    assert!(!json.contains("\"sysinfo\"") && !json.contains("\"start_time\""));
+    // show: `?`.
+    let (code, shown, err) = with_store(&store, &["show", id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(shown.contains("an unknown host"), "{shown}");
+}
+
+#[test]
+fn comparing_on_a_figure_a_run_lacks_says_so_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // cyclictest without -h keeps no histogram: no percentiles.
+    let ids = import(
+        &store,
+        &[&example(), &fixture("cyclictest-nohist.json")],
+        &[],
+    );
+    let (code, text, err) = with_store(&store, &["compare", &ids[0], &ids[1], "--metric", "p99"]);
+    assert_eq!(code, 2, "{text}{err}");
+    assert!(text.contains("CANNOT BE JUDGED"), "{text}");
+    assert!(text.contains("p99 is unknown"), "{text}");
+    assert!(err.contains("--metric"), "{err}");
+    // The maximum it has: judged.
+    let (code, text, _) = with_store(&store, &["compare", &ids[0], &ids[1], "--metric", "max"]);
+    assert!(code == 0 || code == 1, "{text}");
+}
+
+#[test]
+fn percentiles_among_overflowed_samples_are_bounds_not_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // `cyclictest -h400 -N`: every sample is above the 400 ns range.
+    let all_over = import(
+        &store,
+        &[&fixture("cyclictest-overflow-ns.hist.txt")],
+        &["--unit", "ns"],
+    );
+    let run = Run::from_json(&export(&store, &all_over[0], "json")).unwrap();
+    for s in &run.streams {
+        let p50 = s.stats.percentile(50.0).unwrap();
+        assert!(p50.is_bound(), "{p50:?}");
+        assert_eq!(p50.value(), s.stats.min_ns.unwrap(), "the best bound known");
+        assert_eq!(
+            s.stats.percentile(99.999),
+            s.stats.max_ns.map(Percentile::Exact)
+        );
+    }
+    let csv = export(&store, &all_over[0], "csv");
+    assert!(csv.lines().skip(1).all(|row| row.contains(",>=")), "{csv}");
+    let (_, shown, _) = with_store(&store, &["show", &all_over[0]]);
+    assert!(shown.contains("≥ "), "{shown}");
+}
+
+#[test]
+fn a_reexported_cyclictest_histogram_keeps_its_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let ids = import(&store, &[&fixture("cyclictest-2t.hist.txt")], &[]);
+    let text = export(&store, &ids[0], "cyclictest");
+    let original = std::fs::read_to_string(fixture("cyclictest-2t.hist.txt")).unwrap();
+    let line = |text: &str, label: &str| {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap()
+            .to_string()
+    };
+    for label in [
+        "# Histogram Overflows:",
+        "# Total:",
+        "# Min Latencies:",
+        "# Max Latencies:",
+    ] {
+        assert_eq!(line(&text, label), line(&original, label), "{label}");
+    }
+    let rows = text.lines().filter(|l| !l.starts_with('#')).count();
+    assert_eq!(rows, 100, "the source's 100 µs range");
+}
