@@ -170,6 +170,18 @@ fn percentiles_among_overflowed_samples_are_bounds_not_values() {
     assert!(csv.lines().skip(1).all(|row| row.contains(",>=")), "{csv}");
     let (_, shown, _) = with_store(&store, &["show", &all_over[0]]);
     assert!(shown.contains("≥ "), "{shown}");
+    // jitterdebugger: 164 of its 1991 samples are at 1000 µs or more.
+    let some_over = import(&store, &[&fixture("jitterdebugger-overflow.json")], &[]);
+    let run = Run::from_json(&export(&store, &some_over[0], "json")).unwrap();
+    let s = &run.streams[0];
+    assert_eq!(s.samples, 1991);
+    assert!(s.stats.percentile(50.0).unwrap().exact().is_some());
+    assert_eq!(
+        s.stats.percentile(99.0),
+        Some(Percentile::AtLeast {
+            at_least_ns: latlab_model::Nanos(1_000_000)
+        })
+    );
 }
 
 #[test]

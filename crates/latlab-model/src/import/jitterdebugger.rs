@@ -9,7 +9,7 @@
 use super::binned::{self, Binned};
 use super::build::{self, Provenance, Source, StreamSource, Values};
 use super::printf_json::{self, line_of};
-use super::{ImportContext, ImportError};
+use super::{rt_json, ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
 use crate::Nanos;
 use serde::Deserialize;
@@ -22,7 +22,17 @@ const RANGE_US: i64 = 1_000;
 #[derive(Deserialize)]
 struct File {
     version: Option<u32>,
+    /// Version 3 (`dump_stats` with `sysinfo`): uname, the online CPUs and the unit.
+    sysinfo: Option<SysInfo>,
     cpu: BTreeMap<String, Cpu>,
+}
+
+#[derive(Deserialize)]
+struct SysInfo {
+    #[serde(flatten)]
+    uname: rt_json::SysInfo,
+    cpus_online: Option<usize>,
+    resolution_in_ns: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -43,9 +53,25 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     for repair in parsed.repairs {
         p.lack(format!("not valid JSON as written ({repair})"));
     }
-    if let Some(v) = file.version.filter(|&v| v != 1) {
+    if let Some(v) = file.version.filter(|&v| v != 1 && v != 3) {
         p.lack(format!(
-            "results version {v} (this importer follows version 1)"
+            "results version {v} (this importer follows versions 1 and 3)"
+        ));
+    }
+    if let Some(resolution) = file
+        .sysinfo
+        .as_ref()
+        .and_then(|s| s.resolution_in_ns)
+        .filter(|&r| r != 1_000)
+    {
+        let line = line_of(&text, "\"resolution_in_ns\"", 1).unwrap_or(1);
+        return Err(ImportError::at(
+            &ctx.file,
+            line,
+            format!(
+                "resolution_in_ns is {resolution}: values in ns (jitterdebugger -N) are not \
+                 read yet; import a run made without -N"
+            ),
         ));
     }
     let cpus_line = line_of(&text, "\"cpu\"", 1).unwrap_or(1);
@@ -74,9 +100,16 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     }
     p.lack("no CPU numbers (jitterdebugger numbers its threads; they are its CPUs only when it ran on every CPU)");
     p.lack("values truncated to whole µs by jitterdebugger: buckets are recorded at their lower edge, so percentiles are to the 1 µs bucket width, lower edge");
+    let host = file.sysinfo.map(|s| {
+        p.lack("host facts only from uname and the CPU count: no CPU model, virtualization, clocksource or tick rate");
+        let mut host = rt_json::host_facts(s.uname);
+        host.cpus_online = s.cpus_online;
+        host
+    });
     let source = Source {
         tool: "jitterdebugger",
         memory_lock: Some(MemoryLockPlan::All),
+        host,
         ..Source::default()
     };
     build::assemble(super::Format::Jitterdebugger, ctx, source, streams, p)

@@ -233,8 +233,13 @@ fn detect_json(text: &str) -> Option<Format> {
     if Run::looks_like_run(text.as_bytes()) {
         return None;
     }
-    // cyclictest writes `resolution_in_ns` before its threads (whose histograms can be
-    // long) and `cycles` in each; oslat writes `freq` first in each thread.
+    // jitterdebugger's results are per `cpu` with a `count` each (its version 3 also
+    // has `resolution_in_ns`, in `sysinfo`); cyclictest writes `resolution_in_ns` before
+    // its threads (whose histograms can be long) and `cycles` in each; oslat writes
+    // `freq` first in each thread.
+    if text.contains("\"cpu\"") && text.contains("\"count\"") && !text.contains("\"thread\"") {
+        return Some(Format::Jitterdebugger);
+    }
     if text.contains("\"resolution_in_ns\"")
         || (text.contains("\"thread\"") && text.contains("\"cycles\""))
     {
@@ -242,9 +247,6 @@ fn detect_json(text: &str) -> Option<Format> {
     }
     if text.contains("\"thread\"") && text.contains("\"freq\"") {
         return Some(Format::OslatJson);
-    }
-    if text.contains("\"cpu\"") && text.contains("\"count\"") {
-        return Some(Format::Jitterdebugger);
     }
     None
 }

@@ -28,7 +28,7 @@ pub(super) struct Header {
 }
 
 #[derive(Deserialize)]
-struct SysInfo {
+pub(super) struct SysInfo {
     nodename: String,
     release: String,
     version: String,
@@ -111,7 +111,10 @@ impl Header {
             command_line: self
                 .cmdline
                 .map(|c| c.split(' ').map(String::from).collect()),
-            host: self.sysinfo.map(|s| host_facts(s, p)),
+            host: self.sysinfo.map(|s| {
+                p.lack("host facts only from uname: no CPU model, CPU count, virtualization, clocksource or tick rate");
+                host_facts(s)
+            }),
             elapsed,
             warnings,
             ..Source::default()
@@ -119,8 +122,9 @@ impl Header {
     }
 }
 
-/// Host facts from `sysinfo`, and what it lacks.
-fn host_facts(s: SysInfo, p: &mut Provenance) -> HostFacts {
+/// Host facts from `sysinfo` (uname): the CPU model, CPU count, virtualization,
+/// clocksource and tick rate unknown.
+pub(super) fn host_facts(s: SysInfo) -> HostFacts {
     // What `uname -v` and /sys/kernel/realtime say of the preemption model.
     let words: Vec<&str> = s.version.split_whitespace().collect();
     let model = if s.realtime == Some(1) || words.contains(&"PREEMPT_RT") {
@@ -136,7 +140,6 @@ fn host_facts(s: SysInfo, p: &mut Provenance) -> HostFacts {
     if let Some(r) = s.realtime {
         evidence.push(format!("sysinfo.realtime = {r} (/sys/kernel/realtime)"));
     }
-    p.lack("host facts only from uname: no CPU model, CPU count, virtualization, clocksource or tick rate");
     HostFacts {
         hostname: s.nodename,
         kernel_release: s.release,
