@@ -413,19 +413,23 @@ fn rtla_keeps_every_column() {
 }
 
 #[test]
-fn oslat_buckets_are_recorded_at_their_lower_end() {
+fn oslat_figures_and_percentiles_are_in_oslats_own_convention() {
     let run = import_fixture("oslat.txt");
     let s = &run.streams[0];
     assert_eq!(
         (s.probe.as_str(), s.cpu, run.tool.version.as_deref()),
         ("noise", Some(1), Some("2.40"))
     );
+    // As oslat printed them: Minimum 1, Average 1.001, Maximum 2702 (µs).
+    assert_eq!(s.stats.min_ns, Some(Nanos(1_000)));
+    assert_eq!(s.stats.mean_ns, Some(1_001.0));
+    assert_eq!(s.stats.max_ns, Some(Nanos(2_702_000)));
+    // Bucket 001 holds the gaps in [0, 1) µs, which oslat prints as 1 µs.
     assert_eq!(
-        s.stats.min_ns,
-        Some(Nanos(0)),
-        "oslat's 'Minimum 1' is the upper end of [0, 1) µs"
+        s.stats.percentile(50.0),
+        Some(Percentile::Exact(Nanos(1_000)))
     );
-    assert_eq!(s.stats.max_ns, Some(Nanos(2_701_000)));
+    assert_eq!(s.period_ns, None, "a busy loop has no period");
     let text = String::from_utf8(read("oslat.txt")).unwrap();
     let in_buckets: u64 = text
         .lines()
@@ -448,7 +452,11 @@ fn oslat_buckets_are_recorded_at_their_lower_end() {
         [Some(0), Some(1)]
     );
     let json = import_fixture("oslat.json");
-    assert_eq!(json.streams[0].stats.max_ns, Some(Nanos(1_404_000)));
+    assert_eq!(
+        json.streams[0].stats.max_ns,
+        Some(Nanos(1_405_000)),
+        "as printed"
+    );
     assert_eq!(json.started_at.as_deref(), Some("2026-11-21T02:23:58.000Z"));
 }
 

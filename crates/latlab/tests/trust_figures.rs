@@ -208,3 +208,20 @@ fn a_reexported_cyclictest_histogram_keeps_its_overflows() {
     let rows = text.lines().filter(|l| !l.starts_with('#')).count();
     assert_eq!(rows, 100, "the source's 100 µs range");
 }
+
+#[test]
+fn oslat_figures_are_kept_as_oslat_printed_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let ids = import(&store, &[&fixture("oslat.txt")], &[]);
+    let (code, shown, err) = with_store(&store, &["show", &ids[0]]);
+    assert_eq!(code, 0, "{err}");
+    // oslat printed Minimum 1, Average 1.001, Maximum 2702 (µs).
+    let row = shown
+        .lines()
+        .find(|l| l.contains("noise") && l.contains("busy-loop") && l.contains('│'))
+        .unwrap();
+    for figure in ["1.000", "1.001", "2702.000"] {
+        assert!(row.contains(figure), "{figure} in {row}");
+    }
+}

@@ -320,16 +320,18 @@ pub(super) fn streams(
     p.lack("no period: oslat measures the gaps in a busy loop, not periodic wake-ups");
     p.lack(
         "oslat reports a gap as the upper end of its bucket (rt-tests 2.4: whole µs + 1; later: \
-         rounded up): buckets, minimum, maximum and mean are recorded at the bucket's lower \
-         end, so percentiles are to the bucket width",
+         rounded up): its minimum, mean and maximum are kept as it printed them, and the \
+         percentiles are read the same way, so each figure may exceed the gap it stands for \
+         by up to the bucket width",
     );
     Ok(streams)
 }
 
-/// One column as a histogram at the buckets' lower ends. oslat prints, for a sample, a
-/// value at its bucket's upper end: in rt-tests 2.4 `floor(µs) + 1`, the bucket's label
-/// (`insert_bucket`, `us = index + 1`); in later versions `ceil` in its unit, one unit to a
-/// bucket width below the label. Which one a file holds shows where its minimum lies.
+/// One column as a histogram in oslat's own convention, which its minimum, mean and
+/// maximum follow: a sample is printed at its bucket's upper end, in rt-tests 2.4
+/// `floor(µs) + 1`, the bucket's label (`insert_bucket`, `us = index + 1`); in later
+/// versions `ceil` in its unit, one unit to a bucket width below the label. Which one a
+/// file holds shows where its minimum lies.
 fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
     let samples: u64 = c.labels.iter().map(|l| l.1).sum();
     let (Some(min), Some(max)) = (c.min, c.max) else {
@@ -351,17 +353,14 @@ fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
     let Some(&(lowest, _)) = c.labels.iter().find(|l| l.1 > 0) else {
         return Ok(empty);
     };
-    // The unit oslat rounds to: 1 µs, or 1 ns when its labels have decimals.
-    let unit = if c.labels.iter().all(|l| l.0 % 1_000 == 0) {
-        1_000
-    } else {
-        1
-    };
+    // Where oslat's buckets begin in its own convention (a sample printed as its
+    // bucket's upper end): rt-tests 2.4 prints every sample of a bucket as the label;
+    // later versions print the samples of a bucket one unit to a bucket width below it.
     let offset = lowest - min;
     let shift = if offset == 0 {
-        unit
+        0
     } else if offset > 0 && offset <= width {
-        width + unit
+        width
     } else {
         let problem = format!(
             "minimum {} lies outside the lowest bucket with samples ({})",
@@ -381,16 +380,17 @@ fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
         .collect();
     let last = c.labels.last().map_or(0, |l| l.0) - shift;
     let mut overflow = 0;
-    if max - unit >= last + width && c.labels.last().is_some_and(|l| l.1 > 0) {
+    if max >= last + width && c.labels.last().is_some_and(|l| l.1 > 0) {
         overflow = buckets.pop().map_or(0, |b| b.1);
     }
+    // Minimum, mean and maximum exactly as oslat printed them.
     let b = Binned {
         buckets,
         overflow,
         overflow_from: Nanos(last),
-        min: Some(Nanos(min - unit)),
-        max: Some(Nanos(max - unit)),
-        mean: c.avg.map(|a| a - shift as f64),
+        min: Some(Nanos(min)),
+        max: Some(Nanos(max)),
+        mean: c.avg,
         ..empty
     };
     debug_assert_eq!(b.samples(), samples);
