@@ -23,6 +23,7 @@ pub mod export;
 pub mod hist;
 pub mod import;
 pub mod run;
+mod run_check;
 mod run_v1;
 pub mod scenario;
 pub mod spec;

@@ -85,9 +85,16 @@ impl Run {
         text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
     }
 
-    /// Parses a Run from JSON, refusing other schemas; a `latlab.run/1` document is
-    /// read with its stand-ins made unknown ([`SCHEMA_V1`]).
+    /// Parses a Run from JSON, refusing other schemas and documents that fail
+    /// [`check`](Run::check); a `latlab.run/1` document is read with its stand-ins made
+    /// unknown ([`SCHEMA_V1`]).
     pub fn from_json(text: &str) -> Result<Run, RunFormatError> {
+        let run = Run::parse_json(text)?;
+        run.check()?;
+        Ok(run)
+    }
+
+    fn parse_json(text: &str) -> Result<Run, RunFormatError> {
         #[derive(Deserialize)]
         struct Probe {
             schema: Option<String>,
@@ -121,6 +128,15 @@ pub enum RunFormatError {
     /// Another schema.
     #[error("unsupported schema '{0}': this latlab reads {SCHEMA}; upgrade latlab to read it")]
     Schema(String),
+    /// A field holds what latlab never writes (counts that do not add up, statistics
+    /// out of order, an id or a time of another shape): edited or damaged.
+    #[error("{field}: {problem}; the file is not a Run as latlab writes it (edited or damaged?)")]
+    Invalid {
+        /// The field, as a path (`streams[0].stats.max_ns`).
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// Where an imported Run came from and what its source did not have.

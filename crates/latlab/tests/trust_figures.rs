@@ -225,3 +225,112 @@ fn oslat_figures_are_kept_as_oslat_printed_them() {
         assert!(row.contains(figure), "{figure} in {row}");
     }
 }
+
+/// The example Run with one change, written to a file in `dir`.
+fn edited(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(example()).unwrap()).unwrap();
+    edit(&mut value);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_run_file_latlab_could_not_have_written_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (
+            edited(dir.path(), "samples.json", |v| {
+                v["streams"][0]["samples"] = 999_999.into()
+            }),
+            "streams[0].samples",
+        ),
+        (
+            edited(dir.path(), "max.json", |v| {
+                let p99 = v["streams"][0]["stats"]["percentiles_ns"]["99"]
+                    .as_i64()
+                    .unwrap();
+                v["streams"][0]["stats"]["max_ns"] = (p99 - 1).into();
+            }),
+            "streams[0].stats",
+        ),
+        (
+            edited(dir.path(), "mean.json", |v| {
+                v["streams"][0]["stats"]["mean_ns"] = 1e30.into()
+            }),
+            "streams[0].stats.mean_ns",
+        ),
+        (
+            edited(dir.path(), "hist.json", |v| {
+                v["streams"][0]["histogram"]["data"] = "AAAA".into()
+            }),
+            "streams[0].histogram.data",
+        ),
+        (
+            edited(dir.path(), "empty-id.json", |v| v["id"] = "".into()),
+            "id",
+        ),
+        (
+            edited(dir.path(), "last.json", |v| v["id"] = "last".into()),
+            "id",
+        ),
+        (
+            edited(dir.path(), "path.json", |v| {
+                v["id"] = "../../etc/passwd".into()
+            }),
+            "id",
+        ),
+        (
+            edited(dir.path(), "escape.json", |v| {
+                v["id"] = "20261121T001012Z-\u{1b}[2J".into()
+            }),
+            "id",
+        ),
+        (
+            edited(dir.path(), "time.json", |v| {
+                v["started_at"] = "yesterday".into()
+            }),
+            "started_at",
+        ),
+    ];
+    for (file, field) in &cases {
+        let (code, _, err) = with_store(&store, &["import", &file.display().to_string()]);
+        assert_eq!(code, 2, "{}: {err}", file.display());
+        assert!(
+            err.contains(&format!("{}: {field}", file.display())),
+            "{}: {err}",
+            file.display()
+        );
+        assert!(!err.contains('\u{1b}'), "{err}");
+    }
+    let (_, runs, _) = with_store(&store, &["runs"]);
+    assert!(!runs.contains("20261121"), "nothing was stored: {runs}");
+}
+
+#[test]
+fn foreign_counts_past_what_a_count_holds_are_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let original = std::fs::read_to_string(fixture("cyclictest-1t.hist.txt")).unwrap();
+    let huge = original.replacen("000005 000014", "000005 18446744073709551615", 1);
+    assert_ne!(huge, original, "the fixture has the row to edit");
+    let file = dir.path().join("huge.hist.txt");
+    std::fs::write(&file, huge).unwrap();
+    let (code, _, err) = with_store(&store, &["import", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("huge.hist.txt:"), "{err}");
+    assert!(err.contains("2^64"), "{err}");
+    // An average above the maximum.
+    let avg = original.replacen("# Avg Latencies: 00012", "# Avg Latencies: 99999", 1);
+    assert_ne!(avg, original);
+    let file = dir.path().join("avg.hist.txt");
+    std::fs::write(&file, avg).unwrap();
+    let (code, _, err) = with_store(&store, &["import", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("avg.hist.txt:") && err.contains("mean"),
+        "{err}"
+    );
+}

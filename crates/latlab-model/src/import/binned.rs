@@ -27,10 +27,24 @@ pub(super) struct Binned {
     pub(super) mean: Option<f64>,
 }
 
+/// The sum of a source's counts, or why it cannot be one: a damaged file can hold counts
+/// that together pass what a count holds (2^64 − 1).
+pub(super) fn sum_counts(counts: impl IntoIterator<Item = u64>) -> Result<u64, String> {
+    counts
+        .into_iter()
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(|| {
+            "the counts add up to more than 2^64 - 1 samples: the file is damaged".to_string()
+        })
+}
+
 impl Binned {
-    /// Samples in buckets and overflows.
+    /// Samples in buckets and overflows (importers check with [`sum_counts`] that they
+    /// add up; this saturates rather than wrap).
     pub(super) fn samples(&self) -> u64 {
-        self.buckets.iter().map(|b| b.1).sum::<u64>() + self.overflow
+        self.buckets
+            .iter()
+            .fold(self.overflow, |sum, b| sum.saturating_add(b.1))
     }
 
     /// The value of rank ⌈q/100 · n⌉ (nearest rank, as [`LatencyHistogram::percentile`](crate::hist::LatencyHistogram::percentile)
@@ -77,6 +91,18 @@ impl Binned {
         if min > max {
             return Err((Figure::Min, format!("minimum {min} is above maximum {max}")));
         }
+        // A printed mean is truncated or rounded to the source's unit: within a bucket
+        // width of the extremes.
+        if let Some(mean) = self.mean {
+            let w = self.width.0 as f64;
+            if !mean.is_finite() || mean < min.0 as f64 - w || mean > max.0 as f64 + w {
+                let problem = format!(
+                    "mean {} lies outside minimum {min} and maximum {max}",
+                    Nanos(mean as i64)
+                );
+                return Err((Figure::Mean, problem));
+            }
+        }
         let (Some(&(lowest, _)), Some(&(highest, _))) = (
             self.buckets.iter().find(|b| b.1 > 0),
             self.buckets.iter().rev().find(|b| b.1 > 0),
@@ -117,6 +143,7 @@ impl Binned {
 pub(super) enum Figure {
     Min,
     Max,
+    Mean,
 }
 
 /// A summary figure that disagrees with the histogram, and how.

@@ -344,7 +344,11 @@ impl Histogram {
             .filter(|r| r.counts[t] > 0)
             .map(|r| (Nanos(r.bucket as i64 * u), r.counts[t]))
             .collect();
-        let in_rows: u64 = buckets.iter().map(|b| b.1).sum();
+        let mut in_rows = 0u64;
+        for row in self.rows.iter().filter(|r| r.counts[t] > 0) {
+            in_rows = binned::sum_counts([in_rows, row.counts[t]])
+                .map_err(|e| ImportError::at(file, row.line, format!("thread {t}: {e}")))?;
+        }
         if let Some(total) = footer
             .total
             .as_ref()
@@ -381,11 +385,12 @@ impl Histogram {
         }
         b.min = Some(Nanos(footer.min.values[t].saturating_mul(u)));
         b.max = Some(Nanos(footer.max.values[t].saturating_mul(u)));
+        b.mean = Some(binned::truncated_mean(&b, footer.avg.values[t], u, p));
         b.check().map_err(|d| {
-            let line = if d.figure == Figure::Min {
-                footer.min.line
-            } else {
-                footer.max.line
+            let line = match d.figure {
+                Figure::Min => footer.min.line,
+                Figure::Max => footer.max.line,
+                Figure::Mean => footer.avg.line,
             };
             ImportError::at(
                 file,
@@ -393,7 +398,6 @@ impl Histogram {
                 format!("thread {t}: {}: the file is inconsistent", d.problem),
             )
         })?;
-        b.mean = Some(binned::truncated_mean(&b, footer.avg.values[t], u, p));
         Ok(b)
     }
 
@@ -411,11 +415,10 @@ impl Histogram {
             ));
         }
         if columns == threads + 1 {
-            if let Some(row) = self
-                .rows
-                .iter()
-                .find(|r| r.counts[..threads].iter().sum::<u64>() != r.counts[threads])
-            {
+            if let Some(row) = self.rows.iter().find(|r| {
+                binned::sum_counts(r.counts[..threads].iter().copied()).ok()
+                    != Some(r.counts[threads])
+            }) {
                 return Err(ImportError::at(
                     file,
                     row.line,

@@ -154,7 +154,7 @@ fn options(header: &Header, p: &mut Provenance) -> Option<Options> {
 /// One thread's histogram and figures, checked against each other.
 fn binned(t: &Thread, unit: TimeUnit, options: Option<&Options>) -> Result<Binned, String> {
     let u = unit.nanos();
-    let in_buckets: u64 = t.histogram.iter().flat_map(|h| h.values()).sum();
+    let in_buckets = binned::sum_counts(t.histogram.iter().flat_map(|h| h.values().copied()))?;
     if in_buckets > t.cycles {
         return Err(format!(
             "the histogram holds {in_buckets} samples but cycles is {}: the file is \
@@ -196,9 +196,7 @@ fn binned(t: &Thread, unit: TimeUnit, options: Option<&Options>) -> Result<Binne
         .ok_or("avg is not a number although cycles is not 0: the file is damaged")?;
     b.min = Some(Nanos(t.min.saturating_mul(u)));
     b.max = Some(Nanos(t.max.saturating_mul(u)));
-    if has_histogram {
-        b.check()?;
-    }
     b.mean = Some(binned::rounded_mean(&b, avg, u));
+    b.check()?;
     Ok(b)
 }

@@ -117,7 +117,7 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
 
 /// One thread's histogram and figures, checked against each other.
 fn binned(c: &Cpu) -> Result<Binned, String> {
-    let in_buckets: u64 = c.histogram.values().sum();
+    let in_buckets = binned::sum_counts(c.histogram.values().copied())?;
     if in_buckets > c.count {
         return Err(format!(
             "the histogram holds {in_buckets} samples but count is {}: the file is inconsistent",
@@ -152,8 +152,8 @@ fn binned(c: &Cpu) -> Result<Binned, String> {
         .ok_or("avg is not a number although count is not 0: the file is damaged")?;
     b.min = Some(Nanos(c.min as i64 * 1_000));
     b.max = Some(Nanos(c.max as i64 * 1_000));
+    b.mean = Some(binned::rounded_mean(&b, avg, 1_000));
     b.check()
         .map_err(|d| format!("{}: the file is inconsistent", d.problem))?;
-    b.mean = Some(binned::rounded_mean(&b, avg, 1_000));
     Ok(b)
 }

@@ -27,7 +27,7 @@
 //! the range, without a separate count, and `Average` is computed from the labels plus the
 //! overflows' excess.
 
-use super::binned::{Binned, Disagreement, Figure};
+use super::binned::{self, Binned, Disagreement, Figure};
 use super::build::{self, Provenance, Source, StreamSource, Values};
 use super::lines::Lines;
 use super::{ImportContext, ImportError};
@@ -69,6 +69,7 @@ struct Summary {
     complete: bool,
     min_line: u64,
     max_line: u64,
+    avg_line: u64,
 }
 
 /// Imports oslat text output.
@@ -120,12 +121,10 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         p.lack("bucket width inferred from the labels' common divisor (no two adjacent buckets printed)");
         summary.columns[0].labels.iter().fold(0, |g, l| gcd(g, l.0 - settings.bias)).max(1)
     });
-    let line_of = |_: usize, figure: Figure| {
-        if figure == Figure::Min {
-            summary.min_line
-        } else {
-            summary.max_line
-        }
+    let line_of = |_: usize, figure: Figure| match figure {
+        Figure::Min => summary.min_line,
+        Figure::Max => summary.max_line,
+        Figure::Mean => summary.avg_line,
     };
     let streams = streams(
         &summary.columns,
@@ -230,6 +229,7 @@ impl Summary {
                 }
             }
             "Average" => {
+                self.avg_line = n;
                 for (c, f) in columns {
                     c.avg =
                         Some(decimal_us(f).ok_or(format!("'{f}' is not an average in µs"))? as f64);
@@ -333,7 +333,11 @@ pub(super) fn streams(
 /// versions `ceil` in its unit, one unit to a bucket width below the label. Which one a
 /// file holds shows where its minimum lies.
 fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
-    let samples: u64 = c.labels.iter().map(|l| l.1).sum();
+    let samples =
+        binned::sum_counts(c.labels.iter().map(|l| l.1)).map_err(|problem| Disagreement {
+            figure: Figure::Max,
+            problem,
+        })?;
     let (Some(min), Some(max)) = (c.min, c.max) else {
         return Err(Disagreement {
             figure: Figure::Min,

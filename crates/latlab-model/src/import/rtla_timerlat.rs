@@ -360,15 +360,20 @@ fn add_summary(
     let (min, avg, max) = (figure(MIN)?, figure(AVG)?, figure(MAX)?);
     b.min = Some(Nanos(min * u));
     b.max = Some(Nanos(max * u));
+    b.mean = Some(binned::truncated_mean(b, avg, u, p));
     b.check().map_err(|d| {
-        let line = get(if d.figure == Figure::Min { MIN } else { MAX }).0;
+        let line = get(match d.figure {
+            Figure::Min => MIN,
+            Figure::Max => MAX,
+            Figure::Mean => AVG,
+        })
+        .0;
         ImportError::at(
             file,
             line,
             format!("column {c}: {}: the file is inconsistent", d.problem),
         )
     })?;
-    b.mean = Some(binned::truncated_mean(b, avg, u, p));
     Ok(())
 }
 
