@@ -1,5 +1,6 @@
 //! `exec:COMMAND`: any external command as a load (a kernel build, stress-ng, ...),
-//! run by `sh -c` in the load's process group.
+//! run by `sh -c` in the load's process group. Whatever the command starts is ended
+//! with the worker's other descendants when the load stops, even outside the group.
 
 use super::{Load, LoadContext, LoadError, Param, Params, Work};
 use std::process::{Command, Stdio};
