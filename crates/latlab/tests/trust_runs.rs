@@ -98,6 +98,21 @@ fn run_with_load(dir: &Path, load: &str) -> (i32, Run, String) {
 }
 
 #[test]
+fn an_exec_load_that_ends_with_status_0_is_not_called_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, out) = run_with_load(dir.path(), "exec:sleep 0.4");
+    assert_eq!(code, 0, "{out}");
+    let ended = &run.phases[0].loads[0].ended;
+    assert_eq!(ended, "ended early: finished (exit status 0)");
+    let warning = run
+        .warnings
+        .iter()
+        .find(|w| w.code == "load-ended-early")
+        .expect("the early end is a warning");
+    assert!(!warning.message.contains("failed"), "{}", warning.message);
+}
+
+#[test]
 fn an_exec_loads_whole_process_tree_ends_with_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("grandchild.pid");

@@ -196,7 +196,7 @@ impl RunningLoad {
             elapsed_ns: Nanos(elapsed_ns as i64),
             ended: match ended_early {
                 Some(end) if end != "ok" => format!("ended early: {end}"),
-                Some(_) => "ended early: finished".to_string(),
+                Some(_) => "ended early: finished (exit status 0)".to_string(),
                 None => "stopped".to_string(),
             },
             stop_ns,
