@@ -98,6 +98,17 @@ fn run_with_load(dir: &Path, load: &str) -> (i32, Run, String) {
 }
 
 #[test]
+fn load_directories_are_private_to_their_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command runs inside its load's directory and writes that directory's mode
+    // into the parent, which the test owns.
+    let (code, _, out) = run_with_load(dir.path(), "exec:stat -c %a . > ../mode; sleep 30");
+    assert_eq!(code, 0, "{out}");
+    let mode = std::fs::read_to_string(dir.path().join("mode")).unwrap();
+    assert_eq!(mode.trim(), "700");
+}
+
+#[test]
 fn an_exec_load_that_ends_with_status_0_is_not_called_failed() {
     let dir = tempfile::tempdir().unwrap();
     let (code, run, out) = run_with_load(dir.path(), "exec:sleep 0.4");
