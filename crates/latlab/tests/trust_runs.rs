@@ -5,6 +5,7 @@
 
 use assert_cmd::Command;
 use latlab_model::run::Run;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex;
@@ -145,4 +146,284 @@ fn an_exec_loads_whole_process_tree_ends_with_the_run() {
         !running(grandchild),
         "the exec load's grandchild {grandchild} outlived the run"
     );
+}
+
+/// A process as observed: its pid and start time (so a pid taken again later by
+/// another process is not mistaken for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Observed {
+    pid: u32,
+    start: u64,
+}
+
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    // Field 22 of stat, the 20th after the command name.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn observe(pid: u32) -> Option<Observed> {
+    Some(Observed {
+        pid,
+        start: start_time(pid)?,
+    })
+}
+
+/// True while the observed process (not a later one with its pid) exists and is not a
+/// zombie.
+fn still_there(p: Observed) -> bool {
+    running(p.pid) && start_time(p.pid) == Some(p.start)
+}
+
+/// `pid` and every descendant of it, now.
+fn process_tree(pid: u32) -> Vec<Observed> {
+    let mut found = Vec::new();
+    let mut pending = vec![pid];
+    while let Some(pid) = pending.pop() {
+        found.extend(observe(pid));
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pending.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    found
+}
+
+/// The SysV message queues and semaphore sets that the processes `pids` used last
+/// (`msg 5`, `sem 7`): a message queue names its last sender and receiver in
+/// /proc/sysvipc/msg, a semaphore its last operator in `ipcs -s -i`.
+fn sysv_objects_of(pids: &[u32]) -> Vec<String> {
+    let mut found = Vec::new();
+    let msg = std::fs::read_to_string("/proc/sysvipc/msg").unwrap_or_default();
+    for line in msg.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let by = |i: usize| f.get(i).and_then(|p| p.parse::<u32>().ok());
+        if [by(5), by(6)]
+            .into_iter()
+            .flatten()
+            .any(|p| pids.contains(&p))
+        {
+            found.push(format!("msg {}", f[1]));
+        }
+    }
+    let sem = std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default();
+    for line in sem.lines().skip(1) {
+        let Some(id) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let detail = std::process::Command::new("ipcs")
+            .args(["-s", "-i", id])
+            .output()
+            .map(|o| text(&o.stdout))
+            .unwrap_or_default();
+        // The per-semaphore table's last column is the pid of the last operation.
+        let last_pids: Vec<u32> = detail
+            .lines()
+            .skip_while(|l| !l.starts_with("semnum"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().last()?.parse().ok())
+            .collect();
+        if last_pids.iter().any(|p| pids.contains(p)) {
+            found.push(format!("sem {id}"));
+        }
+    }
+    found
+}
+
+/// Removes the SysV objects a failed test saw latlab use (`msg 5`, `sem 7`), if the
+/// processes `pids` were still their last users.
+struct RemoveSysvOnDrop {
+    objects: Vec<String>,
+    pids: Vec<u32>,
+}
+
+impl Drop for RemoveSysvOnDrop {
+    fn drop(&mut self) {
+        for object in sysv_objects_of(&self.pids) {
+            if !self.objects.contains(&object) {
+                continue;
+            }
+            if let Some((kind, id)) = object.split_once(' ') {
+                let flag = if kind == "msg" { "-q" } else { "-s" };
+                let _ = std::process::Command::new("ipcrm")
+                    .args([flag, id])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Starts a 30 s run with loads (one an exec: whose grandchild leaves its process
+/// group) and `probe`, whose partner is a forked process; hangs it up once every part
+/// runs; the run must be saved and nothing it started may be left.
+fn hang_up_a_run_with(probe: &str) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let exec = format!(
+        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
+        grandchild_file.display()
+    );
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "--probe", probe])
+        .args([
+            "--load",
+            "hackbench:groups=2,fds=4",
+            "--load",
+            "disk:size=16M",
+        ])
+        .args(["--load", "launch", "--load", &exec])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--store")
+        .arg(&store)
+        // A session of its own, as `setsid` gives it: the hang-up reaches only latlab.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let latlab_pid = child.id();
+    let mut cleanup = KillOnDrop(vec![latlab_pid]);
+    let grandchild: u32 = wait_for_line(&grandchild_file, Duration::from_secs(15))
+        .expect("the exec load starts")
+        .parse()
+        .unwrap();
+    cleanup.0.push(grandchild);
+    // Loads run; give the probe's partner a second of messages.
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut observed = process_tree(latlab_pid);
+    observed.extend(observe(grandchild));
+    let pids: Vec<u32> = observed.iter().map(|p| p.pid).collect();
+    cleanup.0.extend(&pids);
+    let ipc = sysv_objects_of(&pids);
+    let _ipc_cleanup = RemoveSysvOnDrop {
+        objects: ipc.clone(),
+        pids: pids.clone(),
+    };
+    assert!(
+        !ipc.is_empty(),
+        "{probe}: the probe's SysV object is not visible"
+    );
+    assert!(
+        observed.len() > 6,
+        "{probe}: latlab, its 4 load workers, their processes and the partner: {observed:?}"
+    );
+
+    let rc = std::process::Command::new("kill")
+        .args(["-HUP", &latlab_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{probe}: {said}");
+
+    let left: Vec<Observed> = observed
+        .iter()
+        .copied()
+        .filter(|p| p.pid != latlab_pid && still_there(*p))
+        .collect();
+    assert_eq!(left, vec![], "{probe}: processes left behind");
+    let ipc_left: Vec<String> = sysv_objects_of(&pids)
+        .into_iter()
+        .filter(|o| ipc.contains(o))
+        .collect();
+    assert_eq!(ipc_left, Vec::<String>::new(), "{probe}: SysV objects left");
+    let dirs: Vec<_> = std::fs::read_dir(&loads)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        dirs,
+        Vec::<std::ffi::OsString>::new(),
+        "{probe}: load directories left"
+    );
+
+    let export = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{probe}: no run saved: {said}");
+    let run = Run::from_json(&text(&export.stdout)).unwrap();
+    assert!(run.interrupted, "{probe}");
+    assert_eq!(run.phases[0].loads.len(), 4, "{probe}");
+    assert!(run.streams[0].samples > 0, "{probe}");
+}
+
+#[test]
+fn sighup_saves_the_run_and_leaves_nothing_behind() {
+    hang_up_a_run_with("msg:transport=sysv,task=process");
+    hang_up_a_run_with("sem:kind=sysv,task=process");
+}
+
+#[test]
+fn sigquit_stops_cleanly_and_keeps_the_run() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "0", "-d", "30s", "-q", "--no-store", "--json"])
+        .arg(&json)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let rc = std::process::Command::new("kill")
+        .args(["-QUIT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+}
+
+#[test]
+fn a_display_nobody_reads_does_not_end_the_run() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let mut child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "0", "-d", "1s", "--store"])
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    // The reader goes away before latlab writes a word.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "the run was not saved: {}",
+        text(&listed.stderr)
+    );
+    let run = Run::from_json(&text(&listed.stdout)).unwrap();
+    assert!(!run.interrupted);
 }

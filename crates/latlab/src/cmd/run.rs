@@ -58,9 +58,12 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let mut store = plan.store.as_deref().map(SqliteStore::open).transpose()?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Every signal only asks to stop: exiting at once would skip the clean-up of the
-        // loads (processes, files), and stopping takes well under a second anyway.
+    // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
+    // stop: exiting at once would lose the run and skip the clean-up of the loads and
+    // partners (processes, files, IPC objects), and stopping takes well under a second.
+    // SIGPIPE stays ignored (Rust's default): a display nobody reads is no reason to stop.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
@@ -202,7 +205,9 @@ fn run_phase(
         .map(|_| LiveStats::default())
         .collect();
     let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.describe());
-    display.start()?;
+    // A display nobody can read any more (a closed pipe, a hung-up terminal) is no
+    // reason to lose the measurement.
+    display.start();
     let started = SystemTime::now();
     let outcome = runner::run_probe(&*probe, &phase.request, setup, stop, &live, &mut display);
     display.finish();
