@@ -7,7 +7,6 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
-mod json_out;
 mod output;
 mod scenarios;
 mod stamp;

@@ -427,3 +427,129 @@ fn a_display_nobody_reads_does_not_end_the_run() {
     let run = Run::from_json(&text(&listed.stdout)).unwrap();
     assert!(!run.interrupted);
 }
+
+/// A store in `dir` holding one short run.
+fn store_with_a_run(dir: &Path) -> PathBuf {
+    let _guard = serial();
+    let store = dir.join("runs.sqlite");
+    let out = latlab()
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "200ms",
+            "-q",
+            "--no-audit",
+            "--store",
+        ])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    store
+}
+
+fn stored_ids(store: &Path) -> Vec<String> {
+    let out = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the store is unusable: {}",
+        text(&out.stderr)
+    );
+    vec![Run::from_json(&text(&out.stdout)).unwrap().id]
+}
+
+#[test]
+fn an_output_path_that_is_the_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let before = stored_ids(&store);
+    let wal = dir.path().join("runs.sqlite-wal");
+    let attempts: Vec<Vec<std::ffi::OsString>> = vec![
+        vec![
+            "export".into(),
+            "last".into(),
+            "--format".into(),
+            "json".into(),
+            "-o".into(),
+            store.clone().into(),
+        ],
+        vec![
+            "export".into(),
+            "last".into(),
+            "--format".into(),
+            "csv".into(),
+            "-o".into(),
+            wal.clone().into(),
+        ],
+        vec![
+            "report".into(),
+            "last".into(),
+            "--format".into(),
+            "html".into(),
+            "-o".into(),
+            store.clone().into(),
+        ],
+        vec![
+            "run".into(),
+            "-c".into(),
+            "0".into(),
+            "-d".into(),
+            "100ms".into(),
+            "-q".into(),
+            "--json".into(),
+            store.clone().into(),
+        ],
+    ];
+    for args in attempts {
+        let out = latlab()
+            .args(&args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("run store"), "{args:?}: {err}");
+        assert_eq!(stored_ids(&store), before, "{args:?} touched the store");
+    }
+}
+
+#[test]
+fn a_report_that_cannot_be_written_whole_leaves_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, "the report reviewed yesterday\n").unwrap();
+    // No file may grow past 40 kB (SQLite's shared-memory index needs 32 kB): the
+    // report, larger, is cut short by the kernel, which kills latlab (SIGXFSZ).
+    const LIMIT: u64 = 40_000;
+    let whole = latlab()
+        .args(["report", "last", "--format", "html", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        whole.stdout.len() as u64 > LIMIT,
+        "the report must exceed the limit"
+    );
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--fsize={LIMIT}"))
+        .arg(latlab_path())
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        "the report reviewed yesterday\n"
+    );
+}

@@ -5,8 +5,7 @@ use crate::cli::RunArgs;
 use crate::cmd::plan::{plan, PhasePlan, RunPlan};
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
-use crate::json_out::JsonTarget;
-use crate::output::{self, Human};
+use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use crate::stamp::{rfc3339, run_id};
 use crate::summary;
 use latlab_measure::check::{self, CheckContext};
@@ -50,9 +49,20 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
     let plan = plan(args, &available)?;
-    let mut json = plan.json.as_deref().map(JsonTarget::open).transpose()?;
+    if let Some(target) = &plan.json {
+        // The default store too: --no-store does not make overwriting it harmless.
+        let default_store = latlab_store::default_path();
+        let mut stores = vec![default_store.as_path()];
+        stores.extend(plan.store.as_deref());
+        refuse_store_path("--json", target, &stores)?;
+    }
+    let mut json = plan
+        .json
+        .as_deref()
+        .map(|p| OutputTarget::open("--json", p))
+        .transpose()?;
     let human = match json {
-        Some(JsonTarget::Stdout) => Human::Stderr,
+        Some(OutputTarget::Stdout) => Human::Stderr,
         _ => Human::Stdout,
     };
     let mut store = plan.store.as_deref().map(SqliteStore::open).transpose()?;
@@ -157,7 +167,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         }
     }
     if let Some(target) = json.as_mut() {
-        match target.write(&run.to_json_pretty()) {
+        match target.write(format!("{}\n", run.to_json_pretty()).as_bytes()) {
             Ok(()) => {
                 if let Some(path) = target.path() {
                     tail.push_str(&format!("Run written to {}\n", path.display()));
