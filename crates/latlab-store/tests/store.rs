@@ -202,3 +202,15 @@ fn references_resolve_to_runs() {
         .to_string()
         .contains("latlab runs"));
 }
+
+#[test]
+fn reading_needs_no_write_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none/runs.sqlite");
+    let store = SqliteStore::open_read_only(&missing).unwrap();
+    assert_eq!(store.list(10).unwrap(), vec![]);
+    assert!(
+        !dir.path().join("none").exists(),
+        "a reader created the store"
+    );
+}

@@ -553,3 +553,93 @@ fn a_report_that_cannot_be_written_whole_leaves_the_old_file() {
         "the report reviewed yesterday\n"
     );
 }
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-model/tests/fixtures/import")
+        .join(name)
+}
+
+fn export_json(store: &Path) -> String {
+    let out = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Runs latlab as the unprivileged user nobody; `None` when this test cannot switch
+/// users (not root).
+fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    if effective_uid() != 0 {
+        return None;
+    }
+    Some(
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(latlab_path())
+            .args(args)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// The test's effective user id, from /proc (no unsafe code here).
+fn effective_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1)?.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    // Owned by root, readable by all: nobody may read it, not write it, nor its directory.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let store = store_with_a_run(dir.path());
+    let store_arg = store.as_os_str();
+    let Some(listed) = as_nobody(&["runs".as_ref(), "--store".as_ref(), store_arg]) else {
+        eprintln!("skipped: switching to an unprivileged user needs root");
+        return;
+    };
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+    assert!(
+        text(&listed.stdout).contains("1 runs shown"),
+        "{}",
+        text(&listed.stdout)
+    );
+    let reported = as_nobody(&[
+        "report".as_ref(),
+        "last".as_ref(),
+        "--store".as_ref(),
+        store_arg,
+    ])
+    .unwrap();
+    assert_eq!(
+        reported.status.code(),
+        Some(0),
+        "{}",
+        text(&reported.stderr)
+    );
+    let measured = as_nobody(&[
+        "run".as_ref(),
+        "-d".as_ref(),
+        "100ms".as_ref(),
+        "--store".as_ref(),
+        store_arg,
+    ])
+    .unwrap();
+    let err = text(&measured.stderr);
+    assert_eq!(measured.status.code(), Some(2), "{err}");
+    assert!(err.contains("not writable for this user"), "{err}");
+    assert!(!err.contains("not a usable"), "{err}");
+}
