@@ -6,7 +6,8 @@
 //! `user_version`; opening a database written by a newer latlab is refused rather than
 //! guessed at, and several latlab processes may write at once (WAL, busy timeout).
 //! Reading commands open it read-only ([`SqliteStore::open_read_only`]), so a store on
-//! a read-only or full disk can still be listed and reported on.
+//! a read-only or full disk can still be listed and reported on. A stored run is never
+//! replaced: saving an id the store holds is [`StoreError::Duplicate`].
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -16,8 +17,9 @@ use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build reads and writes (2: the SHA-256 of an imported
+/// run's source file).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,6 +72,14 @@ pub enum StoreError {
         /// The database path.
         path: PathBuf,
     },
+    /// A run with this id is stored already; a stored run is never replaced.
+    #[error("the run store at {path} already holds a run with id {id}, which is never replaced")]
+    Duplicate {
+        /// The database path.
+        path: PathBuf,
+        /// The id.
+        id: String,
+    },
     /// A run reference that matches no run, or more than one.
     #[error("no run '{reference}': {reason}")]
     NotFound {
@@ -108,8 +118,14 @@ pub struct RunSummary {
 
 /// Where Runs are kept.
 pub trait RunStore {
-    /// Saves a run (replacing one with the same id).
+    /// Saves a new run. One with the same id is never replaced:
+    /// [`StoreError::Duplicate`].
     fn save(&mut self, run: &Run) -> Result<(), StoreError>;
+    /// Saves a run imported from a file whose content has the SHA-256 `source_sha256`
+    /// (hex), so the same content can be recognised when it is imported again.
+    fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError>;
+    /// The id of the run imported from content with the SHA-256 `source_sha256`.
+    fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError>;
     /// Lists runs, newest first.
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     /// Loads one run whole.
@@ -264,6 +280,12 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
              CREATE INDEX IF NOT EXISTS runs_host_kernel ON runs(host, kernel);",
         )?;
     }
+    if from < 2 {
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN source_sha256 TEXT;
+             CREATE INDEX IF NOT EXISTS runs_source ON runs(source_sha256);",
+        )?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }
@@ -390,17 +412,17 @@ impl SqliteStore {
         &self.path
     }
 
-    fn insert(&mut self, run: &Run) -> Result<(), StoreError> {
+    fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
         let json = serde_json::to_string(run).expect("a Run always serialises");
         let verdict = serde_json::to_value(run.verdict.status)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let inserted = self.conn.execute(
-            "INSERT OR REPLACE INTO runs
+            "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict, degraded,
-                  run_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                  run_json, source_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run.id,
                 run.started_at,
@@ -412,10 +434,17 @@ impl SqliteStore {
                 verdict,
                 run.degraded,
                 json,
+                source_sha256,
             ],
         );
         match inserted {
             Ok(_) => Ok(()),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                Err(StoreError::Duplicate {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                })
+            }
             Err(e) => Err(classify(&self.path, e)),
         }
     }
@@ -427,7 +456,22 @@ fn worst(run: &Run, f: impl Fn(&latlab_model::run::Stream) -> Option<i64>) -> Op
 
 impl RunStore for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<(), StoreError> {
-        self.insert(run)
+        self.insert(run, None)
+    }
+
+    fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError> {
+        self.insert(run, Some(source_sha256))
+    }
+
+    fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE source_sha256 = ?1 LIMIT 1")?;
+        let mut rows = stmt.query([source_sha256])?;
+        Ok(match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        })
     }
 
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {

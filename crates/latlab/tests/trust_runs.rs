@@ -570,6 +570,86 @@ fn export_json(store: &Path) -> String {
     text(&out.stdout)
 }
 
+#[test]
+fn importing_an_edited_run_never_replaces_the_stored_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let measured = export_json(&store);
+    let id = Run::from_json(&measured).unwrap().id;
+    let mut edited = Run::from_json(&measured).unwrap();
+    edited.host.hostname = "edited".into();
+    let file = dir.path().join("edited.json");
+    std::fs::write(&file, edited.to_json_pretty()).unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&file)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&id) && err.contains("edited.json"), "{err}");
+    assert_eq!(export_json(&store), measured, "the stored run changed");
+}
+
+#[test]
+fn importing_the_same_content_twice_is_recognised() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    // The stored run, exported and imported unchanged, and a foreign file twice.
+    let exported = dir.path().join("run.json");
+    std::fs::write(&exported, export_json(&store)).unwrap();
+    let foreign = fixture("cyclictest-2t.json");
+    let copy = dir.path().join("copy-of-cyclictest.json");
+    std::fs::copy(&foreign, &copy).unwrap();
+    let import = |files: &[&Path]| {
+        let out = latlab()
+            .arg("import")
+            .args(files)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let first = import(&[&exported, &foreign]);
+    assert!(
+        first.contains("which the store holds already: skipped"),
+        "{first}"
+    );
+    let foreign_id = first
+        .lines()
+        .find(|l| l.starts_with(&format!("imported {}", foreign.display())))
+        .and_then(|l| l.split(" as ").nth(1))
+        .and_then(|l| l.split(':').next())
+        .expect("the foreign file is imported")
+        .to_string();
+    let again = import(&[&copy]);
+    assert!(
+        again.contains(&format!(
+            "imported before (same content) as run {foreign_id}"
+        )),
+        "{again}"
+    );
+    let listed = latlab()
+        .args(["runs", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let ids = text(&listed.stdout)
+        .lines()
+        .filter(|l| l.contains('Z'))
+        .count();
+    assert_eq!(
+        ids,
+        2,
+        "the measured run and one import: {}",
+        text(&listed.stdout)
+    );
+}
+
 /// Runs latlab as the unprivileged user nobody; `None` when this test cannot switch
 /// users (not root).
 fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
