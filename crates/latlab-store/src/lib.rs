@@ -439,7 +439,9 @@ impl SqliteStore {
         );
         match inserted {
             Ok(_) => Ok(()),
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
                 Err(StoreError::Duplicate {
                     path: self.path.clone(),
                     id: run.id.clone(),

@@ -7,6 +7,7 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
+mod keep;
 mod output;
 mod scenarios;
 mod stamp;

@@ -723,3 +723,87 @@ fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
     assert!(err.contains("not writable for this user"), "{err}");
     assert!(!err.contains("not a usable"), "{err}");
 }
+
+/// The one `latlab-run-*.json` file in `dir`.
+fn fallback_in(dir: &Path) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("latlab-run-")
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one fallback file in {}: {found:?}",
+        dir.display()
+    );
+    found[0].clone()
+}
+
+#[test]
+fn a_failed_save_keeps_the_run_in_a_file_to_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // A store that refuses every new run, as a full disk or a lock held too long does.
+    latlab()
+        .args(["import"])
+        .arg(fixture("cyclictest-2t.json"))
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON runs
+             BEGIN SELECT RAISE(ABORT, 'no room for another run'); END;",
+        )
+        .unwrap();
+    let out = {
+        let _guard = serial();
+        latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "300ms",
+                "-q",
+                "--no-audit",
+                "--store",
+            ])
+            .arg(&store)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let fallback = fallback_in(dir.path());
+    assert!(
+        err.contains(&format!("latlab import {}", fallback.display())),
+        "{err}"
+    );
+    let run = Run::from_json(&std::fs::read_to_string(&fallback).unwrap()).unwrap();
+    assert!(run.streams[0].samples > 0);
+    // The way out the message gives works once the store takes runs again.
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("DROP TRIGGER refuse;")
+        .unwrap();
+    latlab()
+        .arg("import")
+        .arg(&fallback)
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    assert_eq!(Run::from_json(&export_json(&store)).unwrap().id, run.id);
+}
+

@@ -5,6 +5,7 @@ use crate::cli::RunArgs;
 use crate::cmd::plan::{plan, PhasePlan, RunPlan};
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
+use crate::keep::keep;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use crate::stamp::{rfc3339, run_id};
 use crate::summary;
@@ -24,7 +25,7 @@ use latlab_model::run::{
 use latlab_model::threshold::{Status, Verdict};
 use latlab_model::units::Nanos;
 use latlab_rt::trace::BreakTrace;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::SqliteStore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -152,37 +153,14 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         code = exit::RUNTIME;
     }
     // Keep the run before anything else can go wrong.
-    let mut tail = String::new();
-    if let Some(store) = store.as_mut() {
-        match store.save(&run) {
-            Ok(()) => tail.push_str(&format!(
-                "Run {} saved in {}\n",
-                run.id,
-                store.path().display()
-            )),
-            Err(e) => {
-                code = code.max(exit::RUNTIME);
-                tail.push_str(&format!("latlab: error: could not save the run: {e}\n"));
-            }
-        }
-    }
-    if let Some(target) = json.as_mut() {
-        match target.write(format!("{}\n", run.to_json_pretty()).as_bytes()) {
-            Ok(()) => {
-                if let Some(path) = target.path() {
-                    tail.push_str(&format!("Run written to {}\n", path.display()));
-                }
-            }
-            Err(e) if e.code == exit::OK => {} // stdout closed: nothing more to say there
-            Err(e) => {
-                code = code.max(exit::RUNTIME);
-                tail.push_str(&format!("latlab: error: {e}\n"));
-            }
-        }
-    }
+    let kept = keep(&run, store.as_mut(), json.as_mut());
+    code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
     output::ignore_closed(human.write(&summary::render(&run, human.is_terminal())))?;
-    output::ignore_closed(human.write(&tail))?;
+    output::ignore_closed(human.write(&kept.said))?;
+    if !kept.errors.is_empty() {
+        let _ = Human::Stderr.write(&kept.errors);
+    }
     Ok(code)
 }
 
