@@ -20,9 +20,9 @@ pub struct Kept {
     pub errors: String,
 }
 
-/// Saves `run` in `store` and writes it to `json`; if the store failed, writes it to a
-/// fallback file next to the store, else in the working directory, else in the
-/// temporary directory.
+/// Saves `run` in `store` and writes it to `json`; if the store failed, or (without a
+/// store) the JSON could not be written whole, writes it to a fallback file next to
+/// the store, else in the working directory, else in the temporary directory.
 pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut OutputTarget>) -> Kept {
     let mut kept = Kept {
         code: exit::OK,
@@ -49,10 +49,13 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
             }
         }
     }
+    let wanted_as_json = json.is_some();
+    let mut json_whole = false;
     let mut json_file = None;
     if let Some(target) = json {
         match target.write(format!("{}\n", run.to_json_pretty()).as_bytes()) {
             Ok(()) => {
+                json_whole = true;
                 if let Some(path) = target.path() {
                     let _ = writeln!(kept.said, "Run written to {}", path.display());
                 }
@@ -60,17 +63,30 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
                     json_file = Some(path.clone());
                 }
             }
-            Err(e) if e.code == exit::OK => {} // stdout closed: nothing more to say there
             Err(e) => {
-                let _ = writeln!(kept.errors, "latlab: error: --json: {}", e.message);
+                let why = if e.code == exit::OK {
+                    "standard output was closed before the whole Run was written".to_string()
+                } else {
+                    e.message
+                };
+                let _ = writeln!(kept.errors, "latlab: error: --json: {why}");
             }
         }
     }
-    if !wanted_in_store || stored {
+    let lost = if wanted_in_store {
+        !stored
+    } else {
+        wanted_as_json && !json_whole
+    };
+    if !lost {
         return kept;
     }
     kept.code = exit::RUNTIME;
-    let what = "was not stored";
+    let what = if wanted_in_store {
+        "was not stored"
+    } else {
+        "was neither stored nor written whole"
+    };
     if let Some(file) = json_file {
         let _ = writeln!(
             kept.errors,

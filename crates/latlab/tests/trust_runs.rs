@@ -807,3 +807,34 @@ fn a_failed_save_keeps_the_run_in_a_file_to_import() {
     assert_eq!(Run::from_json(&export_json(&store)).unwrap().id, run.id);
 }
 
+#[test]
+fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let _guard = serial();
+    let mut child = std::process::Command::new(latlab_path())
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "300ms",
+            "-q",
+            "--no-audit",
+            "--no-store",
+        ])
+        .args(["--json", "-"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    // The reader takes nothing and goes away, as `head -c1` does after one byte.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("neither stored nor written whole"), "{err}");
+    let fallback = fallback_in(dir.path());
+    Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
+}
