@@ -55,8 +55,8 @@ pub fn become_subreaper() -> Result<(), RtError> {
     Ok(())
 }
 
-/// True while process `pid` exists (a zombie included). Only "no such process"
-/// counts as gone: a process we may not signal is alive.
+/// True while process `pid` runs: it exists and has not ended (a zombie, which only
+/// waits for its parent to reap it, has ended). A process we may not signal is running.
 pub fn is_alive(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
@@ -65,10 +65,18 @@ pub fn is_alive(pid: u32) -> bool {
         return false;
     }
     // SAFETY: signal 0 only checks that the process exists; no memory is passed.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
+    if unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    {
+        return false;
     }
-    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(str::to_string)
+        });
+    !matches!(state.as_deref(), Some("Z" | "X"))
 }
 
 /// The effective user id of the calling process: whose leftovers it may clear.

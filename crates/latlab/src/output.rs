@@ -68,7 +68,7 @@ impl Human {
 /// work), is synced, then renamed over the destination. Until the rename an existing
 /// file stays as it was; on any failure, or when dropped unwritten, the temporary file
 /// is removed. The pid in its name lets a later latlab remove one that a killed latlab
-/// left.
+/// left ([`sweep_stale_temps`]).
 pub struct OutputFile {
     path: PathBuf,
     temp: PathBuf,
@@ -79,6 +79,13 @@ pub struct OutputFile {
 fn temp_name(path: &Path, pid: u32) -> Option<PathBuf> {
     let name = path.file_name()?;
     Some(path.with_file_name(format!(".{}.latlab-{pid}.tmp", name.to_string_lossy())))
+}
+
+/// The pid in a temporary file's name, if it is one of ours.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, pid) = rest.rsplit_once(".latlab-")?;
+    pid.parse().ok()
 }
 
 impl OutputFile {
@@ -126,6 +133,57 @@ impl Drop for OutputFile {
             let _ = fs::remove_file(&self.temp);
         }
     }
+}
+
+/// Removes the temporary output files in `dir` that a latlab killed while writing
+/// left behind: those of this user whose owner's pid is no longer running. Returns
+/// what was removed.
+pub fn sweep_stale_temps(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = latlab_rt::process::effective_uid();
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let Some(owner) = entry.file_name().to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let ours = fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_file() && m.uid() == me);
+        if ours && !latlab_rt::process::is_alive(owner) && fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
+/// Says on standard error what was removed of what killed latlab runs left behind.
+pub fn say_removed(removed: &[String]) {
+    if removed.is_empty() {
+        return;
+    }
+    let _ = Human::Stderr.write(&format!(
+        "latlab: removed what latlab runs that were killed left behind: {}\n",
+        removed.join(", ")
+    ));
+}
+
+/// Sweeps the temporary files a killed latlab left beside the output `target` (see
+/// [`sweep_stale_temps`]); returns what was removed.
+pub fn sweep_beside(target: &Path) -> Vec<String> {
+    if target == Path::new("-") {
+        return Vec::new();
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    sweep_stale_temps(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 /// Where an output goes (`--json`, `-o`): standard output, a file written whole
@@ -284,9 +342,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temporary_names_carry_the_pid() {
+    fn temporary_names_give_back_their_owner() {
         let temp = temp_name(Path::new("/x/out.json"), 4_194_303).unwrap();
         assert_eq!(temp, Path::new("/x/.out.json.latlab-4194303.tmp"));
+        let name = temp.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_owner(name), Some(4_194_303));
+        assert_eq!(temp_owner(".out.json.tmp"), None);
+        assert_eq!(temp_owner("out.json.latlab-12.tmp"), None);
+        assert_eq!(temp_owner(".a.latlab-b.latlab-7.tmp"), Some(7));
     }
 
     #[test]

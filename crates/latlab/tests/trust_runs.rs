@@ -838,3 +838,125 @@ fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
     let fallback = fallback_in(dir.path());
     Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
 }
+
+#[test]
+fn what_a_killed_run_left_is_swept_at_the_next_start() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let json = dir.path().join("out.json");
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store"])
+        .args(["--probe", "msg:transport=sysv,task=process"])
+        .args(["--load", "disk:size=16M", "--load-dir"])
+        .arg(&loads)
+        .arg("--json")
+        .arg(&json)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let latlab_pid = child.id();
+    let mut cleanup = KillOnDrop(vec![latlab_pid]);
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut ipc = Vec::new();
+    let mut pids = Vec::new();
+    while ipc.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+        pids = process_tree(latlab_pid).iter().map(|p| p.pid).collect();
+        ipc = sysv_objects_of(&pids);
+    }
+    cleanup.0.extend(&pids);
+    let _ipc_cleanup = RemoveSysvOnDrop {
+        objects: ipc.clone(),
+        pids: pids.clone(),
+    };
+    assert!(!ipc.is_empty(), "the probe's queue is not visible");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &latlab_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = child.wait_with_output();
+    // What it left: its load directory, its queue, the temporary file beside --json.
+    let temp = dir
+        .path()
+        .join(format!(".out.json.latlab-{latlab_pid}.tmp"));
+    assert!(temp.exists(), "the --json temporary file");
+    assert_eq!(
+        std::fs::read_dir(&loads).unwrap().count(),
+        1,
+        "the load directory"
+    );
+    assert_eq!(sysv_objects_of(&pids), ipc);
+
+    let next = latlab()
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "100ms",
+            "-q",
+            "--no-store",
+            "--no-audit",
+        ])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = text(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("removed what latlab runs that were killed left"),
+        "{err}"
+    );
+    assert!(!temp.exists(), "{err}");
+    assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0, "{err}");
+    assert_eq!(sysv_objects_of(&pids), Vec::<String>::new(), "{err}");
+}
+
+#[test]
+fn a_temporary_file_a_killed_report_left_is_swept_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let report = dir.path().join("report.html");
+    // Killed by the kernel while writing (SIGXFSZ past 40 kB), as by a SIGKILL.
+    let killed = std::process::Command::new("prlimit")
+        .arg("--fsize=40000")
+        .arg(latlab_path())
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    let temps = || -> Vec<PathBuf> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+            .collect()
+    };
+    assert_eq!(temps().len(), 1, "the killed report's temporary file");
+    let next = latlab()
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = text(&next.stderr);
+    assert!(next.status.success(), "{err}");
+    assert!(
+        err.contains("removed what latlab runs that were killed left"),
+        "{err}"
+    );
+    assert_eq!(temps(), Vec::<PathBuf>::new());
+}

@@ -3,7 +3,7 @@
 use crate::cli::ExportArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
-use crate::output::{refuse_store_path, Human, OutputTarget};
+use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
 use latlab_model::export::{exporter, exporters};
 
 /// Writes the run in the chosen format to stdout or a file.
@@ -31,6 +31,7 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
         None => None,
         Some(path) => {
             refuse_store_path("--output", path, &[&store])?;
+            say_removed(&sweep_beside(path));
             Some(OutputTarget::open("--output", path)?)
         }
     };

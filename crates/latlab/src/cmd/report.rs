@@ -4,7 +4,7 @@
 use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
-use crate::output::{refuse_store_path, Human, OutputTarget};
+use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
 use latlab_report::report::{render, render_png, PlotKind, ReportKind};
 use std::path::Path;
 
@@ -26,6 +26,7 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
         None => None,
         Some(path) => {
             refuse_store_path("--output", path, &[&store])?;
+            say_removed(&sweep_beside(path));
             Some(OutputTarget::open("--output", path)?)
         }
     };

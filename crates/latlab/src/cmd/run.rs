@@ -12,7 +12,7 @@ use crate::summary;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
-use latlab_measure::load::running::RunningLoad;
+use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
@@ -50,6 +50,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
     let plan = plan(args, &available)?;
+    sweep_leftovers(&plan);
     if let Some(target) = &plan.json {
         // The default store too: --no-store does not make overwriting it harmless.
         let default_store = latlab_store::default_path();
@@ -162,6 +163,23 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         let _ = Human::Stderr.write(&kept.errors);
     }
     Ok(code)
+}
+
+/// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
+/// killer, a power cut) left behind — load directories, SysV objects, a half-written
+/// --json file — and says what was removed. Only what processes that no longer run
+/// owned is touched.
+fn sweep_leftovers(plan: &RunPlan) {
+    let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
+    if let Some(json) = &plan.json {
+        removed.extend(output::sweep_beside(json));
+    }
+    output::say_removed(&removed);
 }
 
 /// One phase: its loads started, the probe run, the loads stopped and recorded.
