@@ -106,7 +106,7 @@ struct ReadFile {
 /// What to do with one file.
 enum Import {
     /// Store it.
-    Save(ReadFile),
+    Save(Box<ReadFile>),
     /// Its run is in the store already (or earlier on the command line): why.
     Skip(String),
 }
@@ -162,7 +162,7 @@ fn plan_imports(store: &SqliteStore, files: Vec<ReadFile>) -> Result<Vec<Import>
                 host = stored.host.hostname,
             )));
         }
-        plan.push(Import::Save(file));
+        plan.push(Import::Save(Box::new(file)));
     }
     Ok(plan)
 }
