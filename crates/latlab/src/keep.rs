@@ -63,13 +63,11 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
                     json_file = Some(path.clone());
                 }
             }
+            // A reader that went away: not an error if the run is stored (below).
+            Err(e) if e.code == exit::OK => {}
             Err(e) => {
-                let why = if e.code == exit::OK {
-                    "standard output was closed before the whole Run was written".to_string()
-                } else {
-                    e.message
-                };
-                let _ = writeln!(kept.errors, "latlab: error: --json: {why}");
+                kept.code = exit::RUNTIME;
+                let _ = writeln!(kept.errors, "latlab: error: --json: {}", e.message);
             }
         }
     }
@@ -85,7 +83,7 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
     let what = if wanted_in_store {
         "was not stored"
     } else {
-        "was neither stored nor written whole"
+        "was neither stored nor written whole (--json: the output closed or failed first)"
     };
     if let Some(file) = json_file {
         let _ = writeln!(

@@ -960,3 +960,31 @@ fn a_temporary_file_a_killed_report_left_is_swept_by_the_next() {
     );
     assert_eq!(temps(), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let out = {
+        let _guard = serial();
+        latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "200ms",
+                "-q",
+                "--no-audit",
+                "--store",
+            ])
+            .arg(&store)
+            .args(["--json", "/dev/full"])
+            .output()
+            .unwrap()
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("--json"), "{err}");
+    Run::from_json(&export_json(&store)).unwrap();
+}
