@@ -1,6 +1,8 @@
-//! Process groups: how latlab ends the loads it starts, by id, never by name.
+//! Process groups and children: how latlab ends the loads it starts, by id, never by
+//! name, and how it tells a dead process's leftovers from a live one's.
 
 use crate::RtError;
+use std::time::{Duration, Instant};
 
 /// Sends `signal` to every process in process group `pgid`.
 pub fn signal_group(pgid: u32, signal: i32) -> Result<(), RtError> {
@@ -51,6 +53,102 @@ pub fn become_subreaper() -> Result<(), RtError> {
         return Err(RtError::last("become a child subreaper"));
     }
     Ok(())
+}
+
+/// True while process `pid` runs: it exists and has not ended (a zombie, which only
+/// waits for its parent to reap it, has ended). A process we may not signal is running.
+pub fn is_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; no memory is passed.
+    if unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(str::to_string)
+        });
+    !matches!(state.as_deref(), Some("Z" | "X"))
+}
+
+/// The effective user id of the calling process: whose leftovers it may clear.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The pids of the calling process's children (every thread's), from
+/// `/proc/self/task/*/children`. A child found here cannot be another process by the
+/// time it is signalled: its pid stays taken until this process reaps it.
+pub fn children() -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Reaps every exited child without blocking; returns how many were reaped.
+pub fn reap_children() -> usize {
+    let mut reaped = 0;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid for any child, non-blocking, valid pointer.
+        if unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } <= 0 {
+            return reaped;
+        }
+        reaped += 1;
+    }
+}
+
+/// Ends every descendant of a subreaper ([`become_subreaper`]): SIGTERM to each child,
+/// then SIGKILL to what is left after `grace`, reaping as they go, until no child is
+/// left. A descendant whose parent dies is re-parented to this process, so it is found
+/// on the next round, whatever process group or session it moved to. Gives up after
+/// `grace` plus two seconds (a child that survives SIGKILL is stuck in the kernel).
+/// Returns how many children were ended.
+pub fn end_children(grace: Duration) -> usize {
+    let started = Instant::now();
+    let mut ended = 0;
+    let mut asked = std::collections::HashSet::new();
+    loop {
+        ended += reap_children();
+        let children = children();
+        if children.is_empty() || started.elapsed() > grace + Duration::from_secs(2) {
+            return ended;
+        }
+        let signal = if started.elapsed() < grace {
+            libc::SIGTERM
+        } else {
+            libc::SIGKILL
+        };
+        for pid in children {
+            if signal == libc::SIGKILL || asked.insert(pid) {
+                // SAFETY: `pid` is an unreaped child of ours, so it names that process;
+                // kill passes no memory.
+                unsafe { libc::kill(pid as i32, signal) };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Reaps every exited child in process group `pgid` without blocking; returns how

@@ -5,6 +5,9 @@
 //! `$XDG_DATA_HOME/latlab/runs.sqlite` by default. Its schema version is SQLite's
 //! `user_version`; opening a database written by a newer latlab is refused rather than
 //! guessed at, and several latlab processes may write at once (WAL, busy timeout).
+//! Reading commands open it read-only ([`SqliteStore::open_read_only`]), so a store on
+//! a read-only or full disk can still be listed and reported on. A stored run is never
+//! replaced: saving an id the store holds is [`StoreError::Duplicate`].
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -14,8 +17,12 @@ use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build reads and writes (2: the SHA-256 of an imported
+/// run's source file).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How long a writer waits for another process's lock before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +50,35 @@ pub enum StoreError {
         path: PathBuf,
         /// The version found.
         found: i64,
+    },
+    /// The store cannot be written: the file, its directory (where SQLite keeps its
+    /// journal) or the file system is read-only.
+    #[error("cannot write the run store at {path}: {cause}; make it writable, or choose another store with --store PATH (reading commands such as latlab runs still work)")]
+    ReadOnly {
+        /// The database path.
+        path: PathBuf,
+        /// What is read-only, in words.
+        cause: String,
+    },
+    /// The disk holding the store is full.
+    #[error("cannot write the run store at {path}: the disk is full; free space there, or choose another store with --store PATH")]
+    Full {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// Another process held the store's lock longer than [`BUSY_TIMEOUT`].
+    #[error("the run store at {path} stayed locked by another process for {} s; try again when it is done (fuser {path} names it), or choose another store with --store PATH", BUSY_TIMEOUT.as_secs())]
+    Locked {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// A run with this id is stored already; a stored run is never replaced.
+    #[error("the run store at {path} already holds a run with id {id}, which is never replaced")]
+    Duplicate {
+        /// The database path.
+        path: PathBuf,
+        /// The id.
+        id: String,
     },
     /// A run reference that matches no run, or more than one.
     #[error("no run '{reference}': {reason}")]
@@ -82,8 +118,14 @@ pub struct RunSummary {
 
 /// Where Runs are kept.
 pub trait RunStore {
-    /// Saves a run (replacing one with the same id).
+    /// Saves a new run. One with the same id is never replaced:
+    /// [`StoreError::Duplicate`].
     fn save(&mut self, run: &Run) -> Result<(), StoreError>;
+    /// Saves a run imported from a file whose content has the SHA-256 `source_sha256`
+    /// (hex), so the same content can be recognised when it is imported again.
+    fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError>;
+    /// The id of the run imported from content with the SHA-256 `source_sha256`.
+    fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError>;
     /// Lists runs, newest first.
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     /// Loads one run whole.
@@ -160,45 +202,209 @@ pub fn default_path() -> PathBuf {
     base.join("latlab").join("runs.sqlite")
 }
 
-impl SqliteStore {
-    /// Opens (creating if needed) the store at `path` and migrates it.
-    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        let open_err = |e: Box<dyn std::error::Error + Send + Sync>| StoreError::Open {
-            path: path.to_path_buf(),
-            source: e,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(Box::new(e)))?;
+/// Why SQLite cannot write `path`, in words: the file, its directory or the file
+/// system. Probed without changing anything: the file is opened for writing (not
+/// truncated) and the directory is asked for an unnamed temporary file.
+fn read_only_cause(path: &Path) -> Option<String> {
+    const EROFS: i32 = 30;
+    let why = |e: &std::io::Error| match e.raw_os_error() {
+        Some(EROFS) => "on a file system mounted read-only",
+        _ => "not writable for this user",
+    };
+    let denied = |e: &std::io::Error| {
+        e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(EROFS)
+    };
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(e) if denied(&e) => return Some(format!("the file is {}", why(&e))),
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match tempfile::tempfile_in(dir) {
+        Err(e) if denied(&e) => Some(format!(
+            "its directory {} (where SQLite keeps the store's journal) is {}",
+            dir.display(),
+            why(&e)
+        )),
+        _ => None,
+    }
+}
+
+/// The error for a failed SQLite call on the store at `path`, naming the real cause.
+fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    let path = path.to_path_buf();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+            cause: read_only_cause(&path)
+                .unwrap_or_else(|| format!("SQLite refuses to write it ({e})")),
+            path,
+        },
+        Some(ErrorCode::DiskFull) => StoreError::Full { path },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked { path },
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path,
+            reason: e.to_string(),
+        },
+        Some(ErrorCode::CannotOpen) => match read_only_cause(&path) {
+            Some(cause) => StoreError::ReadOnly { path, cause },
+            None => StoreError::Open {
+                path,
+                source: Box::new(e),
+            },
+        },
+        _ => StoreError::Sql(e),
+    }
+}
+
+/// Brings the schema from version `from` to [`SCHEMA_VERSION`].
+fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
+    let tx = conn.transaction()?;
+    if from < 1 {
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS runs (
+                 id TEXT PRIMARY KEY,
+                 started_at TEXT NOT NULL,
+                 host TEXT NOT NULL,
+                 kernel TEXT NOT NULL,
+                 scenario TEXT,
+                 p99_9_ns INTEGER,
+                 max_ns INTEGER,
+                 verdict TEXT NOT NULL,
+                 degraded INTEGER NOT NULL,
+                 run_json TEXT NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
+             CREATE INDEX IF NOT EXISTS runs_host_kernel ON runs(host, kernel);",
+        )?;
+    }
+    if from < 2 {
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN source_sha256 TEXT;
+             CREATE INDEX IF NOT EXISTS runs_source ON runs(source_sha256);",
+        )?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
+}
+
+/// A read-only connection to the store at `path` and its schema version; `immutable`
+/// tells SQLite that nothing changes the file, so it needs no lock and no -shm.
+fn connect_read_only(path: &Path, immutable: bool) -> Result<(Connection, i64), StoreError> {
+    let conn = if immutable {
+        // A URI, with the characters it reserves escaped.
+        let mut uri = String::from("file:");
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
+                c => uri.push(c),
+            }
         }
-        let conn = Connection::open_with_flags(
+        uri.push_str("?immutable=1");
+        Connection::open_with_flags(
+            uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+    } else {
+        Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+    }
+    .map_err(|e| classify(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let version = schema_version(path, &conn)?;
+    Ok((conn, version))
+}
+
+/// True when the store's write-ahead log holds something not yet in the database file.
+fn wal_pending(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
+/// The store's schema version; one newer than this build's is refused.
+fn schema_version(path: &Path, conn: &Connection) -> Result<i64, StoreError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| classify(path, e))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: version,
+        });
+    }
+    Ok(version)
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` and migrates it, for commands
+    /// that write.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            })?;
+        }
+        let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| open_err(Box::new(e)))?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        };
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(corrupt)?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found: version,
-            });
-        }
+        .map_err(|e| classify(path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let version = schema_version(path, &conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(corrupt)?;
-        let mut store = SqliteStore {
+            .map_err(|e| classify(path, e))?;
+        if version < SCHEMA_VERSION {
+            migrate(&mut conn, version).map_err(|e| classify(path, e))?;
+        }
+        Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens the store at `path` for reading only: nothing is created, migrated or
+    /// written, so a store on a read-only or full disk can still be read. A store that
+    /// does not exist yet reads as empty.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, StoreError> {
+        let empty = || -> Result<SqliteStore, StoreError> {
+            let mut conn = Connection::open_in_memory()?;
+            migrate(&mut conn, 0)?;
+            Ok(SqliteStore {
+                conn,
+                path: path.to_path_buf(),
+            })
         };
-        store.migrate(version).map_err(corrupt)?;
-        Ok(store)
+        if !path.exists() {
+            return empty();
+        }
+        let (conn, version) = match connect_read_only(path, false) {
+            // A WAL store needs its shared-memory index (-shm) even to be read; where
+            // it cannot be created (a read-only directory) and no log is pending, the
+            // database file alone holds every run.
+            Err(StoreError::ReadOnly { .. } | StoreError::Open { .. }) if !wal_pending(path) => {
+                connect_read_only(path, true)?
+            }
+            other => other?,
+        };
+        // An empty file (no schema yet) holds no runs; every later version has the
+        // columns reading needs.
+        if version == 0 {
+            return empty();
+        }
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     /// The database path.
@@ -206,46 +412,17 @@ impl SqliteStore {
         &self.path
     }
 
-    fn migrate(&mut self, from: i64) -> Result<(), rusqlite::Error> {
-        let tx = self.conn.transaction()?;
-        if from < 1 {
-            tx.execute_batch(
-                "CREATE TABLE IF NOT EXISTS runs (
-                     id TEXT PRIMARY KEY,
-                     started_at TEXT NOT NULL,
-                     host TEXT NOT NULL,
-                     kernel TEXT NOT NULL,
-                     scenario TEXT,
-                     p99_9_ns INTEGER,
-                     max_ns INTEGER,
-                     verdict TEXT NOT NULL,
-                     degraded INTEGER NOT NULL,
-                     run_json TEXT NOT NULL
-                 );
-                 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
-                 CREATE INDEX IF NOT EXISTS runs_host_kernel ON runs(host, kernel);
-                 PRAGMA user_version = 1;",
-            )?;
-        }
-        tx.commit()
-    }
-}
-
-fn worst(run: &Run, f: impl Fn(&latlab_model::run::Stream) -> Option<i64>) -> Option<i64> {
-    run.streams.iter().filter_map(f).max()
-}
-
-impl RunStore for SqliteStore {
-    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+    fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
         let json = serde_json::to_string(run).expect("a Run always serialises");
         let verdict = serde_json::to_value(run.verdict.status)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        self.conn.execute(
-            "INSERT OR REPLACE INTO runs
-                 (id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict, degraded, run_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        let inserted = self.conn.execute(
+            "INSERT INTO runs
+                 (id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict, degraded,
+                  run_json, source_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run.id,
                 // The index's columns hold "" for what an imported Run does not know;
@@ -259,9 +436,46 @@ impl RunStore for SqliteStore {
                 verdict,
                 run.degraded,
                 json,
+                source_sha256,
             ],
-        )?;
-        Ok(())
+        );
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
+                Err(StoreError::Duplicate {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                })
+            }
+            Err(e) => Err(classify(&self.path, e)),
+        }
+    }
+}
+
+fn worst(run: &Run, f: impl Fn(&latlab_model::run::Stream) -> Option<i64>) -> Option<i64> {
+    run.streams.iter().filter_map(f).max()
+}
+
+impl RunStore for SqliteStore {
+    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+        self.insert(run, None)
+    }
+
+    fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError> {
+        self.insert(run, Some(source_sha256))
+    }
+
+    fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE source_sha256 = ?1 LIMIT 1")?;
+        let mut rows = stmt.query([source_sha256])?;
+        Ok(match rows.next()? {
+            Some(row) => Some(row.get(0)?),
+            None => None,
+        })
     }
 
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
@@ -310,5 +524,32 @@ impl RunStore for SqliteStore {
                     })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite_error(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn failures_are_named_by_their_real_cause() {
+        let path = Path::new("/nonexistent/runs.sqlite");
+        let full = classify(path, sqlite_error(rusqlite::ffi::SQLITE_FULL));
+        assert!(matches!(full, StoreError::Full { .. }), "{full}");
+        assert!(full.to_string().contains("disk is full"));
+        let busy = classify(path, sqlite_error(rusqlite::ffi::SQLITE_BUSY));
+        assert!(matches!(busy, StoreError::Locked { .. }), "{busy}");
+        assert!(busy.to_string().contains("locked by another process"));
+        let corrupt = classify(path, sqlite_error(rusqlite::ffi::SQLITE_NOTADB));
+        assert!(matches!(corrupt, StoreError::Corrupt { .. }), "{corrupt}");
+        let read_only = classify(path, sqlite_error(rusqlite::ffi::SQLITE_READONLY));
+        assert!(
+            matches!(read_only, StoreError::ReadOnly { .. }),
+            "{read_only}"
+        );
     }
 }

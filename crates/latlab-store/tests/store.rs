@@ -202,3 +202,88 @@ fn references_resolve_to_runs() {
         .to_string()
         .contains("latlab runs"));
 }
+
+#[test]
+fn a_stored_run_is_never_replaced_by_one_with_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let measured = sample_run("A", "2026-11-20T10:00:00.000Z", 50_000);
+    store.save(&measured).unwrap();
+    let mut edited = measured.clone();
+    edited.host.as_mut().unwrap().hostname = "edited".into();
+    for attempt in [store.save(&edited), store.save_imported(&edited, "00ff")] {
+        match attempt {
+            Err(StoreError::Duplicate { id, .. }) => assert_eq!(id, "A"),
+            other => panic!("replaced or failed otherwise: {other:?}"),
+        }
+    }
+    assert_eq!(store.load("A").unwrap(), Some(measured));
+}
+
+#[test]
+fn an_imported_source_is_recognised_by_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let run = sample_run("I", "2026-11-20T10:00:00.000Z", 50_000);
+    store.save_imported(&run, "c0ffee").unwrap();
+    store
+        .save(&sample_run("M", "2026-11-20T11:00:00.000Z", 1))
+        .unwrap();
+    drop(store);
+    let store = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(
+        store.imported_from("c0ffee").unwrap(),
+        Some("I".to_string())
+    );
+    assert_eq!(store.imported_from("beef").unwrap(), None);
+}
+
+#[test]
+fn a_version_1_store_is_migrated_with_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let run = sample_run("OLD", "2026-11-20T10:00:00.000Z", 50_000);
+    // The version 1 schema, as the first latlab wrote it.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, started_at TEXT NOT NULL, host TEXT NOT NULL,
+             kernel TEXT NOT NULL, scenario TEXT, p99_9_ns INTEGER, max_ns INTEGER,
+             verdict TEXT NOT NULL, degraded INTEGER NOT NULL, run_json TEXT NOT NULL);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO runs VALUES ('OLD', ?1, 'rig', '6.18.0', NULL, NULL, NULL, 'none', 0, ?2)",
+        rusqlite::params![run.started_at, serde_json::to_string(&run).unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    // Read as it is, without migrating; then migrated by a writer.
+    let reader = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(reader.load("OLD").unwrap(), Some(run.clone()));
+    drop(reader);
+    let mut store = SqliteStore::open(&path).unwrap();
+    store
+        .save_imported(&sample_run("NEW", "2026-11-21T10:00:00.000Z", 1), "aa")
+        .unwrap();
+    assert_eq!(store.load("OLD").unwrap(), Some(run));
+    assert_eq!(store.imported_from("aa").unwrap(), Some("NEW".to_string()));
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, latlab_store::SCHEMA_VERSION);
+}
+
+#[test]
+fn reading_needs_no_write_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none/runs.sqlite");
+    let store = SqliteStore::open_read_only(&missing).unwrap();
+    assert_eq!(store.list(10).unwrap(), vec![]);
+    assert!(
+        !dir.path().join("none").exists(),
+        "a reader created the store"
+    );
+}

@@ -4,7 +4,6 @@
 //! plain line per CPU is printed each second, so logs stay readable. It runs on the
 //! coordinating thread, which the runner keeps off the measured CPUs when it can.
 
-use crate::error::CliError;
 use crate::output::Human;
 use latlab_measure::live::{LiveSnapshot, LiveStats};
 use latlab_measure::notice::Notice;
@@ -67,12 +66,12 @@ impl LiveDisplay {
         }
     }
 
-    /// Prints the banner (unless quiet).
-    pub fn start(&mut self) -> Result<(), CliError> {
+    /// Prints the banner (unless quiet). A banner that cannot be written is dropped,
+    /// as every later line of the display is.
+    pub fn start(&mut self) {
         if self.mode != Mode::Off {
-            self.human.write(&self.banner)?;
+            let _ = self.human.write(&self.banner);
         }
-        Ok(())
     }
 
     /// Leaves the last table on screen with a blank line after it.

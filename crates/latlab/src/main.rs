@@ -7,7 +7,7 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
-mod json_out;
+mod keep;
 mod output;
 mod scenarios;
 mod stamp;

@@ -1,5 +1,6 @@
 //! `exec:COMMAND`: any external command as a load (a kernel build, stress-ng, ...),
-//! run by `sh -c` in the load's process group.
+//! run by `sh -c` in the load's process group. Whatever the command starts is ended
+//! with the worker's other descendants when the load stops, even outside the group.
 
 use super::{Load, LoadContext, LoadError, Param, Params, Work};
 use std::process::{Command, Stdio};
@@ -70,7 +71,9 @@ impl Load for Exec {
                 .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?,
         };
         ctx.count(0, latlab_rt::shared::children_cpu_ns());
-        if !ctx.stopped() {
+        // A command that ends on its own with status 0 finished (the run reports that
+        // it ended early); any other status is a failure.
+        if !ctx.stopped() && !status.success() {
             return Err(LoadError::Failed(format!(
                 "{command:?} ended on its own ({status})"
             )));

@@ -8,6 +8,7 @@ use latlab_model::spec::format_cpu_list;
 use latlab_model::Nanos;
 use latlab_rt::process;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -54,8 +55,12 @@ impl RunningLoad {
         let base = base
             .map(Path::to_path_buf)
             .unwrap_or_else(std::env::temp_dir);
+        // Private (0700): the load's files are nobody else's business. The owner's pid
+        // is in the name, so a later latlab can tell a dead run's directory from a live
+        // one's ([`sweep_stale_dirs`]).
         let dir = tempfile::Builder::new()
-            .prefix("latlab-load-")
+            .prefix(&dir_prefix(std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&base)
             .map_err(|e| {
                 LoadError::Unavailable(format!(
@@ -196,7 +201,7 @@ impl RunningLoad {
             elapsed_ns: Nanos(elapsed_ns as i64),
             ended: match ended_early {
                 Some(end) if end != "ok" => format!("ended early: {end}"),
-                Some(_) => "ended early: finished".to_string(),
+                Some(_) => "ended early: finished (exit status 0)".to_string(),
                 None => "stopped".to_string(),
             },
             stop_ns,
@@ -246,6 +251,46 @@ impl Drop for RunningLoad {
     }
 }
 
+/// The start of the name of a load directory made by process `pid`:
+/// `latlab-load-<pid>-`, then random characters.
+fn dir_prefix(pid: u32) -> String {
+    format!("latlab-load-{pid}-")
+}
+
+/// The pid in a load directory's name, if it is one.
+fn dir_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("latlab-load-")?;
+    match rest.split_once('-')? {
+        (_, "") => None,
+        (pid, _) => pid.parse().ok(),
+    }
+}
+
+/// Removes the load directories in `base` that a latlab killed before it could clean
+/// up left behind (SIGKILL, OOM kill, power loss): those of this user whose owner's
+/// pid is no longer running. A directory of a running latlab is never touched.
+/// Returns what was removed.
+pub fn sweep_stale_dirs(base: &Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let me = process::effective_uid();
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let Some(owner) = entry.file_name().to_str().and_then(dir_owner) else {
+            continue;
+        };
+        // Not followed: a link is never what a load made.
+        let ours =
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && !process::is_alive(owner) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 /// Reads the worker's reports until it closes its output.
 fn follow(stdout: std::process::ChildStdout, progress: &Mutex<Progress>) {
     for line in BufReader::new(stdout).lines() {
@@ -268,5 +313,42 @@ fn follow(stdout: std::process::ChildStdout, progress: &Mutex<Progress>) {
                 .push(line["note ".len().min(line.len())..].to_string()),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_directory_names_give_back_their_owner() {
+        let name = format!("{}Xy12Ab", dir_prefix(4_194_303));
+        assert_eq!(dir_owner(&name), Some(4_194_303));
+        assert_eq!(dir_owner("latlab-load-12-"), None);
+        assert_eq!(dir_owner("latlab-load-abc-x"), None);
+        assert_eq!(dir_owner("latlab-load-Xy12Ab"), None);
+        assert_eq!(dir_owner("other-12-x"), None);
+    }
+
+    #[test]
+    fn the_sweep_removes_only_dead_owners_directories() {
+        let base = tempfile::tempdir().unwrap();
+        let live = base
+            .path()
+            .join(format!("{}live", dir_prefix(std::process::id())));
+        // A child that has exited and been reaped: its pid names no process.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        let dead = base.path().join(format!("{}dead", dir_prefix(child.id())));
+        let unrelated = base.path().join("latlab-loader-1-x");
+        for dir in [&live, &dead, &unrelated] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("data"), b"x").unwrap();
+        }
+        if process::is_alive(child.id()) {
+            return; // the pid was taken again at once: nothing to test this time
+        }
+        assert_eq!(sweep_stale_dirs(base.path()), vec![dead.clone()]);
+        assert!(live.exists() && unrelated.exists() && !dead.exists());
     }
 }

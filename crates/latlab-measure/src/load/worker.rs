@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 /// How often the worker reports its count.
 pub const REPORT_EVERY: Duration = Duration::from_millis(200);
 
+/// How long the load's own processes get to end after SIGTERM before SIGKILL: well
+/// within the grace latlab gives the whole load.
+const CHILDREN_GRACE: Duration = Duration::from_millis(300);
+
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     // latlab gone: nobody to tell, and the parent-death signal ends us anyway.
@@ -25,6 +29,10 @@ fn say(line: &str) {
 /// Runs the load `spec` until told to stop; returns the process exit code.
 pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     let _ = process::die_with_parent(signal_hook::consts::SIGKILL);
+    // Every process the load starts stays a descendant of this worker, even one that
+    // leaves the process group or the session (a daemon, `setsid cmd &` in an exec
+    // load): orphans come back to it, and it ends them all before it exits.
+    let _ = process::become_subreaper();
     if !cpus.is_empty() {
         let _ = affinity::set_current_thread(cpus);
     }
@@ -82,6 +90,7 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
         note,
     );
     let result = spec.load().run(&spec.params, &ctx);
+    process::end_children(CHILDREN_GRACE);
     say(&format!(
         "count {} {}",
         counters.total(),

@@ -10,7 +10,9 @@
 //! `RtError` with [`Errno::context`].
 //!
 //! Every object is released on every path: SysV queues and semaphore sets are created
-//! `IPC_PRIVATE` and removed (`IPC_RMID`) when their owner is dropped, POSIX queues are
+//! `IPC_PRIVATE` and removed (`IPC_RMID`) when their owner is dropped — and recorded
+//! until then, so the next latlab removes those of one that was killed
+//! ([`leftovers::sweep_stale`]) — POSIX queues are
 //! unlinked as soon as both ends have them open, descriptors are closed, shared
 //! mappings unmapped, and a partner is stopped and joined or reaped (by its pid) before
 //! the objects it uses go away.
@@ -18,6 +20,7 @@
 pub mod channel;
 mod eventfd;
 mod futex;
+pub mod leftovers;
 mod mutex;
 pub mod partner;
 mod pipe;

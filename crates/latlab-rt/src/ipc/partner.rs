@@ -395,7 +395,7 @@ fn child<A>(
         if libc::getppid() != parent {
             libc::_exit(0);
         }
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(signal, libc::SIG_IGN);
         }
         libc::mlockall(

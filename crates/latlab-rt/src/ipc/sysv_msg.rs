@@ -1,5 +1,7 @@
-//! A SysV message queue (`msgget(IPC_PRIVATE)`, removed with `IPC_RMID` on drop).
+//! A SysV message queue (`msgget(IPC_PRIVATE)`, removed with `IPC_RMID` on drop, and
+//! recorded meanwhile so that a later latlab can remove it if this one is killed).
 
+use super::leftovers::{self, Kind};
 use super::{Errno, Received};
 use crate::RtError;
 
@@ -34,6 +36,7 @@ impl Queue {
             };
             return Err(e.context(what));
         }
+        leftovers::record(Kind::Queue, id);
         Ok(Queue { id })
     }
 
@@ -84,5 +87,6 @@ impl Drop for Queue {
     fn drop(&mut self) {
         // SAFETY: removing the queue we created, once; a blocked receiver gets EIDRM.
         unsafe { libc::msgctl(self.id, libc::IPC_RMID, std::ptr::null_mut()) };
+        leftovers::forget(Kind::Queue, self.id);
     }
 }

@@ -1,5 +1,7 @@
-//! A SysV semaphore set of one (`semget(IPC_PRIVATE)`, removed on drop).
+//! A SysV semaphore set of one (`semget(IPC_PRIVATE)`, removed on drop, and recorded
+//! meanwhile so that a later latlab can remove it if this one is killed).
 
+use super::leftovers::{self, Kind};
 use super::{Acquired, Errno};
 use crate::clock::ns_to_timespec;
 use crate::RtError;
@@ -41,6 +43,8 @@ impl Set {
         if unsafe { libc::semctl(id, 0, libc::SETVAL, 1 as libc::c_int) } != 0 {
             return Err(RtError::last("initialise the SysV semaphore"));
         }
+        // After SETVAL, the last change the set's recorded identity (its ctime) sees.
+        leftovers::record(Kind::Semaphores, id);
         Ok(set)
     }
 
@@ -91,5 +95,6 @@ impl Drop for Set {
     fn drop(&mut self) {
         // SAFETY: removing the set we created, once; a blocked waiter gets EIDRM.
         unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
+        leftovers::forget(Kind::Semaphores, self.id);
     }
 }

@@ -256,8 +256,9 @@ fn spawn_process<B: PartnerBody>(
     }
     if pid == 0 {
         // SAFETY (child, async-signal-safe calls only): die with latlab (a SIGKILL
-        // when the forking thread ends), unless latlab already went; lock what the
-        // child touches; run the body; leave without running the parent's handlers.
+        // when the forking thread ends), unless latlab already went; ignore terminal
+        // and group signals (latlab receives them too, and stops the child); lock what
+        // the child touches; run the body; leave without running the parent's handlers.
         unsafe {
             libc::prctl(
                 libc::PR_SET_PDEATHSIG,
@@ -268,6 +269,9 @@ fn spawn_process<B: PartnerBody>(
             );
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_IGN);
             }
             libc::mlockall(
                 libc::MCL_CURRENT | libc::MCL_FUTURE | 4, /* MCL_ONFAULT */

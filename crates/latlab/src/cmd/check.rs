@@ -3,8 +3,8 @@
 
 use crate::cli::CheckArgs;
 use crate::error::{exit, CliError};
-use crate::json_out::JsonTarget;
 use crate::output::Human;
+use crate::output::OutputTarget;
 use comfy_table::{presets, Cell, ColumnConstraint, ContentArrangement, Table, Width};
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::{parse_kernel_cpu_list, FactReader};
@@ -54,7 +54,11 @@ pub fn execute(args: &CheckArgs) -> Result<u8, CliError> {
         Some(text) => SchedSpec::parse(text).map_err(|e| CliError::usage("--priority", e))?,
         None => SchedSpec::DEFAULT,
     };
-    let mut json = args.json.as_deref().map(JsonTarget::open).transpose()?;
+    let mut json = args
+        .json
+        .as_deref()
+        .map(|p| OutputTarget::open("--json", p))
+        .transpose()?;
 
     let ctx = CheckContext::new(files, cpus.as_deref(), check::priority_of(&policy));
     let audit = check::audit(&ctx);
@@ -64,13 +68,14 @@ pub fn execute(args: &CheckArgs) -> Result<u8, CliError> {
         exit::OK
     };
     let text = serde_json::to_string_pretty(&audit)
-        .map_err(|e| CliError::runtime(format!("cannot encode the audit: {e}")))?;
+        .map_err(|e| CliError::runtime(format!("cannot encode the audit: {e}")))?
+        + "\n";
     match json.as_mut() {
-        Some(JsonTarget::Stdout) => {
-            crate::output::ignore_closed(JsonTarget::Stdout.write(&text))?;
+        Some(OutputTarget::Stdout) => {
+            crate::output::ignore_closed(OutputTarget::Stdout.write(text.as_bytes()))?;
         }
         Some(target) => {
-            target.write(&text)?;
+            target.write(text.as_bytes())?;
             let path = target.path().map(|p| p.display().to_string());
             let mut out = render(&audit, table_width());
             if let Some(path) = path {

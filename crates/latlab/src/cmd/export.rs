@@ -3,7 +3,7 @@
 use crate::cli::ExportArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
-use crate::output::Human;
+use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
 use latlab_model::export::{exporter, exporters};
 
 /// Writes the run in the chosen format to stdout or a file.
@@ -22,13 +22,24 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
             ),
         )
     })?;
-    let run = find_run(args.store.as_deref(), &args.run)?;
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(latlab_store::default_path);
+    // Checked and opened before anything is read: a bad path fails at once.
+    let mut output = match &args.output {
+        None => None,
+        Some(path) => {
+            refuse_store_path("--output", path, &[&store])?;
+            say_removed(&sweep_beside(path));
+            Some(OutputTarget::open("--output", path)?)
+        }
+    };
+    let run = find_run(Some(&store), &args.run)?;
     let text = format.export(&run).map_err(CliError::runtime)?;
-    match &args.output {
+    match output.as_mut() {
         None => Human::Stdout.write(&text)?,
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            CliError::usage("--output", format!("cannot write {}: {e}", path.display()))
-        })?,
+        Some(target) => target.write(text.as_bytes())?,
     }
     Ok(exit::OK)
 }

@@ -4,7 +4,7 @@
 use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
-use crate::output::Human;
+use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
 use latlab_report::report::{render, render_png, PlotKind, ReportKind};
 use std::path::Path;
 
@@ -17,11 +17,24 @@ enum Output {
 /// Writes the report to stdout or the --output file.
 pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let output = output_of(args)?;
-    let runs = find_runs(args.store.as_deref(), &args.runs)?;
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(latlab_store::default_path);
+    // Checked and opened before the runs are read: a bad path fails at once.
+    let mut target = match &args.output {
+        None => None,
+        Some(path) => {
+            refuse_store_path("--output", path, &[&store])?;
+            say_removed(&sweep_beside(path));
+            Some(OutputTarget::open("--output", path)?)
+        }
+    };
+    let runs = find_runs(Some(&store), &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
             let text = render(&runs, kind).map_err(CliError::runtime)?;
-            if args.output.is_none() {
+            if target.is_none() {
                 Human::Stdout.write(&text)?;
                 return Ok(exit::OK);
             }
@@ -29,13 +42,10 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
         }
         Output::Png(plot) => render_png(&runs, plot).map_err(CliError::runtime)?,
     };
-    let file = args
-        .output
-        .as_ref()
-        .ok_or_else(|| CliError::usage("--output", "a PNG goes to a file: give -o FILE.png"))?;
-    std::fs::write(file, bytes).map_err(|e| {
-        CliError::usage("--output", format!("cannot write {}: {e}", file.display()))
-    })?;
+    target
+        .as_mut()
+        .ok_or_else(|| CliError::usage("--output", "a PNG goes to a file: give -o FILE.png"))?
+        .write(&bytes)?;
     Ok(exit::OK)
 }
 

@@ -5,14 +5,14 @@ use crate::cli::RunArgs;
 use crate::cmd::plan::{plan, PhasePlan, RunPlan};
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
-use crate::json_out::JsonTarget;
-use crate::output::{self, Human};
+use crate::keep::keep;
+use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use crate::stamp::{rfc3339, run_id};
 use crate::summary;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
-use latlab_measure::load::running::RunningLoad;
+use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
 use latlab_measure::probe::timer::TimerProbe;
@@ -25,7 +25,7 @@ use latlab_model::run::{
 use latlab_model::threshold::{Status, Verdict};
 use latlab_model::units::Nanos;
 use latlab_rt::trace::BreakTrace;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::SqliteStore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -50,17 +50,32 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
     let plan = plan(args, &available)?;
-    let mut json = plan.json.as_deref().map(JsonTarget::open).transpose()?;
+    sweep_leftovers(&plan);
+    if let Some(target) = &plan.json {
+        // The default store too: --no-store does not make overwriting it harmless.
+        let default_store = latlab_store::default_path();
+        let mut stores = vec![default_store.as_path()];
+        stores.extend(plan.store.as_deref());
+        refuse_store_path("--json", target, &stores)?;
+    }
+    let mut json = plan
+        .json
+        .as_deref()
+        .map(|p| OutputTarget::open("--json", p))
+        .transpose()?;
     let human = match json {
-        Some(JsonTarget::Stdout) => Human::Stderr,
+        Some(OutputTarget::Stdout) => Human::Stderr,
         _ => Human::Stdout,
     };
     let mut store = plan.store.as_deref().map(SqliteStore::open).transpose()?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Every signal only asks to stop: exiting at once would skip the clean-up of the
-        // loads (processes, files), and stopping takes well under a second anyway.
+    // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
+    // stop: exiting at once would lose the run and skip the clean-up of the loads and
+    // partners (processes, files, IPC objects), and stopping takes well under a second.
+    // SIGPIPE stays ignored (Rust's default): a display nobody reads is no reason to stop.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
@@ -141,38 +156,32 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         code = exit::RUNTIME;
     }
     // Keep the run before anything else can go wrong.
-    let mut tail = String::new();
-    if let Some(store) = store.as_mut() {
-        match store.save(&run) {
-            Ok(()) => tail.push_str(&format!(
-                "Run {} saved in {}\n",
-                run.id,
-                store.path().display()
-            )),
-            Err(e) => {
-                code = code.max(exit::RUNTIME);
-                tail.push_str(&format!("latlab: error: could not save the run: {e}\n"));
-            }
-        }
-    }
-    if let Some(target) = json.as_mut() {
-        match target.write(&run.to_json_pretty()) {
-            Ok(()) => {
-                if let Some(path) = target.path() {
-                    tail.push_str(&format!("Run written to {}\n", path.display()));
-                }
-            }
-            Err(e) if e.code == exit::OK => {} // stdout closed: nothing more to say there
-            Err(e) => {
-                code = code.max(exit::RUNTIME);
-                tail.push_str(&format!("latlab: error: {e}\n"));
-            }
-        }
-    }
+    let kept = keep(&run, store.as_mut(), json.as_mut());
+    code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
     output::ignore_closed(human.write(&summary::render(&run, human.is_terminal())))?;
-    output::ignore_closed(human.write(&tail))?;
+    output::ignore_closed(human.write(&kept.said))?;
+    if !kept.errors.is_empty() {
+        let _ = Human::Stderr.write(&kept.errors);
+    }
     Ok(code)
+}
+
+/// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
+/// killer, a power cut) left behind — load directories, SysV objects, a half-written
+/// --json file — and says what was removed. Only what processes that no longer run
+/// owned is touched.
+fn sweep_leftovers(plan: &RunPlan) {
+    let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
+    if let Some(json) = &plan.json {
+        removed.extend(output::sweep_beside(json));
+    }
+    output::say_removed(&removed);
 }
 
 /// One phase: its loads started, the probe run, the loads stopped and recorded.
@@ -204,7 +213,9 @@ fn run_phase(
         .map(|_| LiveStats::default())
         .collect();
     let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.describe());
-    display.start()?;
+    // A display nobody can read any more (a closed pipe, a hung-up terminal) is no
+    // reason to lose the measurement.
+    display.start();
     let started = SystemTime::now();
     let outcome = runner::run_probe(&*probe, &phase.request, setup, stop, &live, &mut display);
     display.finish();

@@ -13,7 +13,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         .store
         .clone()
         .unwrap_or_else(latlab_store::default_path);
-    let store = SqliteStore::open(&path)?;
+    let store = SqliteStore::open_read_only(&path)?;
     let runs = store.list(args.limit).map_err(CliError::runtime)?;
     let mut table = Table::new();
     table.load_preset(presets::NOTHING).set_header(vec![

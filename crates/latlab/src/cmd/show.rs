@@ -24,7 +24,7 @@ pub fn find_runs(
     let path = path
         .map(|p| p.to_path_buf())
         .unwrap_or_else(latlab_store::default_path);
-    let store = SqliteStore::open(&path)?;
+    let store = SqliteStore::open_read_only(&path)?;
     references
         .iter()
         .map(|reference| {

@@ -1,0 +1,127 @@
+//! Keeping a measured Run where it was asked to go — the store, the `--json` output —
+//! and, when neither took it, in a fallback file that `latlab import` stores later. A
+//! measurement is never thrown away because a disk was full, a store locked, or a pipe
+//! closed.
+
+use crate::error::exit;
+use crate::output::{OutputFile, OutputTarget};
+use latlab_model::run::Run;
+use latlab_store::{RunStore, SqliteStore};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What keeping the run came to.
+pub struct Kept {
+    /// `exit::RUNTIME` when the run is not where it was asked to be, else `exit::OK`.
+    pub code: u8,
+    /// Where the run went, for the human output.
+    pub said: String,
+    /// What went wrong and where the run is instead, for standard error.
+    pub errors: String,
+}
+
+/// Saves `run` in `store` and writes it to `json`; if the store failed, or (without a
+/// store) the JSON could not be written whole, writes it to a fallback file next to
+/// the store, else in the working directory, else in the temporary directory.
+pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut OutputTarget>) -> Kept {
+    let mut kept = Kept {
+        code: exit::OK,
+        said: String::new(),
+        errors: String::new(),
+    };
+    let wanted_in_store = store.is_some();
+    let mut store_dir = None;
+    let mut stored = false;
+    if let Some(store) = store {
+        store_dir = store.path().parent().map(Path::to_path_buf);
+        match store.save(run) {
+            Ok(()) => {
+                stored = true;
+                let _ = writeln!(
+                    kept.said,
+                    "Run {} saved in {}",
+                    run.id,
+                    store.path().display()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(kept.errors, "latlab: error: could not save the run: {e}");
+            }
+        }
+    }
+    let wanted_as_json = json.is_some();
+    let mut json_whole = false;
+    let mut json_file = None;
+    if let Some(target) = json {
+        match target.write(format!("{}\n", run.to_json_pretty()).as_bytes()) {
+            Ok(()) => {
+                json_whole = true;
+                if let Some(path) = target.path() {
+                    let _ = writeln!(kept.said, "Run written to {}", path.display());
+                }
+                if let OutputTarget::File { path, .. } = target {
+                    json_file = Some(path.clone());
+                }
+            }
+            // A reader that went away: not an error if the run is stored (below).
+            Err(e) if e.code == exit::OK => {}
+            Err(e) => {
+                kept.code = exit::RUNTIME;
+                let _ = writeln!(kept.errors, "latlab: error: --json: {}", e.message);
+            }
+        }
+    }
+    let lost = if wanted_in_store {
+        !stored
+    } else {
+        wanted_as_json && !json_whole
+    };
+    if !lost {
+        return kept;
+    }
+    kept.code = exit::RUNTIME;
+    let what = if wanted_in_store {
+        "was not stored"
+    } else {
+        "was neither stored nor written whole (--json: the output closed or failed first)"
+    };
+    if let Some(file) = json_file {
+        let _ = writeln!(
+            kept.errors,
+            "latlab: the run {what}; it is in {0}: store it later with `latlab import {0}`",
+            file.display()
+        );
+        return kept;
+    }
+    let name = format!("latlab-run-{}.json", run.id);
+    let candidates: Vec<PathBuf> = store_dir
+        .into_iter()
+        .chain(std::env::current_dir().ok())
+        .chain([std::env::temp_dir()])
+        .map(|dir| dir.join(&name))
+        .collect();
+    let mut failures = Vec::new();
+    for path in candidates {
+        let written = OutputFile::create(&path)
+            .and_then(|f| f.commit(format!("{}\n", run.to_json_pretty()).as_bytes()));
+        match written {
+            Ok(()) => {
+                let _ = writeln!(
+                    kept.errors,
+                    "latlab: the run {what}; it is kept in {0}: store it later with \
+                     `latlab import {0}`",
+                    path.display()
+                );
+                return kept;
+            }
+            Err(e) => failures.push(format!("{}: {e}", path.display())),
+        }
+    }
+    let _ = writeln!(
+        kept.errors,
+        "latlab: error: the run {what} and could not be kept in a file either ({}); free \
+         space, or rerun with --json FILE on a writable disk",
+        failures.join("; ")
+    );
+    kept
+}

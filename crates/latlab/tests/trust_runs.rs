@@ -1,0 +1,990 @@
+//! Never lose a run, never leave anything behind: saves that fail, outputs that cannot
+//! be written, signals, and what a killed latlab left. Real measurements here last a
+//! second or two and assert ground truths the tests create (files, pids, ids), never
+//! latencies.
+
+use assert_cmd::Command;
+use latlab_model::run::Run;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Measurements share two CPUs; running them one at a time keeps each within its span.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").expect("binary built")
+}
+
+fn latlab_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// True while process `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Waits up to `limit` for `path` to hold a line; returns it.
+fn wait_for_line(path: &Path, limit: Duration) -> Option<String> {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if let Ok(t) = std::fs::read_to_string(path) {
+            if t.ends_with('\n') {
+                return Some(t.trim().to_string());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Ends a process the test started (by its pid) if it is still there.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            if running(*pid) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Measures for about a second on CPU 1 with `load`, its directories under `dir`, the
+/// Run written to `dir/run.json`; returns the exit code, the Run and the output.
+fn run_with_load(dir: &Path, load: &str) -> (i32, Run, String) {
+    let _guard = serial();
+    let json = dir.join("run.json");
+    let out = latlab()
+        .args([
+            "run",
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "-q",
+            "--no-store",
+            "--load",
+            load,
+        ])
+        .arg("--load-dir")
+        .arg(dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let run =
+        Run::from_json(&std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {all}")))
+            .unwrap();
+    (out.status.code().unwrap_or(-1), run, all)
+}
+
+#[test]
+fn load_directories_are_private_to_their_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command runs inside its load's directory and writes that directory's mode
+    // into the parent, which the test owns.
+    let (code, _, out) = run_with_load(dir.path(), "exec:stat -c %a . > ../mode; sleep 30");
+    assert_eq!(code, 0, "{out}");
+    let mode = std::fs::read_to_string(dir.path().join("mode")).unwrap();
+    assert_eq!(mode.trim(), "700");
+}
+
+#[test]
+fn an_exec_load_that_ends_with_status_0_is_not_called_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, out) = run_with_load(dir.path(), "exec:sleep 0.4");
+    assert_eq!(code, 0, "{out}");
+    let ended = &run.phases[0].loads[0].ended;
+    assert_eq!(ended, "ended early: finished (exit status 0)");
+    let warning = run
+        .warnings
+        .iter()
+        .find(|w| w.code == "load-ended-early")
+        .expect("the early end is a warning");
+    assert!(!warning.message.contains("failed"), "{}", warning.message);
+}
+
+#[test]
+fn an_exec_loads_whole_process_tree_ends_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    // A grandchild in a session (and so a process group) of its own, out of reach of
+    // the load's process group.
+    let load = format!(
+        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
+        pid_file.display()
+    );
+    let (code, _, out) = run_with_load(dir.path(), &load);
+    let grandchild: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![grandchild]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !running(grandchild),
+        "the exec load's grandchild {grandchild} outlived the run"
+    );
+}
+
+/// A process as observed: its pid and start time (so a pid taken again later by
+/// another process is not mistaken for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Observed {
+    pid: u32,
+    start: u64,
+}
+
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    // Field 22 of stat, the 20th after the command name.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn observe(pid: u32) -> Option<Observed> {
+    Some(Observed {
+        pid,
+        start: start_time(pid)?,
+    })
+}
+
+/// True while the observed process (not a later one with its pid) exists and is not a
+/// zombie.
+fn still_there(p: Observed) -> bool {
+    running(p.pid) && start_time(p.pid) == Some(p.start)
+}
+
+/// `pid` and every descendant of it, now.
+fn process_tree(pid: u32) -> Vec<Observed> {
+    let mut found = Vec::new();
+    let mut pending = vec![pid];
+    while let Some(pid) = pending.pop() {
+        found.extend(observe(pid));
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pending.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    found
+}
+
+/// The SysV message queues and semaphore sets that the processes `pids` used last
+/// (`msg 5`, `sem 7`): a message queue names its last sender and receiver in
+/// /proc/sysvipc/msg, a semaphore its last operator in `ipcs -s -i`.
+fn sysv_objects_of(pids: &[u32]) -> Vec<String> {
+    let mut found = Vec::new();
+    let msg = std::fs::read_to_string("/proc/sysvipc/msg").unwrap_or_default();
+    for line in msg.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let by = |i: usize| f.get(i).and_then(|p| p.parse::<u32>().ok());
+        if [by(5), by(6)]
+            .into_iter()
+            .flatten()
+            .any(|p| pids.contains(&p))
+        {
+            found.push(format!("msg {}", f[1]));
+        }
+    }
+    let sem = std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default();
+    for line in sem.lines().skip(1) {
+        let Some(id) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let detail = std::process::Command::new("ipcs")
+            .args(["-s", "-i", id])
+            .output()
+            .map(|o| text(&o.stdout))
+            .unwrap_or_default();
+        // The per-semaphore table's last column is the pid of the last operation.
+        let last_pids: Vec<u32> = detail
+            .lines()
+            .skip_while(|l| !l.starts_with("semnum"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().last()?.parse().ok())
+            .collect();
+        if last_pids.iter().any(|p| pids.contains(p)) {
+            found.push(format!("sem {id}"));
+        }
+    }
+    found
+}
+
+/// Removes the SysV objects a failed test saw latlab use (`msg 5`, `sem 7`), if the
+/// processes `pids` were still their last users.
+struct RemoveSysvOnDrop {
+    objects: Vec<String>,
+    pids: Vec<u32>,
+}
+
+impl Drop for RemoveSysvOnDrop {
+    fn drop(&mut self) {
+        for object in sysv_objects_of(&self.pids) {
+            if !self.objects.contains(&object) {
+                continue;
+            }
+            if let Some((kind, id)) = object.split_once(' ') {
+                let flag = if kind == "msg" { "-q" } else { "-s" };
+                let _ = std::process::Command::new("ipcrm")
+                    .args([flag, id])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Starts a 30 s run with loads (one an exec: whose grandchild leaves its process
+/// group) and `probe`, whose partner is a forked process; hangs it up once every part
+/// runs; the run must be saved and nothing it started may be left.
+fn hang_up_a_run_with(probe: &str) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let exec = format!(
+        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
+        grandchild_file.display()
+    );
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "--probe", probe])
+        .args([
+            "--load",
+            "hackbench:groups=2,fds=4",
+            "--load",
+            "disk:size=16M",
+        ])
+        .args(["--load", "launch", "--load", &exec])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--store")
+        .arg(&store)
+        // A session of its own, as `setsid` gives it: the hang-up reaches only latlab.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let latlab_pid = child.id();
+    let mut cleanup = KillOnDrop(vec![latlab_pid]);
+    let grandchild: u32 = wait_for_line(&grandchild_file, Duration::from_secs(15))
+        .expect("the exec load starts")
+        .parse()
+        .unwrap();
+    cleanup.0.push(grandchild);
+    // Loads run; give the probe's partner a second of messages.
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut observed = process_tree(latlab_pid);
+    observed.extend(observe(grandchild));
+    let pids: Vec<u32> = observed.iter().map(|p| p.pid).collect();
+    cleanup.0.extend(&pids);
+    let ipc = sysv_objects_of(&pids);
+    let _ipc_cleanup = RemoveSysvOnDrop {
+        objects: ipc.clone(),
+        pids: pids.clone(),
+    };
+    assert!(
+        !ipc.is_empty(),
+        "{probe}: the probe's SysV object is not visible"
+    );
+    assert!(
+        observed.len() > 6,
+        "{probe}: latlab, its 4 load workers, their processes and the partner: {observed:?}"
+    );
+
+    let rc = std::process::Command::new("kill")
+        .args(["-HUP", &latlab_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{probe}: {said}");
+
+    let left: Vec<Observed> = observed
+        .iter()
+        .copied()
+        .filter(|p| p.pid != latlab_pid && still_there(*p))
+        .collect();
+    assert_eq!(left, vec![], "{probe}: processes left behind");
+    let ipc_left: Vec<String> = sysv_objects_of(&pids)
+        .into_iter()
+        .filter(|o| ipc.contains(o))
+        .collect();
+    assert_eq!(ipc_left, Vec::<String>::new(), "{probe}: SysV objects left");
+    let dirs: Vec<_> = std::fs::read_dir(&loads)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        dirs,
+        Vec::<std::ffi::OsString>::new(),
+        "{probe}: load directories left"
+    );
+
+    let export = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{probe}: no run saved: {said}");
+    let run = Run::from_json(&text(&export.stdout)).unwrap();
+    assert!(run.interrupted, "{probe}");
+    assert_eq!(run.phases[0].loads.len(), 4, "{probe}");
+    assert!(run.streams[0].samples > 0, "{probe}");
+}
+
+#[test]
+fn sighup_saves_the_run_and_leaves_nothing_behind() {
+    hang_up_a_run_with("msg:transport=sysv,task=process");
+    hang_up_a_run_with("sem:kind=sysv,task=process");
+}
+
+#[test]
+fn sigquit_stops_cleanly_and_keeps_the_run() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "0", "-d", "30s", "-q", "--no-store", "--json"])
+        .arg(&json)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let rc = std::process::Command::new("kill")
+        .args(["-QUIT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+}
+
+#[test]
+fn a_display_nobody_reads_does_not_end_the_run() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let mut child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "0", "-d", "1s", "--store"])
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    // The reader goes away before latlab writes a word.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "the run was not saved: {}",
+        text(&listed.stderr)
+    );
+    let run = Run::from_json(&text(&listed.stdout)).unwrap();
+    assert!(!run.interrupted);
+}
+
+/// A store in `dir` holding one short run.
+fn store_with_a_run(dir: &Path) -> PathBuf {
+    let _guard = serial();
+    let store = dir.join("runs.sqlite");
+    let out = latlab()
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "200ms",
+            "-q",
+            "--no-audit",
+            "--store",
+        ])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    store
+}
+
+fn stored_ids(store: &Path) -> Vec<String> {
+    let out = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the store is unusable: {}",
+        text(&out.stderr)
+    );
+    vec![Run::from_json(&text(&out.stdout)).unwrap().id]
+}
+
+#[test]
+fn an_output_path_that_is_the_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let before = stored_ids(&store);
+    let wal = dir.path().join("runs.sqlite-wal");
+    let attempts: Vec<Vec<std::ffi::OsString>> = vec![
+        vec![
+            "export".into(),
+            "last".into(),
+            "--format".into(),
+            "json".into(),
+            "-o".into(),
+            store.clone().into(),
+        ],
+        vec![
+            "export".into(),
+            "last".into(),
+            "--format".into(),
+            "csv".into(),
+            "-o".into(),
+            wal.clone().into(),
+        ],
+        vec![
+            "report".into(),
+            "last".into(),
+            "--format".into(),
+            "html".into(),
+            "-o".into(),
+            store.clone().into(),
+        ],
+        vec![
+            "run".into(),
+            "-c".into(),
+            "0".into(),
+            "-d".into(),
+            "100ms".into(),
+            "-q".into(),
+            "--json".into(),
+            store.clone().into(),
+        ],
+    ];
+    for args in attempts {
+        let out = latlab()
+            .args(&args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("run store"), "{args:?}: {err}");
+        assert_eq!(stored_ids(&store), before, "{args:?} touched the store");
+    }
+}
+
+#[test]
+fn a_report_that_cannot_be_written_whole_leaves_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, "the report reviewed yesterday\n").unwrap();
+    // No file may grow past 40 kB (SQLite's shared-memory index needs 32 kB): the
+    // report, larger, is cut short by the kernel, which kills latlab (SIGXFSZ).
+    const LIMIT: u64 = 40_000;
+    let whole = latlab()
+        .args(["report", "last", "--format", "html", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        whole.stdout.len() as u64 > LIMIT,
+        "the report must exceed the limit"
+    );
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--fsize={LIMIT}"))
+        .arg(latlab_path())
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        "the report reviewed yesterday\n"
+    );
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-model/tests/fixtures/import")
+        .join(name)
+}
+
+fn export_json(store: &Path) -> String {
+    let out = latlab()
+        .args(["export", "last", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn importing_an_edited_run_never_replaces_the_stored_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let measured = export_json(&store);
+    let id = Run::from_json(&measured).unwrap().id;
+    let mut edited = Run::from_json(&measured).unwrap();
+    edited.host.as_mut().unwrap().hostname = "edited".into();
+    let file = dir.path().join("edited.json");
+    std::fs::write(&file, edited.to_json_pretty()).unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&file)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&id) && err.contains("edited.json"), "{err}");
+    assert_eq!(export_json(&store), measured, "the stored run changed");
+}
+
+#[test]
+fn importing_the_same_content_twice_is_recognised() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    // The stored run, exported and imported unchanged, and a foreign file twice.
+    let exported = dir.path().join("run.json");
+    std::fs::write(&exported, export_json(&store)).unwrap();
+    let foreign = fixture("cyclictest-2t.json");
+    let copy = dir.path().join("copy-of-cyclictest.json");
+    std::fs::copy(&foreign, &copy).unwrap();
+    let import = |files: &[&Path]| {
+        let out = latlab()
+            .arg("import")
+            .args(files)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let first = import(&[&exported, &foreign]);
+    assert!(
+        first.contains("which the store holds already: skipped"),
+        "{first}"
+    );
+    let foreign_id = first
+        .lines()
+        .find(|l| l.starts_with(&format!("imported {}", foreign.display())))
+        .and_then(|l| l.split(" as ").nth(1))
+        .and_then(|l| l.split(':').next())
+        .expect("the foreign file is imported")
+        .to_string();
+    let again = import(&[&copy]);
+    assert!(
+        again.contains(&format!(
+            "imported before (same content) as run {foreign_id}"
+        )),
+        "{again}"
+    );
+    let listed = latlab()
+        .args(["runs", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let ids = text(&listed.stdout)
+        .lines()
+        .filter(|l| l.contains('Z'))
+        .count();
+    assert_eq!(
+        ids,
+        2,
+        "the measured run and one import: {}",
+        text(&listed.stdout)
+    );
+}
+
+/// Runs latlab as the unprivileged user nobody; `None` when this test cannot switch
+/// users (not root).
+fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    if effective_uid() != 0 {
+        return None;
+    }
+    Some(
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(latlab_path())
+            .args(args)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// The test's effective user id, from /proc (no unsafe code here).
+fn effective_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1)?.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    // Owned by root, readable by all: nobody may read it, not write it, nor its directory.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let store = store_with_a_run(dir.path());
+    let store_arg = store.as_os_str();
+    let Some(listed) = as_nobody(&["runs".as_ref(), "--store".as_ref(), store_arg]) else {
+        eprintln!("skipped: switching to an unprivileged user needs root");
+        return;
+    };
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+    assert!(
+        text(&listed.stdout).contains("1 runs shown"),
+        "{}",
+        text(&listed.stdout)
+    );
+    let reported = as_nobody(&[
+        "report".as_ref(),
+        "last".as_ref(),
+        "--store".as_ref(),
+        store_arg,
+    ])
+    .unwrap();
+    assert_eq!(
+        reported.status.code(),
+        Some(0),
+        "{}",
+        text(&reported.stderr)
+    );
+    let measured = as_nobody(&[
+        "run".as_ref(),
+        "-d".as_ref(),
+        "100ms".as_ref(),
+        "--store".as_ref(),
+        store_arg,
+    ])
+    .unwrap();
+    let err = text(&measured.stderr);
+    assert_eq!(measured.status.code(), Some(2), "{err}");
+    assert!(err.contains("not writable for this user"), "{err}");
+    assert!(!err.contains("not a usable"), "{err}");
+}
+
+/// The one `latlab-run-*.json` file in `dir`.
+fn fallback_in(dir: &Path) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("latlab-run-")
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one fallback file in {}: {found:?}",
+        dir.display()
+    );
+    found[0].clone()
+}
+
+#[test]
+fn a_failed_save_keeps_the_run_in_a_file_to_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // A store that refuses every new run, as a full disk or a lock held too long does.
+    latlab()
+        .args(["import"])
+        .arg(fixture("cyclictest-2t.json"))
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON runs
+             BEGIN SELECT RAISE(ABORT, 'no room for another run'); END;",
+        )
+        .unwrap();
+    let out = {
+        let _guard = serial();
+        latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "300ms",
+                "-q",
+                "--no-audit",
+                "--store",
+            ])
+            .arg(&store)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let fallback = fallback_in(dir.path());
+    assert!(
+        err.contains(&format!("latlab import {}", fallback.display())),
+        "{err}"
+    );
+    let run = Run::from_json(&std::fs::read_to_string(&fallback).unwrap()).unwrap();
+    assert!(run.streams[0].samples > 0);
+    // The way out the message gives works once the store takes runs again.
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("DROP TRIGGER refuse;")
+        .unwrap();
+    latlab()
+        .arg("import")
+        .arg(&fallback)
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    assert_eq!(Run::from_json(&export_json(&store)).unwrap().id, run.id);
+}
+
+#[test]
+fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let _guard = serial();
+    let mut child = std::process::Command::new(latlab_path())
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "300ms",
+            "-q",
+            "--no-audit",
+            "--no-store",
+        ])
+        .args(["--json", "-"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    // The reader takes nothing and goes away, as `head -c1` does after one byte.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("neither stored nor written whole"), "{err}");
+    let fallback = fallback_in(dir.path());
+    Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
+}
+
+#[test]
+fn what_a_killed_run_left_is_swept_at_the_next_start() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let json = dir.path().join("out.json");
+    let child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store"])
+        .args(["--probe", "msg:transport=sysv,task=process"])
+        .args(["--load", "disk:size=16M", "--load-dir"])
+        .arg(&loads)
+        .arg("--json")
+        .arg(&json)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let latlab_pid = child.id();
+    let mut cleanup = KillOnDrop(vec![latlab_pid]);
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut ipc = Vec::new();
+    let mut pids = Vec::new();
+    while ipc.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+        pids = process_tree(latlab_pid).iter().map(|p| p.pid).collect();
+        ipc = sysv_objects_of(&pids);
+    }
+    cleanup.0.extend(&pids);
+    let _ipc_cleanup = RemoveSysvOnDrop {
+        objects: ipc.clone(),
+        pids: pids.clone(),
+    };
+    assert!(!ipc.is_empty(), "the probe's queue is not visible");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &latlab_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = child.wait_with_output();
+    // What it left: its load directory, its queue, the temporary file beside --json.
+    let temp = dir
+        .path()
+        .join(format!(".out.json.latlab-{latlab_pid}.tmp"));
+    assert!(temp.exists(), "the --json temporary file");
+    assert_eq!(
+        std::fs::read_dir(&loads).unwrap().count(),
+        1,
+        "the load directory"
+    );
+    assert_eq!(sysv_objects_of(&pids), ipc);
+
+    let next = latlab()
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "100ms",
+            "-q",
+            "--no-store",
+            "--no-audit",
+        ])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = text(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("removed what latlab runs that were killed left"),
+        "{err}"
+    );
+    assert!(!temp.exists(), "{err}");
+    assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0, "{err}");
+    assert_eq!(sysv_objects_of(&pids), Vec::<String>::new(), "{err}");
+}
+
+#[test]
+fn a_temporary_file_a_killed_report_left_is_swept_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let report = dir.path().join("report.html");
+    // Killed by the kernel while writing (SIGXFSZ past 40 kB), as by a SIGKILL.
+    let killed = std::process::Command::new("prlimit")
+        .arg("--fsize=40000")
+        .arg(latlab_path())
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    let temps = || -> Vec<PathBuf> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+            .collect()
+    };
+    assert_eq!(temps().len(), 1, "the killed report's temporary file");
+    let next = latlab()
+        .args(["report", "last", "-o"])
+        .arg(&report)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = text(&next.stderr);
+    assert!(next.status.success(), "{err}");
+    assert!(
+        err.contains("removed what latlab runs that were killed left"),
+        "{err}"
+    );
+    assert_eq!(temps(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let out = {
+        let _guard = serial();
+        latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "200ms",
+                "-q",
+                "--no-audit",
+                "--store",
+            ])
+            .arg(&store)
+            .args(["--json", "/dev/full"])
+            .output()
+            .unwrap()
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("--json"), "{err}");
+    Run::from_json(&export_json(&store)).unwrap();
+}
