@@ -10,7 +10,11 @@
 //!
 //! When a wake lands past the following deadline, the periods that passed are counted
 //! as missed and the loop continues at the next future deadline (cyclictest skips them
-//! silently). `samples + missed_periods` always equals the periods elapsed.
+//! silently). `samples + missed_periods` always equals the periods elapsed. A relative
+//! schedule has no fixed deadlines: there, every whole period a sleep overslept is
+//! missed, and what remains of the schedule's lag (the fractions of a period, the
+//! loop's own time between sleeps) is the drift, so each period of the measured span
+//! is accounted once: `samples + missed_periods + drift / period` = periods elapsed.
 
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -242,11 +246,12 @@ impl Worker for TimerWorker {
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         let s = &self.summary;
         let rec = &self.recorder;
-        let period = self.settings.period_ns.0;
-        let drift = self.settings.method.is_relative().then(|| {
-            // Where a drift-free schedule would have put the last wake-up.
-            Nanos(s.last_wake - (s.origin + s.sleeps as i64 * period))
-        });
+        let drift = self
+            .settings
+            .method
+            .is_relative()
+            .then(|| relative_drift(s, rec.samples(), self.settings.period_ns.0))
+            .flatten();
         let histogram = rec.histogram();
         let stream = Stream {
             probe: "timer".to_string(),
@@ -262,8 +267,8 @@ impl Worker for TimerWorker {
             early_wakes: rec.early_wakes(),
             first_sample_ns: s.first_sample.map(Nanos),
             warm_up_samples: s.warm_up_samples,
-            drift_ns: drift.filter(|_| s.sleeps > 0),
-            elapsed_ns: Nanos((s.last_wake - s.measured_from).max(0)),
+            drift_ns: drift.map(Nanos),
+            elapsed_ns: Nanos(s.elapsed()),
             timer_slack_ns: self.placement.timer_slack_ns,
             page_faults: self.page_faults,
             stats: Statistics::compute(rec.sums(), &histogram),
@@ -325,18 +330,29 @@ pub struct LoopSummary {
     pub overrun_wakes: u64,
     /// The very first sample (even if in the warm-up).
     pub first_sample: Option<i64>,
-    /// Clock reading of the schedule's origin (window start, or the first clock read
-    /// before a relative sleep).
-    pub origin: i64,
-    /// Sleeps completed (warm-up included).
-    pub sleeps: u64,
-    /// Start of the measured span.
+    /// Start of the measured span: the end of the warm-up, or for relative sleeps the
+    /// clock read before the first measured sleep (their schedule starts there).
     pub measured_from: i64,
-    /// The last wake-up.
+    /// The last measured wake-up.
     pub last_wake: i64,
     /// Offset and value of the sample over the break-trace limit, and whether this
     /// thread was the one that wrote the trace marker.
     pub breaktrace: Option<(i64, i64, bool)>,
+}
+
+impl LoopSummary {
+    /// The measured span, from its start to the last measured wake-up, ns.
+    pub fn elapsed(&self) -> i64 {
+        (self.last_wake - self.measured_from).max(0)
+    }
+}
+
+/// How far a relative schedule's last wake-up lies behind a drift-free schedule of its
+/// samples and missed periods from the start of the measured span: the lag that is not
+/// whole missed periods (`None` before the first measured sample).
+pub fn relative_drift(summary: &LoopSummary, samples: u64, period: i64) -> Option<i64> {
+    let accounted = (samples + summary.missed_periods) as i64 * period;
+    (samples > 0).then(|| summary.elapsed() - accounted)
 }
 
 /// The measuring loop, written once for every sleep method.
@@ -355,34 +371,40 @@ pub fn measure_loop<S: WakeSource>(
 ) -> Result<(), RtError> {
     let period = config.period;
     let window = config.window;
-    let measured_from = window.warm_up_end;
+    let warm_up_end = window.warm_up_end;
     let end = window.end.unwrap_or(i64::MAX);
     let mut next = window.start + period;
     *summary = LoopSummary {
-        origin: window.start,
-        measured_from,
-        last_wake: measured_from,
+        measured_from: warm_up_end,
+        last_wake: warm_up_end,
         ..LoopSummary::default()
     };
     source.arm(next, period)?;
-    let mut origin_set = !config.relative;
+    let mut span_started = !config.relative;
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
         let expected = if config.relative {
-            let before = source.now_ns();
-            if !origin_set {
-                summary.origin = before;
-                origin_set = true;
-            }
-            before + period
+            source.now_ns() + period
         } else {
             next
         };
         if expected > end {
             return Ok(());
         }
+        // A relative sleep belongs to the warm-up when it begins before the warm-up
+        // ends; the first one after starts the measured span (and its schedule).
+        let warm_up = match config.relative {
+            true => expected - period < warm_up_end,
+            false => expected <= warm_up_end,
+        };
+        if !warm_up && !span_started {
+            summary.measured_from = expected - period;
+            summary.last_wake = summary.measured_from;
+            span_started = true;
+        }
+        let measured_from = summary.measured_from;
         // An interruption resumes the same wait (a relative sleep with what remained),
         // unless it came to stop the run.
         let wake = loop {
@@ -400,10 +422,13 @@ pub fn measure_loop<S: WakeSource>(
             Some(n) => n.max(1),
             None => 1 + (sample.max(0) / period) as u64,
         };
-        // Only deadlines inside the measured span count as missed.
-        let missed = missed_in_window(expected, consumed, period, measured_from, end);
-        summary.sleeps += 1;
-        summary.last_wake = wake.at_ns;
+        // Only deadlines inside the measured span count as missed. A relative
+        // schedule's span ends at its last wake, so all its whole periods count.
+        let missed = match config.relative {
+            true if warm_up => 0,
+            true => consumed - 1,
+            false => missed_in_window(expected, consumed, period, warm_up_end, end),
+        };
         if summary.first_sample.is_none() {
             summary.first_sample = Some(sample);
         }
@@ -412,11 +437,12 @@ pub fn measure_loop<S: WakeSource>(
             summary.missed_periods += missed;
             summary.overrun_wakes += 1;
         }
-        if expected <= measured_from {
+        if warm_up {
             summary.warm_up_samples += 1;
             live.publish_missed(missed);
             continue;
         }
+        summary.last_wake = wake.at_ns;
         let at = expected - measured_from;
         recorder.record(sample, at);
         live.publish(sample, missed);
@@ -651,7 +677,7 @@ mod tests {
         let mut sim = SimulatedTimer::new(&[100, 200, 300, 400]);
         sim.loop_cost = 50;
         let (rec, sum) = run(&mut sim, true, 0, 4);
-        let drift = sum.last_wake - (sum.origin + sum.sleeps as i64 * P);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
         assert!(rec.samples() <= 4);
         let lags: i64 = [100, 200, 300, 400][..rec.samples() as usize].iter().sum();
         assert!(drift >= lags, "drift {drift} < lags {lags}");
@@ -664,6 +690,35 @@ mod tests {
         let (_, sum) = run(&mut sim, true, 0, 10);
         assert_eq!(sum.missed_periods, 2);
         assert_eq!(sum.overrun_wakes, 1);
+    }
+
+    #[test]
+    fn rel_counts_a_missed_period_once_not_also_in_the_drift() {
+        // The second sleep overslept by 2 periods and 1 ns: 2 periods missed, and the
+        // drift is only what is left of the lags (10 + 1 + 10 ns).
+        let mut sim = SimulatedTimer::new(&[10, 2 * P + 1, 10]);
+        let (rec, sum) = run(&mut sim, true, 0, 10);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
+        assert_eq!((rec.samples(), sum.missed_periods, drift), (7, 2, 21));
+        assert_eq!(
+            (rec.samples() + sum.missed_periods) as i64 * P + drift,
+            sum.elapsed(),
+            "samples + missed + drift / period = periods elapsed"
+        );
+    }
+
+    #[test]
+    fn rel_warm_up_leaves_its_missed_periods_and_lag_out_of_the_span() {
+        // A warm-up sleep 3 periods late: neither its missed periods nor its lag
+        // belong to the measured span, which starts with the first sleep after it.
+        let mut sim = SimulatedTimer::new(&[3 * P + 5, 7, 7, 7, 7]);
+        let (rec, sum) = run(&mut sim, true, 2 * P, 6);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
+        assert_eq!(sum.warm_up_samples, 1);
+        assert_eq!(sum.missed_periods, 0);
+        assert_eq!(sum.measured_from, 4 * P + 5);
+        assert_eq!(drift, 7 * rec.samples() as i64);
+        assert_eq!(rec.timeline().count.iter().sum::<u64>(), rec.samples());
     }
 
     #[test]

@@ -1,0 +1,75 @@
+//! End-to-end tests that latlab's own accounting adds up: every period counted once,
+//! timelines as long as the span, the measured time stated as measured, warnings only
+//! where they apply, and every wait outside the measured loop stoppable. Invariants and
+//! ground truths created here only, never absolute latencies (these are noisy VMs).
+
+use assert_cmd::Command;
+use latlab_model::run::{Run, Stream};
+use std::sync::Mutex;
+
+/// Measurements share two CPUs; running them one at a time keeps each within its span.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").expect("binary built")
+}
+
+/// Runs `latlab run` with `args` plus quiet/no-store/JSON to a temp file; returns the
+/// exit code, the parsed Run and the human output.
+fn measure(args: &[&str]) -> (i32, Run, String) {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = latlab()
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let parsed = Run::from_json(&text).expect("the Run parses back into the model");
+    (
+        out.status.code().unwrap_or(-1),
+        parsed,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn only_stream(run: &Run) -> &Stream {
+    assert_eq!(run.streams.len(), 1, "one stream expected");
+    &run.streams[0]
+}
+
+#[test]
+fn rel_accounts_each_period_once_at_a_period_the_machine_cannot_sustain() {
+    // No relative sleep returns within 1 µs: nearly every sleep misses periods.
+    let (code, run, _) = measure(&["-c", "0", "-p", "1us", "-d", "500ms", "--method", "rel"]);
+    assert_eq!(code, 0);
+    let s = only_stream(&run);
+    assert!(
+        s.missed_periods > 0,
+        "the period must be unsustainable here"
+    );
+    let drift = s.drift_ns.expect("rel reports drift").0;
+    let period = s.period_ns.0;
+    // samples + missed + drift / period = periods elapsed, in ns to stay exact.
+    assert_eq!(
+        (s.samples + s.missed_periods) as i64 * period + drift,
+        s.elapsed_ns.0,
+        "samples {} + missed {} periods of {period} ns + drift {drift} ns != elapsed {} ns",
+        s.samples,
+        s.missed_periods,
+        s.elapsed_ns.0
+    );
+    assert!(drift >= 0, "the loop's own time only adds lag: {drift}");
+}
