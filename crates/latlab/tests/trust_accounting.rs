@@ -73,3 +73,32 @@ fn rel_accounts_each_period_once_at_a_period_the_machine_cannot_sustain() {
     );
     assert!(drift >= 0, "the loop's own time only adds lag: {drift}");
 }
+
+/// A run of N whole timeline intervals has N of them, whose counts add up to the
+/// samples (the sample due at the very end belongs to the last one).
+fn assert_whole_intervals(stream: &Stream, intervals: usize) {
+    let t = &stream.timeline;
+    assert_eq!(
+        t.count.len(),
+        intervals,
+        "{}: timeline {:?} for {intervals} intervals",
+        stream.label(),
+        t.count
+    );
+    assert_eq!(t.max_ns.len(), intervals);
+    assert_eq!(t.count.iter().sum::<u64>(), stream.samples);
+}
+
+#[test]
+fn timeline_of_n_whole_intervals_has_n_entries_not_one_more() {
+    let (code, run, _) = measure(&["-c", "0", "-p", "1ms", "-d", "1s", "--interval", "250ms"]);
+    assert_eq!(code, 0);
+    assert_whole_intervals(only_stream(&run), 4);
+    // The probes with their own schedules: a partner pair, a sampling probe, and
+    // timer signals (their timeline interval is 1 s).
+    for probe in ["msg", "clock", "signal"] {
+        let (code, run, _) = measure(&["--probe", probe, "-c", "0", "-d", "1s"]);
+        assert_eq!(code, 0, "{probe}");
+        assert_whole_intervals(only_stream(&run), 1);
+    }
+}

@@ -177,15 +177,17 @@ impl Worker for ClockWorker {
     ) -> Result<(), RtError> {
         let period = self.setup.period.0.max(1);
         let faults_before = memory::thread_page_faults();
-        let mut due = window.start;
+        // Bursts are due at the end of each period, as every probe's samples are: the
+        // last one at the end of the window (see `Window`).
+        let mut due = window.start + period;
         let mut last = window.start;
-        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due <= end) {
             match wake::sleep_until(Clock::Monotonic, due) {
                 Ok(()) => {}
                 Err(WaitError::Interrupted) => continue,
                 Err(WaitError::Failed(e)) => return Err(e),
             }
-            let measured = due >= window.warm_up_end;
+            let measured = due > window.warm_up_end;
             let taken = self.burst(due - window.warm_up_end, measured, live);
             if !measured {
                 self.warm_up_samples += taken;

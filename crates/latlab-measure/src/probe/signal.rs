@@ -299,7 +299,7 @@ impl SignalWorker {
     /// Records one sample from `t` (the instant it spans from) to `t2`.
     #[inline(always)]
     fn take(&mut self, t: i64, t2: i64, measured_from: i64, live: &LiveStats) -> bool {
-        if t < measured_from {
+        if t <= measured_from {
             self.warm_up_samples += 1;
             return false;
         }
@@ -312,7 +312,8 @@ impl SignalWorker {
         true
     }
 
-    /// Timer signals from `window.start` every `period` until the window ends.
+    /// Timer signals every `period` from one period after `window.start` until the
+    /// window ends (due at the end of each period, as every probe's samples are).
     fn timer_pass(
         &mut self,
         window: &Window,
@@ -321,10 +322,10 @@ impl SignalWorker {
         live: &LiveStats,
     ) -> Result<Pass, RtError> {
         let timer = ThreadTimer::new(self.target.signo, self.target.tid)?;
-        timer.arm(window.start, period)?;
+        let mut due = window.start + period;
+        timer.arm(due, period)?;
         let mut pass = Pass::default();
-        let mut due = window.start;
-        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due <= end) {
             let Some(r) = self.wait()? else { continue };
             if r.code != sigwait::SI_TIMER {
                 continue; // the same signal number from elsewhere: not an expiry
@@ -335,7 +336,7 @@ impl SignalWorker {
             // Expiries while the signal was pending: missed (those in the measured span).
             let overrun = r.overrun as i64;
             let lost_measured = (1..=overrun)
-                .filter(|k| due + k * period >= window.warm_up_end)
+                .filter(|k| due + k * period > window.warm_up_end)
                 .count() as u64;
             pass.missed += lost_measured;
             live.publish_missed(lost_measured);
@@ -450,7 +451,7 @@ impl Worker for SignalWorker {
         let start = Clock::Monotonic.now_ns() + 2 * period;
         let window = Window {
             start,
-            warm_up_end: start + period / 2,
+            warm_up_end: start + period + period / 2,
             end: Some(start + 6 * period),
         };
         self.pass(&window, period, stop, live)?;
