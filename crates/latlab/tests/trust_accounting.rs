@@ -5,7 +5,9 @@
 
 use assert_cmd::Command;
 use latlab_model::run::{Run, Stream};
+use std::process::Stdio;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Measurements share two CPUs; running them one at a time keeps each within its span.
 static MEASURING: Mutex<()> = Mutex::new(());
@@ -43,6 +45,66 @@ fn measure(args: &[&str]) -> (i32, Run, String) {
         parsed,
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// What an interrupted run left.
+struct Interrupted {
+    code: Option<i32>,
+    /// The Run written, if any.
+    run: Option<Run>,
+    stdout: String,
+    stderr: String,
+    /// From spawning the process to its exit.
+    lifetime: Duration,
+    /// From the signal to the exit.
+    stop_took: Duration,
+}
+
+/// Starts `latlab run ARGS -q --no-store --json FILE`, sends `signal` to it (by its
+/// pid) after `after`, and waits for it to end (killing it after 20 s, so a run that
+/// ignores the signal fails the test instead of hanging it).
+fn interrupt(args: &[&str], after: Duration, signal: i32) -> Interrupted {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let spawned = Instant::now();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let sent = Instant::now();
+    let rc = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    while child.try_wait().unwrap().is_none() && sent.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+    }
+    let stop_took = sent.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let lifetime = spawned.elapsed();
+    let run = std::fs::read_to_string(&json)
+        .ok()
+        .map(|text| Run::from_json(&text).expect("the Run parses back into the model"));
+    Interrupted {
+        code: out.status.code(),
+        run,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        lifetime,
+        stop_took,
+    }
 }
 
 fn only_stream(run: &Run) -> &Stream {
@@ -101,4 +163,43 @@ fn timeline_of_n_whole_intervals_has_n_entries_not_one_more() {
         assert_eq!(code, 0, "{probe}");
         assert_whole_intervals(only_stream(&run), 1);
     }
+}
+
+#[test]
+fn phase_time_is_the_measured_span_without_set_up_or_warm_up() {
+    let (code, run, _) = measure(&["-c", "0", "-d", "1s", "--warm-up", "500ms"]);
+    assert_eq!(code, 0);
+    assert_eq!(run.phases.len(), 1);
+    assert_eq!(
+        run.phases[0].elapsed_ns.0, 1_000_000_000,
+        "a run of -d 1s measured 1 s, whatever set-up and warm-up took"
+    );
+}
+
+#[test]
+fn interrupted_phase_time_is_what_was_measured() {
+    let warm_up = Duration::from_millis(300);
+    let end = interrupt(
+        &["-c", "0", "-d", "0", "--warm-up", "300ms"],
+        Duration::from_millis(1200),
+        2,
+    );
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    let run = end.run.expect("the interrupted run is written");
+    assert!(run.interrupted);
+    let phase = run.phases[0].elapsed_ns;
+    let stream = only_stream(&run);
+    // Nothing is measured before the process starts or its warm-up ends, nor after
+    // it exits; and the phase covers every stream's measured span.
+    assert!(
+        phase.0 as u128 <= (end.lifetime - warm_up).as_nanos(),
+        "phase {phase} longer than the process lived ({:?}) minus its warm-up",
+        end.lifetime
+    );
+    assert!(
+        phase >= stream.elapsed_ns,
+        "{phase} < {}",
+        stream.elapsed_ns
+    );
+    assert!(stream.samples > 0);
 }

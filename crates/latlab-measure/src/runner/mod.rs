@@ -77,6 +77,9 @@ pub struct RunOutcome {
     pub started_at: SystemTime,
     /// Wall-clock end.
     pub ended_at: SystemTime,
+    /// The span measured: from the end of the warm-up to the end of the window, or to
+    /// when measuring stopped if it stopped early (set-up and warm-up excluded).
+    pub measured: Nanos,
     /// Stopped early: by the stop flag, a break trace, or a failing thread.
     pub interrupted: bool,
     /// A measuring thread failed while measuring: the others were stopped and what
@@ -112,10 +115,12 @@ pub trait RunObserver {
 enum ThreadEnd {
     /// Set-up failed or the run was aborted: nothing measured.
     Nothing,
-    /// It measured; `failure` says why it stopped early, if it failed.
+    /// It measured until `stopped_at` (on the probe's clock); `failure` says why it
+    /// stopped early, if it failed.
     Measured {
         worker: Box<dyn Worker>,
         failure: Option<String>,
+        stopped_at: i64,
     },
 }
 
@@ -193,16 +198,13 @@ fn measuring_thread(
             return ThreadEnd::Measured {
                 worker,
                 failure: Some(e.to_string()),
+                stopped_at: start,
             };
         }
     }
-    let request = shared.request;
-    let window = Window {
-        start,
-        warm_up_end: start + request.warm_up.0,
-        end: request.duration.map(|d| start + request.warm_up.0 + d.0),
-    };
+    let window = window_of(shared.request, start);
     let measured = worker.measure(&window, &shared.halt, live);
+    let stopped_at = shared.probe.clock().now_ns();
     live.finish();
     drop(guards);
     let failure = measured.err().map(|e| {
@@ -211,7 +213,29 @@ fn measuring_thread(
     });
     // Encoding the results needs far more stack than measuring: `finish` runs on the
     // coordinating thread.
-    ThreadEnd::Measured { worker, failure }
+    ThreadEnd::Measured {
+        worker,
+        failure,
+        stopped_at,
+    }
+}
+
+/// The window every thread measures, from the common start instant.
+fn window_of(request: &RunRequest, start: i64) -> Window {
+    let warm_up_end = start + request.warm_up.0;
+    Window {
+        start,
+        warm_up_end,
+        end: request.duration.map(|d| warm_up_end + d.0),
+    }
+}
+
+/// The span measured: from the end of the warm-up to the last thread's stop, or to
+/// the end of the window when they ran past it (a last wake-up comes after the end).
+fn measured_span(window: &Window, stopped_at: impl Iterator<Item = i64>) -> Nanos {
+    let stopped = stopped_at.max().unwrap_or(window.start);
+    let until = window.end.map_or(stopped, |end| stopped.min(end));
+    Nanos((until - window.warm_up_end).max(0))
 }
 
 /// Runs `probe` as `request` says. `live` must hold one entry per CPU; `observer`
@@ -237,7 +261,7 @@ pub fn run_probe(
     };
     let mut notices = setup.notices.clone();
     let started_at = SystemTime::now();
-    let ends = std::thread::scope(|scope| -> Result<Vec<ThreadEnd>, RunError> {
+    let (ends, start) = std::thread::scope(|scope| -> Result<(Vec<ThreadEnd>, i64), RunError> {
         let abort_on_exit = AbortOnDrop(&shared.gate);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(n);
@@ -266,18 +290,19 @@ pub fn run_probe(
             .then(|| affinity::AffinityGuard::apply(&others).ok())
             .flatten();
         let lead = START_LEAD.0 + START_LEAD_PER_THREAD.0 * n as i64;
-        shared.gate.open(Go::Start(probe.clock().now_ns() + lead));
+        let start = probe.clock().now_ns() + lead;
+        shared.gate.open(Go::Start(start));
         drop(abort_on_exit);
         watch(&shared, &handles, stop, live, observer);
-        Ok(handles
+        let ends = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(ThreadEnd::Nothing))
-            .collect())
+            .collect();
+        Ok((ends, start))
     })?;
     let ended_at = SystemTime::now();
-    Ok(finish(
-        ends, request, setup, notices, started_at, ended_at, stop, &shared,
-    ))
+    let span = (started_at, ended_at, window_of(request, start));
+    Ok(finish(ends, request, setup, notices, span, stop, &shared))
 }
 
 /// Waits for every thread's set-up report; the first failure ends the run.
@@ -342,22 +367,30 @@ fn watch(
 }
 
 /// Turns what the threads handed back into the outcome.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     ends: Vec<ThreadEnd>,
     request: &RunRequest,
     setup: &SystemSetup,
     mut notices: Vec<Notice>,
-    started_at: SystemTime,
-    ended_at: SystemTime,
+    (started_at, ended_at, window): (SystemTime, SystemTime, Window),
     stop: &AtomicBool,
     shared: &Shared<'_>,
 ) -> RunOutcome {
+    let measured = measured_span(
+        &window,
+        ends.iter().filter_map(|end| match end {
+            ThreadEnd::Measured { stopped_at, .. } => Some(*stopped_at),
+            ThreadEnd::Nothing => None,
+        }),
+    );
     let mut streams = Vec::with_capacity(ends.len());
     let mut events = Vec::new();
     let mut failure = None;
     for end in ends {
-        if let ThreadEnd::Measured { worker, failure: f } = end {
+        if let ThreadEnd::Measured {
+            worker, failure: f, ..
+        } = end
+        {
             let (stream, ev) = worker.finish(&request.phase);
             streams.push(stream);
             events.extend(ev);
@@ -386,7 +419,40 @@ fn finish(
         conditions,
         started_at,
         ended_at,
+        measured,
         interrupted: stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed),
         failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_span_excludes_warm_up_and_what_ran_past_the_end() {
+        let window = Window {
+            start: 0,
+            warm_up_end: 100,
+            end: Some(1_100),
+        };
+        // Ran to the end: the last wake-ups came after it.
+        assert_eq!(
+            measured_span(&window, [1_105, 1_120].into_iter()),
+            Nanos(1_000)
+        );
+        // Stopped early: what was measured until the last thread stopped.
+        assert_eq!(measured_span(&window, [600, 650].into_iter()), Nanos(550));
+        // Stopped in the warm-up, or nothing measured at all.
+        assert_eq!(measured_span(&window, [50].into_iter()), Nanos(0));
+        assert_eq!(measured_span(&window, std::iter::empty()), Nanos(0));
+        let until_stopped = Window {
+            end: None,
+            ..window
+        };
+        assert_eq!(
+            measured_span(&until_stopped, [5_000].into_iter()),
+            Nanos(4_900)
+        );
     }
 }
