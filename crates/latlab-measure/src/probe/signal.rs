@@ -296,15 +296,19 @@ struct Pass {
 }
 
 impl SignalWorker {
-    /// Records one sample from `t` (the instant it spans from) to `t2`.
+    /// Records one sample from `t` (the instant it spans from) to `t2`, placed in the
+    /// window at `t`. A queued signal's `t` is when it was sent, not when it was due: a
+    /// sender running late can stamp the last one past the window's end, where it still
+    /// belongs to the window's last interval.
     #[inline(always)]
-    fn take(&mut self, t: i64, t2: i64, measured_from: i64, live: &LiveStats) -> bool {
-        if t <= measured_from {
+    fn take(&mut self, t: i64, t2: i64, window: &Window, live: &LiveStats) -> bool {
+        if t <= window.warm_up_end {
             self.warm_up_samples += 1;
             return false;
         }
         let sample = t2 - t;
-        self.recorder.record(sample, t - measured_from);
+        let placed = window.end.map_or(t, |end| t.min(end));
+        self.recorder.record(sample, placed - window.warm_up_end);
         live.publish(sample, 0);
         if self.first.is_none() {
             self.first = Some(Nanos(sample));
@@ -330,7 +334,7 @@ impl SignalWorker {
             if r.code != sigwait::SI_TIMER {
                 continue; // the same signal number from elsewhere: not an expiry
             }
-            if self.take(due, r.at_ns, window.warm_up_end, live) {
+            if self.take(due, r.at_ns, window, live) {
                 pass.measured += 1;
             }
             // Expiries while the signal was pending: missed (those in the measured span).
@@ -383,7 +387,7 @@ impl SignalWorker {
             // t1 travelled as the low bits of an address-sized value: exact on 64-bit,
             // and on 32-bit for any sample below 4 s.
             let t1 = r.at_ns - (r.at_ns as usize).wrapping_sub(r.value) as i64;
-            if self.take(t1, r.at_ns, window.warm_up_end, live) {
+            if self.take(t1, r.at_ns, window, live) {
                 pass.measured += 1;
             }
             pass.last = r.at_ns;
