@@ -122,7 +122,7 @@ impl Notice {
     pub fn degrades(&self) -> bool {
         matches!(
             self,
-            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. }
+            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. } | Notice::MemoryLockSkipped
         )
     }
 
@@ -221,7 +221,8 @@ impl fmt::Display for Notice {
             }
             Notice::MemoryLockSkipped => write!(
                 f,
-                "memory not locked (--no-mlock): page faults can land in the measurement"
+                "memory not locked (--no-mlock): page faults can land in the measurement, so \
+                 these are not real-time results; leave out --no-mlock to lock it"
             ),
             Notice::DmaLatencyUnavailable { reason } => write!(
                 f,
@@ -280,5 +281,16 @@ impl fmt::Display for Notice {
                  be one bucket off"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_mlock_is_degraded() {
+        assert!(Notice::MemoryLockSkipped.degrades());
+        assert!(Notice::MemoryLockSkipped.to_warning().degrades);
     }
 }

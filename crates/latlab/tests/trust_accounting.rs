@@ -143,7 +143,8 @@ fn assert_whole_intervals(stream: &Stream, intervals: usize) {
     assert_eq!(
         t.count.len(),
         intervals,
-        "{}: timeline {:?} for {intervals} intervals",
+        "{} on {}: timeline {:?} for {intervals} intervals",
+        stream.probe,
         stream.label(),
         t.count
     );
@@ -202,4 +203,17 @@ fn interrupted_phase_time_is_what_was_measured() {
         stream.elapsed_ns
     );
     assert!(stream.samples > 0);
+}
+
+fn warning<'a>(run: &'a Run, code: &str) -> Option<&'a latlab_model::run::Warning> {
+    run.warnings.iter().find(|w| w.code == code)
+}
+
+#[test]
+fn no_mlock_run_is_marked_degraded() {
+    let (code, run, out) = measure(&["-c", "0", "-d", "200ms", "--no-mlock"]);
+    assert_eq!(code, 0);
+    assert!(run.degraded, "--no-mlock is not a real-time run");
+    assert!(warning(&run, "memory-lock-skipped").is_some_and(|w| w.degrades));
+    assert!(out.contains("DEGRADED"), "{out}");
 }
