@@ -77,6 +77,13 @@ pub enum Notice {
         /// Total.
         count: u64,
     },
+    /// The probe read a clock that advances in coarse steps: its samples are mostly 0.
+    CoarseClock {
+        /// The clock's name.
+        clock: String,
+        /// Its resolution (`clock_getres`).
+        resolution: Nanos,
+    },
     /// A background load ended before it was stopped.
     LoadEndedEarly {
         /// The load.
@@ -114,6 +121,7 @@ impl Notice {
             Notice::Saturated { .. } => "saturated-counts",
             Notice::MeasuringFailed { .. } => "measuring-failed",
             Notice::PageFaults { .. } => "page-faults",
+            Notice::CoarseClock { .. } => "coarse-clock",
             Notice::LoadEndedEarly { .. } => "load-ended-early",
         }
     }
@@ -265,6 +273,13 @@ impl fmt::Display for Notice {
                 f,
                 "the measuring threads took {count} page fault(s) inside the measured span; \
                  each can delay a wake-up: lock memory (run as root) and avoid --no-mlock"
+            ),
+            Notice::CoarseClock { clock, resolution } => write!(
+                f,
+                "{clock} advances in steps of {resolution} (clock_getres; coarse clocks tick \
+                 once per jiffy): back-to-back reads almost always return the same value, so \
+                 its samples are 0 ns except where a tick fell between two reads. They show \
+                 the clock's granularity, not what a read costs"
             ),
             Notice::LoadEndedEarly { load, how } => write!(
                 f,

@@ -217,3 +217,18 @@ fn no_mlock_run_is_marked_degraded() {
     assert!(warning(&run, "memory-lock-skipped").is_some_and(|w| w.degrades));
     assert!(out.contains("DEGRADED"), "{out}");
 }
+
+#[test]
+fn coarse_clock_probe_says_its_zeros_are_the_clocks_resolution() {
+    for clock in ["realtime-coarse", "monotonic-coarse"] {
+        let spec = format!("clock:clock={clock}");
+        let (code, run, out) = measure(&["--probe", &spec, "-c", "0", "-d", "300ms"]);
+        assert_eq!(code, 0);
+        let note = warning(&run, "coarse-clock").unwrap_or_else(|| panic!("{clock}: {out}"));
+        assert!(note.message.contains(clock) && note.message.contains("jiffy"));
+        assert!(!note.degrades);
+        assert!(out.contains("coarse-clock"), "{out}");
+    }
+    let (_, fine, _) = measure(&["--probe", "clock:clock=monotonic", "-c", "0", "-d", "300ms"]);
+    assert!(warning(&fine, "coarse-clock").is_none());
+}

@@ -11,6 +11,7 @@
 use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
+use crate::notice::Notice;
 use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::Nanos;
@@ -90,6 +91,21 @@ struct ClockProbe {
 impl Probe for ClockProbe {
     fn name(&self) -> &'static str {
         INFO.name
+    }
+
+    fn notices(&self) -> Vec<Notice> {
+        // A clock coarser than a microsecond cannot time its own back-to-back reads.
+        let coarse = match self.source {
+            Source::Posix(id) => clock::resolution_ns(id).filter(|&ns| ns > 1_000),
+            Source::Tsc => None,
+        };
+        coarse
+            .map(|ns| Notice::CoarseClock {
+                clock: self.setup.param("clock").to_string(),
+                resolution: Nanos(ns),
+            })
+            .into_iter()
+            .collect()
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {

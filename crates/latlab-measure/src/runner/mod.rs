@@ -411,6 +411,7 @@ fn finish(
     if let Some(f) = &failure {
         notices.push(Notice::MeasuringFailed { reason: f.clone() });
     }
+    notices.extend(shared.probe.notices());
     notices.extend(Notice::from_streams(&streams));
     RunOutcome {
         streams,
