@@ -76,6 +76,9 @@ pub enum Notice {
     PageFaults {
         /// Total.
         count: u64,
+        /// Memory was locked for the run (so the faults were first touches the
+        /// rehearsal did not reach, not pages evicted for want of a lock).
+        memory_locked: bool,
     },
     /// The probe read a clock that advances in coarse steps: its samples are mostly 0.
     CoarseClock {
@@ -143,8 +146,8 @@ impl Notice {
         }
     }
 
-    /// The notices that follow from what the streams measured.
-    pub fn from_streams(streams: &[Stream]) -> Vec<Notice> {
+    /// The notices that follow from what the streams measured, in `context`.
+    pub fn from_streams(streams: &[Stream], context: &StreamContext) -> Vec<Notice> {
         let mut out = Vec::new();
         let early: u64 = streams.iter().map(|s| s.early_wakes).sum();
         if early > 0 {
@@ -184,7 +187,10 @@ impl Notice {
         }
         let faults: u64 = streams.iter().map(|s| s.page_faults).sum();
         if faults > 0 {
-            out.push(Notice::PageFaults { count: faults });
+            out.push(Notice::PageFaults {
+                count: faults,
+                memory_locked: context.memory_locked,
+            });
         }
         let clamped: u64 = streams.iter().map(|s| s.histogram.clamped).sum();
         if clamped > 0 {
@@ -196,6 +202,13 @@ impl Notice {
         }
         out
     }
+}
+
+/// What the notices about the streams depend on besides the streams themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamContext {
+    /// Memory was locked for the run.
+    pub memory_locked: bool,
 }
 
 impl fmt::Display for Notice {
@@ -269,10 +282,24 @@ impl fmt::Display for Notice {
                 "{reason}; every thread was stopped and the figures cover what was measured \
                  until then"
             ),
-            Notice::PageFaults { count } => write!(
+            Notice::PageFaults {
+                count,
+                memory_locked: true,
+            } => write!(
                 f,
-                "the measuring threads took {count} page fault(s) inside the measured span; \
-                 each can delay a wake-up: lock memory (run as root) and avoid --no-mlock"
+                "the measuring threads took {count} page fault(s) inside the measured span \
+                 although memory was locked: code or data touched there for the first time, \
+                 each fault able to delay a wake-up; --mlock-all locks every mapped page \
+                 before measuring"
+            ),
+            Notice::PageFaults {
+                count,
+                memory_locked: false,
+            } => write!(
+                f,
+                "the measuring threads took {count} page fault(s) inside the measured span, \
+                 each able to delay a wake-up: memory was not locked (see the warning about \
+                 it for the fix)"
             ),
             Notice::CoarseClock { clock, resolution } => write!(
                 f,
@@ -302,6 +329,50 @@ impl fmt::Display for Notice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::catalogue::{self, Measured};
+    use crate::probe::{clock, Placement};
+
+    /// A timer stream at `policy` that missed `missed` periods, its latest wake-up
+    /// `latest` late, with `page_faults`.
+    fn timer_stream(policy: SchedSpec, missed: u64, latest: i64, page_faults: u64) -> Stream {
+        let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+        let mut recorder = setup.recorder();
+        recorder.record(latest, 1);
+        let placement = Placement {
+            thread: 0,
+            cpu: Some(0),
+            policy,
+            timer_slack_ns: 0,
+        };
+        let mut stream = catalogue::stream_of(
+            Measured {
+                info: &clock::INFO,
+                setup: &setup,
+                placement: &placement,
+                recorder: &recorder,
+                missed,
+                warm_up_samples: 0,
+                first_sample: None,
+                elapsed: Nanos(1_000_000),
+                page_faults,
+            },
+            "main",
+        );
+        stream.probe = "timer".to_string();
+        stream
+    }
+
+    #[test]
+    fn page_fault_warning_never_tells_root_to_run_as_root() {
+        let stream = timer_stream(SchedSpec::DEFAULT, 0, 1_000, 1);
+        for memory_locked in [true, false] {
+            let context = StreamContext { memory_locked };
+            let notices = Notice::from_streams(std::slice::from_ref(&stream), &context);
+            let faults = notices.iter().find(|n| n.code() == "page-faults").unwrap();
+            let text = faults.to_string();
+            assert!(!text.contains("as root"), "{text}");
+        }
+    }
 
     #[test]
     fn no_mlock_is_degraded() {

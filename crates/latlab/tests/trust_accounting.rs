@@ -232,3 +232,50 @@ fn coarse_clock_probe_says_its_zeros_are_the_clocks_resolution() {
     let (_, fine, _) = measure(&["--probe", "clock:clock=monotonic", "-c", "0", "-d", "300ms"]);
     assert!(warning(&fine, "coarse-clock").is_none());
 }
+
+/// Puts tracefs's `tracing_on` back as it was (a break trace stops tracing).
+struct TracingOnRestore(Option<(std::path::PathBuf, String)>);
+
+impl TracingOnRestore {
+    fn capture() -> Self {
+        TracingOnRestore(
+            ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+                .into_iter()
+                .map(|root| std::path::Path::new(root).join("tracing_on"))
+                .find_map(|path| Some((path.clone(), std::fs::read_to_string(&path).ok()?))),
+        )
+    }
+}
+
+impl Drop for TracingOnRestore {
+    fn drop(&mut self) {
+        if let Some((path, value)) = &self.0 {
+            let _ = std::fs::write(path, value.trim());
+        }
+    }
+}
+
+/// No stream took a page fault, and no warning tells anyone to run as root.
+fn assert_no_false_fault_warning(run: &Run) {
+    for s in &run.streams {
+        assert_eq!(s.page_faults, 0, "{}: {:?}", s.label(), run.warnings);
+    }
+    for w in &run.warnings {
+        assert!(!w.message.contains("run as root"), "{}", w.message);
+    }
+}
+
+#[test]
+fn interrupted_and_breaktrace_runs_take_no_page_fault_from_stopping() {
+    for signal in [2, 15] {
+        let end = interrupt(&["-c", "0", "-d", "0"], Duration::from_millis(800), signal);
+        assert_eq!(end.code, Some(0), "{}", end.stderr);
+        assert!(!end.stdout.contains("run as root"), "{}", end.stdout);
+        assert_no_false_fault_warning(&end.run.expect("the run is written"));
+    }
+    let _restore = TracingOnRestore::capture();
+    let (code, run, _) = measure(&["-c", "0", "-d", "2s", "-b", "1ns"]);
+    assert_eq!(code, 0);
+    assert_eq!(run.events.len(), 1, "the break trace ended the run");
+    assert_no_false_fault_warning(&run);
+}

@@ -108,6 +108,7 @@ impl Probe for TimerProbe {
             recorder,
             summary: LoopSummary::default(),
             breaktrace: self.breaktrace.clone(),
+            breaktrace_fired: false,
             page_faults: 0,
         }))
     }
@@ -122,10 +123,25 @@ struct TimerWorker {
     recorder: SampleRecorder,
     summary: LoopSummary,
     breaktrace: Option<Arc<BreakTrace>>,
+    /// This thread wrote the trace marker (the first over the limit does).
+    breaktrace_fired: bool,
     page_faults: u64,
 }
 
 impl TimerWorker {
+    /// The trace marker for a sample over the break-trace limit (without allocating).
+    fn marker(&self, sample: i64) -> MarkerBuf {
+        let mut marker = MarkerBuf::new();
+        marker.push(b"latlab breaktrace: thread ");
+        marker.push_int(self.placement.thread as i64);
+        marker.push(b" latency ");
+        marker.push_int(sample);
+        marker.push(b" ns > limit ");
+        marker.push_int(self.settings.breaktrace_ns.unwrap_or_default().0);
+        marker.push(b" ns\n");
+        marker
+    }
+
     /// Runs everything the measured loop will run before it starts: the loop itself on
     /// a replayed script that takes each of its branches (warm-up, on time, early,
     /// interrupted, late by several periods, a periodic timer's overrun count, a
@@ -164,7 +180,6 @@ impl TimerWorker {
                 end: Some(periods * period),
             },
             breaktrace: None,
-            thread: self.placement.thread,
         };
         let mut replay = Sleeper::replay(&script);
         let mut summary = LoopSummary::default();
@@ -175,7 +190,6 @@ impl TimerWorker {
             &mut self.recorder,
             live,
             &rehearsal,
-            None,
             &mut summary,
         )?;
 
@@ -219,7 +233,6 @@ impl Worker for TimerWorker {
             relative: self.settings.method.is_relative(),
             window: *window,
             breaktrace: self.settings.breaktrace_ns.map(|n| n.0),
-            thread: self.placement.thread,
         };
         let Some(mut sleeper) = self.sleeper.take() else {
             return Ok(()); // measured already
@@ -231,15 +244,19 @@ impl Worker for TimerWorker {
             &mut self.recorder,
             live,
             stop,
-            self.breaktrace.as_deref(),
             &mut self.summary,
         );
+        // Counted up to the last wake-up: the trace firing below runs code for the
+        // first time, after the last sample.
         self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        drop(sleeper);
-        if self.summary.breaktrace.is_some() {
+        if let Some((_, sample)) = self.summary.breaktrace {
+            if let Some(bt) = &self.breaktrace {
+                self.breaktrace_fired = bt.fire(self.marker(sample).as_bytes());
+            }
             // Halt every thread of the run, as cyclictest -b does.
             stop.store(true, Ordering::Relaxed);
         }
+        drop(sleeper);
         result
     }
 
@@ -278,7 +295,7 @@ impl Worker for TimerWorker {
         };
         let events = s
             .breaktrace
-            .map(|(at, value, fired_here)| Event {
+            .map(|(at, value)| Event {
                 kind: "breaktrace".to_string(),
                 at_ns: Nanos(at),
                 thread: self.placement.thread,
@@ -290,7 +307,7 @@ impl Worker for TimerWorker {
                     Nanos(value),
                     self.settings.breaktrace_ns.unwrap_or_default(),
                     match &self.breaktrace {
-                        Some(bt) if fired_here => format!(
+                        Some(bt) if self.breaktrace_fired => format!(
                             ", trace marker written and tracing stopped (read {}/trace)",
                             bt.root().display()
                         ),
@@ -315,8 +332,6 @@ pub struct LoopConfig {
     pub window: Window,
     /// Stop when a sample exceeds this many ns.
     pub breaktrace: Option<i64>,
-    /// Thread index (for the trace marker).
-    pub thread: usize,
 }
 
 /// What the loop counted besides the samples themselves.
@@ -335,9 +350,8 @@ pub struct LoopSummary {
     pub measured_from: i64,
     /// The last measured wake-up.
     pub last_wake: i64,
-    /// Offset and value of the sample over the break-trace limit, and whether this
-    /// thread was the one that wrote the trace marker.
-    pub breaktrace: Option<(i64, i64, bool)>,
+    /// Offset and value of the sample over the break-trace limit.
+    pub breaktrace: Option<(i64, i64)>,
 }
 
 impl LoopSummary {
@@ -358,15 +372,14 @@ pub fn relative_drift(summary: &LoopSummary, samples: u64, period: i64) -> Optio
 /// The measuring loop, written once for every sleep method.
 ///
 /// Between `arm` and the end it allocates nothing, takes no lock, prints nothing and
-/// calls the kernel only to sleep and (through the vDSO) to read the clock; the break
-/// trace, when it fires, writes twice to tracefs and ends the loop.
+/// calls the kernel only to sleep and (through the vDSO) to read the clock. A sample
+/// over the break-trace limit ends it; the caller fires the trace.
 pub fn measure_loop<S: WakeSource>(
     source: &mut S,
     config: &LoopConfig,
     recorder: &mut SampleRecorder,
     live: &LiveStats,
     stop: &AtomicBool,
-    breaktrace: Option<&BreakTrace>,
     summary: &mut LoopSummary,
 ) -> Result<(), RtError> {
     let period = config.period;
@@ -446,23 +459,9 @@ pub fn measure_loop<S: WakeSource>(
         let at = expected - measured_from;
         recorder.record(sample, at);
         live.publish(sample, missed);
-        if let Some(limit) = config.breaktrace {
-            if sample > limit {
-                let mut fired_here = false;
-                if let Some(bt) = breaktrace {
-                    let mut marker = MarkerBuf::new();
-                    marker.push(b"latlab breaktrace: thread ");
-                    marker.push_int(config.thread as i64);
-                    marker.push(b" latency ");
-                    marker.push_int(sample);
-                    marker.push(b" ns > limit ");
-                    marker.push_int(limit);
-                    marker.push(b" ns\n");
-                    fired_here = bt.fire(marker.as_bytes());
-                }
-                summary.breaktrace = Some((at, sample, fired_here));
-                return Ok(());
-            }
+        if config.breaktrace.is_some_and(|limit| sample > limit) {
+            summary.breaktrace = Some((at, sample));
+            return Ok(());
         }
     }
 }
@@ -610,7 +609,6 @@ mod tests {
                 end: Some(warm_up + periods * P),
             },
             breaktrace: None,
-            thread: 0,
         };
         let mut recorder = SampleRecorder::new(RecorderLimits {
             top: 4,
@@ -622,16 +620,7 @@ mod tests {
         let mut summary = LoopSummary::default();
         let live = LiveStats::default();
         let stop = AtomicBool::new(false);
-        measure_loop(
-            source,
-            &config,
-            &mut recorder,
-            &live,
-            &stop,
-            None,
-            &mut summary,
-        )
-        .unwrap();
+        measure_loop(source, &config, &mut recorder, &live, &stop, &mut summary).unwrap();
         assert_eq!(live.snapshot().samples, recorder.samples());
         (recorder, summary)
     }
@@ -743,7 +732,6 @@ mod tests {
                 end: None,
             },
             breaktrace: None,
-            thread: 0,
         };
         let mut rec = SampleRecorder::new(RecorderLimits {
             top: 1,
@@ -760,7 +748,6 @@ mod tests {
             &mut rec,
             &LiveStats::default(),
             &stop,
-            None,
             &mut summary,
         )
         .unwrap();
@@ -779,7 +766,6 @@ mod tests {
                 end: Some(100 * P),
             },
             breaktrace: Some(1_000),
-            thread: 0,
         };
         let mut rec = SampleRecorder::new(RecorderLimits {
             top: 1,
@@ -795,12 +781,11 @@ mod tests {
             &mut rec,
             &LiveStats::default(),
             &AtomicBool::new(false),
-            None,
             &mut summary,
         )
         .unwrap();
         assert_eq!(rec.samples(), 3);
-        assert_eq!(summary.breaktrace, Some((3 * P, 5_000, false)));
+        assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
     }
 
     #[test]

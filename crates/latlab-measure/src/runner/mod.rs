@@ -15,7 +15,7 @@ mod setup;
 pub use setup::{policy_of, SystemSetup};
 
 use crate::live::LiveStats;
-use crate::notice::Notice;
+use crate::notice::{Notice, StreamContext};
 use crate::probe::{Probe, Window, Worker};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
@@ -174,6 +174,11 @@ fn measuring_thread(
         worker
             .rehearse(live, &shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
+        // A stop request reaches the thread as the wake signal: run its handler once
+        // now, so its code is resident (and locked) before measuring instead of being
+        // faulted in by the stop, inside the measured span.
+        signal::interrupt_thread(sched::gettid())
+            .map_err(|e| RunError::Runtime(format!("rehearsing a stop request failed: {e}")))?;
         Ok((ready, guards, worker))
     });
     let (guards, mut worker) = match prepared {
@@ -412,7 +417,10 @@ fn finish(
         notices.push(Notice::MeasuringFailed { reason: f.clone() });
     }
     notices.extend(shared.probe.notices());
-    notices.extend(Notice::from_streams(&streams));
+    let context = StreamContext {
+        memory_locked: setup.conditions.memory_locked,
+    };
+    notices.extend(Notice::from_streams(&streams, &context));
     RunOutcome {
         streams,
         events,
@@ -429,6 +437,104 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::catalogue::{self, Measured, ProbeSetup};
+    use crate::probe::{clock, Placement};
+    use crate::record::SampleRecorder;
+    use latlab_rt::RtError;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    /// A probe whose workers note, when measuring begins, how many wake signals the
+    /// process has handled.
+    struct StopRehearsalProbe {
+        handled_at_start: Arc<AtomicU64>,
+    }
+
+    struct StopRehearsalWorker {
+        handled_at_start: Arc<AtomicU64>,
+        setup: ProbeSetup,
+        placement: Placement,
+        recorder: SampleRecorder,
+    }
+
+    impl Probe for StopRehearsalProbe {
+        fn name(&self) -> &'static str {
+            "stop-rehearsal"
+        }
+
+        fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+            let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+            Ok(Box::new(StopRehearsalWorker {
+                handled_at_start: self.handled_at_start.clone(),
+                recorder: setup.recorder(),
+                setup,
+                placement: placement.clone(),
+            }))
+        }
+    }
+
+    impl Worker for StopRehearsalWorker {
+        fn rehearse(&mut self, _: &LiveStats, _: &AtomicBool) -> Result<(), RtError> {
+            Ok(())
+        }
+
+        fn measure(&mut self, _: &Window, _: &AtomicBool, _: &LiveStats) -> Result<(), RtError> {
+            self.handled_at_start
+                .store(signal::wake_signals_handled(), Ordering::Relaxed);
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+            let measured = Measured {
+                info: &clock::INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: 0,
+                first_sample: None,
+                elapsed: Nanos(0),
+                page_faults: 0,
+            };
+            (catalogue::stream_of(measured, phase), Vec::new())
+        }
+    }
+
+    struct Silent;
+
+    impl RunObserver for Silent {
+        fn ready(&mut self, _: &[Notice]) {}
+        fn progress(&mut self, _: &[LiveStats], _: Duration) {}
+        fn refresh_every(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+    }
+
+    #[test]
+    fn a_stop_requests_signal_handler_has_run_before_measuring_so_stopping_faults_nothing_in() {
+        let probe = StopRehearsalProbe {
+            handled_at_start: Arc::new(AtomicU64::new(0)),
+        };
+        let request = RunRequest {
+            cpus: vec![0],
+            policy: SchedSpec::Other { nice: 0 },
+            timer_slack_ns: None,
+            duration: Some(Nanos(1_000_000)),
+            warm_up: Nanos(0),
+            lock_memory: None,
+            dma_latency_us: None,
+            phase: "main".to_string(),
+        };
+        let setup = SystemSetup::apply(None, None);
+        let live = [LiveStats::default()];
+        let stop = AtomicBool::new(false);
+        let outcome = run_probe(&probe, &request, &setup, &stop, &live, &mut Silent).unwrap();
+        assert_eq!(outcome.streams.len(), 1);
+        assert!(
+            probe.handled_at_start.load(Ordering::Relaxed) >= 1,
+            "the wake signal's handler first ran when a stop came, inside the measured span"
+        );
+    }
 
     #[test]
     fn measured_span_excludes_warm_up_and_what_ran_past_the_end() {
