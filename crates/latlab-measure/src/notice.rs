@@ -1,5 +1,6 @@
 //! Warnings a run raises, each telling the user what to do about it.
 
+use crate::facts::FactReader;
 use latlab_model::run::{Stream, Warning};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
@@ -58,6 +59,8 @@ pub enum Notice {
         count: u64,
         /// Per stream label.
         worst: String,
+        /// What most likely held the wake-ups back.
+        cause: MissedCause,
     },
     /// Cycles of a primitive probe without a sample (a partner that did not answer in
     /// time, an inversion that timed out, ...).
@@ -181,7 +184,11 @@ impl Notice {
                 .collect::<Vec<_>>()
                 .join(", ");
             out.push(match wake_ups {
-                true => Notice::MissedPeriods { count, worst },
+                true => Notice::MissedPeriods {
+                    count,
+                    worst,
+                    cause: MissedCause::of(of_kind(), context.rt_throttling),
+                },
                 false => Notice::CyclesWithoutSample { count, worst },
             });
         }
@@ -209,6 +216,110 @@ impl Notice {
 pub struct StreamContext {
     /// Memory was locked for the run.
     pub memory_locked: bool,
+    /// RT throttling in force, if any.
+    pub rt_throttling: Option<RtThrottling>,
+}
+
+/// RT throttling (`kernel.sched_rt_runtime_us`): real-time tasks together may run
+/// `runtime` of every `period` on a CPU; a task busy for longer is stopped for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtThrottling {
+    /// CPU time real-time tasks may use per period.
+    pub runtime: Nanos,
+    /// The throttling period.
+    pub period: Nanos,
+}
+
+impl RtThrottling {
+    /// Reads the sysctls; `None` when throttling is off (`-1`, or a runtime as long as
+    /// the period) or they cannot be read.
+    pub fn read(files: &FactReader) -> Option<RtThrottling> {
+        let micros = |name: &str| {
+            files
+                .read(&format!("/proc/sys/kernel/{name}"))?
+                .parse::<i64>()
+                .ok()
+        };
+        let runtime = micros("sched_rt_runtime_us")?;
+        let period = micros("sched_rt_period_us")?;
+        (0..period).contains(&runtime).then(|| RtThrottling {
+            runtime: Nanos(runtime * 1_000),
+            period: Nanos(period * 1_000),
+        })
+    }
+}
+
+/// Why periods passed without a wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissedCause {
+    /// Nothing known explains them: the wake-ups themselves came too late.
+    PeriodTooShort,
+    /// RT throttling stopped a real-time measuring thread.
+    RtThrottling {
+        /// The throttling in force.
+        throttling: RtThrottling,
+        /// The latest wake-up of the threads it applied to.
+        latest: Nanos,
+    },
+    /// A SCHED_DEADLINE measuring thread used up its runtime.
+    DeadlineBudget {
+        /// Runtime per period.
+        runtime: Nanos,
+        /// Its period.
+        period: Nanos,
+        /// The latest wake-up of the threads it applied to.
+        latest: Nanos,
+    },
+}
+
+impl MissedCause {
+    /// The cause for streams that missed periods. A stopped thread wakes about as late
+    /// as it was kept off the CPU (the rest of its budget's period): a wake-up at least
+    /// half that late, under a limit that applies to the thread's policy, names it.
+    fn of<'a>(
+        streams: impl Iterator<Item = &'a Stream>,
+        throttling: Option<RtThrottling>,
+    ) -> MissedCause {
+        let mut cause = MissedCause::PeriodTooShort;
+        for s in streams {
+            let Some(latest) = s.stats.max_ns else {
+                continue;
+            };
+            let stopped_for = |runtime: Nanos, period: Nanos| {
+                runtime < period && latest.0 >= (period.0 - runtime.0) / 2
+            };
+            match (s.policy, throttling) {
+                (
+                    SchedSpec::Deadline {
+                        runtime_ns,
+                        period_ns,
+                        ..
+                    },
+                    _,
+                ) if stopped_for(runtime_ns, period_ns) => {
+                    return MissedCause::DeadlineBudget {
+                        runtime: runtime_ns,
+                        period: period_ns,
+                        latest,
+                    };
+                }
+                (SchedSpec::Fifo { .. } | SchedSpec::Rr { .. }, Some(t))
+                    if stopped_for(t.runtime, t.period) =>
+                {
+                    let latest = match cause {
+                        MissedCause::RtThrottling { latest: l, .. } => l.max(latest),
+                        _ => latest,
+                    };
+                    cause = MissedCause::RtThrottling {
+                        throttling: t,
+                        latest,
+                    };
+                }
+                _ => {}
+            }
+        }
+        cause
+    }
 }
 
 impl fmt::Display for Notice {
@@ -267,11 +378,43 @@ impl fmt::Display for Notice {
                 "the kernel woke threads early {count} times (earliest {earliest} before \
                  the deadline): a POSIX violation of the sleep's guarantee"
             ),
-            Notice::MissedPeriods { count, worst } => write!(
-                f,
-                "{count} period(s) passed without a wake-up because wakes came more than one \
-                 period late ({worst}); the period may be too short for this system"
-            ),
+            Notice::MissedPeriods {
+                count,
+                worst,
+                cause,
+            } => {
+                write!(
+                    f,
+                    "{count} period(s) passed without a wake-up because wakes came more than \
+                     one period late ({worst}); "
+                )?;
+                match cause {
+                    MissedCause::PeriodTooShort => {
+                        write!(f, "the period may be too short for this system")
+                    }
+                    MissedCause::RtThrottling { throttling, latest } => write!(
+                        f,
+                        "RT throttling stopped the measuring threads: real-time tasks may run \
+                         {} of every {} on a CPU, and a thread busy for longer (spin, hybrid, \
+                         a period too short to sleep in) is kept off the CPU for the rest \
+                         (wakes came up to {latest} late). Lengthen the period, or lift the \
+                         limit with sysctl kernel.sched_rt_runtime_us=-1 (a runaway real-time \
+                         task then owns its CPU; latlab check shows what else applies)",
+                        throttling.runtime, throttling.period
+                    ),
+                    MissedCause::DeadlineBudget {
+                        runtime,
+                        period,
+                        latest,
+                    } => write!(
+                        f,
+                        "the SCHED_DEADLINE budget ran out: a thread may run {runtime} of every \
+                         {period} and, once it has, waits for its next period (wakes came up \
+                         to {latest} late). Give it more runtime (-P d:RUNTIME:PERIOD) or \
+                         lengthen the measuring period"
+                    ),
+                }
+            }
             Notice::CyclesWithoutSample { count, worst } => write!(
                 f,
                 "{count} cycle(s) of a probe took no sample ({worst}); why a cycle can \
@@ -332,6 +475,8 @@ mod tests {
     use crate::probe::catalogue::{self, Measured};
     use crate::probe::{clock, Placement};
 
+    const MS: i64 = 1_000_000;
+
     /// A timer stream at `policy` that missed `missed` periods, its latest wake-up
     /// `latest` late, with `page_faults`.
     fn timer_stream(policy: SchedSpec, missed: u64, latest: i64, page_faults: u64) -> Stream {
@@ -353,7 +498,7 @@ mod tests {
                 missed,
                 warm_up_samples: 0,
                 first_sample: None,
-                elapsed: Nanos(1_000_000),
+                elapsed: Nanos(MS),
                 page_faults,
             },
             "main",
@@ -362,11 +507,30 @@ mod tests {
         stream
     }
 
+    const THROTTLING: RtThrottling = RtThrottling {
+        runtime: Nanos(950 * MS),
+        period: Nanos(1_000 * MS),
+    };
+
+    fn missed_notice(streams: &[Stream], rt_throttling: Option<RtThrottling>) -> Notice {
+        let context = StreamContext {
+            memory_locked: true,
+            rt_throttling,
+        };
+        Notice::from_streams(streams, &context)
+            .into_iter()
+            .find(|n| n.code() == "missed-periods")
+            .expect("a missed-periods notice")
+    }
+
     #[test]
     fn page_fault_warning_never_tells_root_to_run_as_root() {
         let stream = timer_stream(SchedSpec::DEFAULT, 0, 1_000, 1);
         for memory_locked in [true, false] {
-            let context = StreamContext { memory_locked };
+            let context = StreamContext {
+                memory_locked,
+                rt_throttling: None,
+            };
             let notices = Notice::from_streams(std::slice::from_ref(&stream), &context);
             let faults = notices.iter().find(|n| n.code() == "page-faults").unwrap();
             let text = faults.to_string();
@@ -378,5 +542,80 @@ mod tests {
     fn no_mlock_is_degraded() {
         assert!(Notice::MemoryLockSkipped.degrades());
         assert!(Notice::MemoryLockSkipped.to_warning().degrades);
+    }
+
+    #[test]
+    fn missed_periods_under_rt_throttling_name_the_throttling() {
+        // A spinning fifo thread stopped for the throttled 50 ms of a second.
+        let spun = timer_stream(SchedSpec::DEFAULT, 48, 49 * MS, 0);
+        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
+        assert!(
+            matches!(
+                notice,
+                Notice::MissedPeriods {
+                    cause: MissedCause::RtThrottling { .. },
+                    ..
+                }
+            ),
+            "{notice}"
+        );
+        let text = notice.to_string();
+        assert!(
+            text.contains("RT throttling") && text.contains("950 ms"),
+            "{text}"
+        );
+        assert!(!text.contains("period may be too short"), "{text}");
+    }
+
+    #[test]
+    fn missed_periods_too_short_for_throttling_blame_the_period() {
+        // Wakes a few periods late under throttling that stops threads for 50 ms: not
+        // the throttling's doing; nor is anything without throttling.
+        let late = timer_stream(SchedSpec::DEFAULT, 3, MS / 5, 0);
+        for throttling in [Some(THROTTLING), None] {
+            let notice = missed_notice(std::slice::from_ref(&late), throttling);
+            assert!(
+                notice.to_string().contains("period may be too short"),
+                "{notice}"
+            );
+        }
+        // Nor does throttling stop a thread that is not real-time.
+        let other = timer_stream(SchedSpec::Other { nice: 0 }, 48, 49 * MS, 0);
+        let notice = missed_notice(std::slice::from_ref(&other), Some(THROTTLING));
+        assert!(!notice.to_string().contains("RT throttling"), "{notice}");
+    }
+
+    #[test]
+    fn missed_periods_of_a_deadline_thread_out_of_budget_name_the_budget() {
+        let deadline = SchedSpec::Deadline {
+            runtime_ns: Nanos(MS / 5),
+            deadline_ns: Nanos(MS),
+            period_ns: Nanos(MS),
+        };
+        let spun = timer_stream(deadline, 700, MS * 7 / 10, 0);
+        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
+        let text = notice.to_string();
+        assert!(
+            text.contains("SCHED_DEADLINE budget") && text.contains("200 µs of every 1 ms"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn rt_throttling_is_read_from_the_sysctls_and_off_when_unlimited() {
+        let root = tempfile::tempdir().unwrap();
+        let sysctl = root.path().join("proc/sys/kernel");
+        std::fs::create_dir_all(&sysctl).unwrap();
+        let write = |runtime: &str, period: &str| {
+            std::fs::write(sysctl.join("sched_rt_runtime_us"), runtime).unwrap();
+            std::fs::write(sysctl.join("sched_rt_period_us"), period).unwrap();
+        };
+        let files = FactReader::at(root.path());
+        write("950000\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), Some(THROTTLING));
+        write("-1\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), None);
+        write("1000000\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), None);
     }
 }

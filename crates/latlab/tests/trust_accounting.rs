@@ -279,3 +279,29 @@ fn interrupted_and_breaktrace_runs_take_no_page_fault_from_stopping() {
     assert_eq!(run.events.len(), 1, "the break trace ended the run");
     assert_no_false_fault_warning(&run);
 }
+
+#[test]
+fn deadline_spin_missed_periods_blame_the_budget_not_the_period() {
+    // 200 µs of CPU per 1 ms for a thread that spins: it waits 800 µs of every 1 ms,
+    // so with a 100 µs period it misses periods every millisecond.
+    let (code, run, out) = measure(&[
+        "-c",
+        "0",
+        "-P",
+        "d:200us:1ms",
+        "--method",
+        "spin",
+        "-p",
+        "100us",
+        "-d",
+        "500ms",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let missed = warning(&run, "missed-periods").unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        missed.message.contains("SCHED_DEADLINE budget"),
+        "{}",
+        missed.message
+    );
+    assert!(!missed.message.contains("period may be too short"));
+}

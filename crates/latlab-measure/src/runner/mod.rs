@@ -14,8 +14,9 @@ mod setup;
 
 pub use setup::{policy_of, SystemSetup};
 
+use crate::facts::FactReader;
 use crate::live::LiveStats;
-use crate::notice::{Notice, StreamContext};
+use crate::notice::{Notice, RtThrottling, StreamContext};
 use crate::probe::{Probe, Window, Worker};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
@@ -419,6 +420,7 @@ fn finish(
     notices.extend(shared.probe.notices());
     let context = StreamContext {
         memory_locked: setup.conditions.memory_locked,
+        rt_throttling: RtThrottling::read(&FactReader::system()),
     };
     notices.extend(Notice::from_streams(&streams, &context));
     RunOutcome {
