@@ -2,6 +2,14 @@
 
 use crate::RtError;
 
+/// The largest timer slack latlab sets: 1 s.
+///
+/// The kernel may delay each of a thread's sleeps by up to its slack, so a slack of
+/// hours turns every sleep into one of hours. A second already lets a measurement show
+/// what slack does to wake-ups (the kernel's default is 50 µs), and keeps the value
+/// within what `PR_GET_TIMERSLACK` returns on every architecture (below 2^31 ns).
+pub const MAX_TIMER_SLACK_NS: u64 = 1_000_000_000;
+
 /// Sets the calling thread's timer slack and restores the previous value on drop.
 ///
 /// Must be dropped on the thread that created it: timer slack is per thread.

@@ -305,3 +305,36 @@ fn deadline_spin_missed_periods_blame_the_budget_not_the_period() {
     );
     assert!(!missed.message.contains("period may be too short"));
 }
+
+#[test]
+fn timer_slack_above_its_bound_is_a_usage_error_naming_the_flag_and_the_bound() {
+    for slack in ["100d", "10h", "1001ms"] {
+        let out = latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "1s",
+                "--no-store",
+                "--timer-slack",
+                slack,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{slack}: {stderr}");
+        assert!(
+            stderr.contains("--timer-slack") && stderr.contains("at most 1 s"),
+            "{slack}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn timer_slack_reads_back_as_set() {
+    // Slack applies to non-real-time threads only (the kernel gives real-time ones none).
+    let (code, run, _) = measure(&["-c", "0", "-P", "o:0", "-d", "200ms", "--timer-slack", "1s"]);
+    assert_eq!(code, 0);
+    assert_eq!(only_stream(&run).timer_slack_ns, 1_000_000_000);
+}
