@@ -39,7 +39,7 @@ use latlab_rt::sched::{self, Policy};
 use latlab_rt::sigwait::{
     self, BlockedSignal, Received, SenderLink, SenderProcess, Target, ThreadTimer,
 };
-use latlab_rt::{affinity, memory, RtError};
+use latlab_rt::{affinity, memory, wake, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -406,7 +406,7 @@ impl SignalWorker {
                 if Clock::Monotonic.now_ns() > give_up {
                     break None;
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                wake::nap(Duration::from_millis(1));
             }
         };
         if let Some(r) = report.filter(|r| r.refused_for_good()) {
