@@ -338,3 +338,38 @@ fn timer_slack_reads_back_as_set() {
     assert_eq!(code, 0);
     assert_eq!(only_stream(&run).timer_slack_ns, 1_000_000_000);
 }
+
+#[test]
+fn a_run_with_a_long_timer_slack_stops_promptly_on_ctrl_c_and_sigterm() {
+    // The README's bound is half a second; this allows for a loaded VM.
+    let bound = Duration::from_secs(2);
+    let timer = ["-c", "0", "-P", "o:0", "--timer-slack", "1s", "-d", "10s"];
+    let signal = [
+        "--probe",
+        "signal",
+        "-c",
+        "0",
+        "-P",
+        "o:0",
+        "--timer-slack",
+        "1s",
+        "-d",
+        "10s",
+    ];
+    // During set-up and rehearsal, then while measuring.
+    for (args, after, sig) in [
+        (&timer[..], 150, 2),
+        (&timer[..], 1_200, 15),
+        (&signal[..], 150, 15),
+        (&signal[..], 1_200, 2),
+    ] {
+        let end = interrupt(args, Duration::from_millis(after), sig);
+        assert_eq!(end.code, Some(0), "{args:?}: {}", end.stderr);
+        assert!(
+            end.stop_took < bound,
+            "{args:?}: signal {sig} after {after} ms took {:?} to stop",
+            end.stop_took
+        );
+        assert!(end.run.expect("the run is written").interrupted);
+    }
+}

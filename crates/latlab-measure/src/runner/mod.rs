@@ -22,6 +22,7 @@ use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
+use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{affinity, memory, sched, signal};
 use setup::{set_up_thread, Ready};
@@ -154,6 +155,7 @@ struct Shared<'a> {
     gate: StartGate,
     /// Raised to stop every thread: Ctrl-C, a break trace, a failing thread.
     halt: AtomicBool,
+    /// Each thread's id, once a stop request may interrupt it (0 before).
     tids: Vec<AtomicI32>,
 }
 
@@ -166,12 +168,25 @@ fn measuring_thread(
     ready_tx: mpsc::Sender<Result<Ready, RunError>>,
 ) -> ThreadEnd {
     let mut report = ReadyReport { tx: Some(ready_tx) };
-    shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
+    let usual_slack = slack::current_ns();
     let prepared = set_up_thread(thread, cpu, shared.request).and_then(|(ready, guards)| {
+        // The requested timer slack is for measuring: until the start, the thread
+        // (and any partner it starts, which inherits it) sleeps with its usual one,
+        // so a long slack does not stretch every sleep of the rehearsal and the start.
+        let usual = match shared.request.timer_slack_ns {
+            Some(_) => Some(
+                TimerSlackGuard::set(usual_slack).map_err(|e| RunError::Runtime(e.to_string()))?,
+            ),
+            None => None,
+        };
         let mut worker = shared
             .probe
             .prepare(&ready.placement)
             .map_err(|e| RunError::Runtime(format!("preparing the probe failed: {e}")))?;
+        // From here on a stop request may interrupt this thread's sleeps and waits
+        // (rehearsing, at the start, measuring); setting up and preparing are not
+        // cut short, they do not sleep.
+        shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
         worker
             .rehearse(live, &shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
@@ -180,12 +195,12 @@ fn measuring_thread(
         // faulted in by the stop, inside the measured span.
         signal::interrupt_thread(sched::gettid())
             .map_err(|e| RunError::Runtime(format!("rehearsing a stop request failed: {e}")))?;
-        Ok((ready, guards, worker))
+        Ok((ready, guards, worker, usual))
     });
-    let (guards, mut worker) = match prepared {
-        Ok((ready, guards, worker)) => {
+    let (guards, mut worker, usual_slack) = match prepared {
+        Ok((ready, guards, worker, usual)) => {
             report.send(Ok(ready));
-            (guards, worker)
+            (guards, worker, usual)
         }
         Err(e) => {
             report.send(Err(e));
@@ -209,6 +224,7 @@ fn measuring_thread(
         }
     }
     let window = window_of(shared.request, start);
+    drop(usual_slack); // the requested slack again
     let measured = worker.measure(&window, &shared.halt, live);
     let stopped_at = shared.probe.clock().now_ns();
     live.finish();
@@ -283,7 +299,7 @@ pub fn run_probe(
             handles.push(handle);
         }
         drop(ready_tx);
-        collect_ready(&ready_rx, n, request, &mut notices)?;
+        collect_ready(&ready_rx, &shared, stop, &mut notices)?;
         observer.ready(&notices);
         // Keep the coordinating thread off the measured CPUs when there are others
         // (only now: threads inherit the affinity of the thread that creates them).
@@ -311,33 +327,61 @@ pub fn run_probe(
     Ok(finish(ends, request, setup, notices, span, stop, &shared))
 }
 
-/// Waits for every thread's set-up report; the first failure ends the run.
+/// Waits for every thread's set-up report; the first failure ends the run. A stop
+/// request meanwhile is passed on, so threads still rehearsing cut it short.
 fn collect_ready(
     ready_rx: &mpsc::Receiver<Result<Ready, RunError>>,
-    n: usize,
-    request: &RunRequest,
+    shared: &Shared<'_>,
+    stop: &AtomicBool,
     notices: &mut Vec<Notice>,
 ) -> Result<(), RunError> {
     let mut failure = None;
-    for _ in 0..n {
-        match ready_rx.recv() {
-            Ok(Ok(ready)) => {
+    let mut reported = 0;
+    while reported < shared.tids.len() {
+        let report = match ready_rx.recv_timeout(POLL) {
+            Ok(report) => report,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                pass_on_stop(shared, stop);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        reported += 1;
+        match report {
+            Ok(ready) => {
                 if let Some(reason) = ready.refused {
                     notices.push(Notice::NotRealtime {
-                        wanted: request.policy,
+                        wanted: shared.request.policy,
                         got: ready.placement.policy,
                         thread: ready.placement.thread,
                         reason,
                     });
                 }
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 failure.get_or_insert(e);
             }
-            Err(_) => break,
         }
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Passes a stop request on as a halt, and wakes the threads so that any blocked in a
+/// sleep (or rehearsing one) sees it. Called every [`POLL`] until they have ended:
+/// a signal that arrives between a thread's look at the halt and its next sleep is
+/// followed by another.
+fn pass_on_stop(shared: &Shared<'_>, stop: &AtomicBool) {
+    if stop.load(Ordering::Relaxed) {
+        shared.halt.store(true, Ordering::Relaxed);
+    }
+    if shared.halt.load(Ordering::Relaxed) {
+        for tid in &shared.tids {
+            let tid = tid.load(Ordering::Relaxed);
+            if tid > 0 {
+                let _ = signal::interrupt_thread(tid);
+            }
+        }
+    }
 }
 
 /// Polls until every thread has ended: passes a stop request on as a halt, wakes
@@ -353,17 +397,7 @@ fn watch(
     let begun = Instant::now();
     let mut last_observed = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
-        if stop.load(Ordering::Relaxed) {
-            shared.halt.store(true, Ordering::Relaxed);
-        }
-        if shared.halt.load(Ordering::Relaxed) {
-            for tid in &shared.tids {
-                let tid = tid.load(Ordering::Relaxed);
-                if tid > 0 {
-                    let _ = signal::interrupt_thread(tid);
-                }
-            }
-        }
+        pass_on_stop(shared, stop);
         std::thread::sleep(POLL);
         if last_observed.elapsed() >= every {
             observer.progress(live, begun.elapsed());
@@ -442,32 +476,45 @@ mod tests {
     use crate::probe::catalogue::{self, Measured, ProbeSetup};
     use crate::probe::{clock, Placement};
     use crate::record::SampleRecorder;
+    use latlab_rt::clock::Clock;
     use latlab_rt::RtError;
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
-    /// A probe whose workers note, when measuring begins, how many wake signals the
-    /// process has handled.
-    struct StopRehearsalProbe {
-        handled_at_start: Arc<AtomicU64>,
+    /// What a fake probe's worker saw.
+    #[derive(Default)]
+    struct Seen {
+        /// Wake signals the process had handled when measuring began.
+        handled_at_start: AtomicU64,
+        /// The rehearsal's sleep was cut short by a signal.
+        rehearsal_interrupted: AtomicBool,
     }
 
-    struct StopRehearsalWorker {
-        handled_at_start: Arc<AtomicU64>,
+    /// A probe whose workers rehearse by sleeping `rehearsal` and measure nothing,
+    /// noting what they saw.
+    struct FakeProbe {
+        rehearsal: Duration,
+        seen: Arc<Seen>,
+    }
+
+    struct FakeWorker {
+        rehearsal: Duration,
+        seen: Arc<Seen>,
         setup: ProbeSetup,
         placement: Placement,
         recorder: SampleRecorder,
     }
 
-    impl Probe for StopRehearsalProbe {
+    impl Probe for FakeProbe {
         fn name(&self) -> &'static str {
-            "stop-rehearsal"
+            "fake"
         }
 
         fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
             let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
-            Ok(Box::new(StopRehearsalWorker {
-                handled_at_start: self.handled_at_start.clone(),
+            Ok(Box::new(FakeWorker {
+                rehearsal: self.rehearsal,
+                seen: self.seen.clone(),
                 recorder: setup.recorder(),
                 setup,
                 placement: placement.clone(),
@@ -475,13 +522,20 @@ mod tests {
         }
     }
 
-    impl Worker for StopRehearsalWorker {
+    impl Worker for FakeWorker {
         fn rehearse(&mut self, _: &LiveStats, _: &AtomicBool) -> Result<(), RtError> {
+            let until = Clock::Monotonic.now_ns() + self.rehearsal.as_nanos() as i64;
+            if let Err(WaitError::Interrupted) = wake::sleep_until(Clock::Monotonic, until) {
+                self.seen
+                    .rehearsal_interrupted
+                    .store(true, Ordering::Relaxed);
+            }
             Ok(())
         }
 
         fn measure(&mut self, _: &Window, _: &AtomicBool, _: &LiveStats) -> Result<(), RtError> {
-            self.handled_at_start
+            self.seen
+                .handled_at_start
                 .store(signal::wake_signals_handled(), Ordering::Relaxed);
             Ok(())
         }
@@ -512,11 +566,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stop_requests_signal_handler_has_run_before_measuring_so_stopping_faults_nothing_in() {
-        let probe = StopRehearsalProbe {
-            handled_at_start: Arc::new(AtomicU64::new(0)),
-        };
+    /// Runs `probe` on CPU 0 for 1 ms (at SCHED_OTHER, nothing locked), `stop` raised
+    /// from the start when `stopped`.
+    fn run_fake(probe: &FakeProbe, stopped: bool) -> RunOutcome {
         let request = RunRequest {
             cpus: vec![0],
             policy: SchedSpec::Other { nice: 0 },
@@ -529,12 +581,36 @@ mod tests {
         };
         let setup = SystemSetup::apply(None, None);
         let live = [LiveStats::default()];
-        let stop = AtomicBool::new(false);
-        let outcome = run_probe(&probe, &request, &setup, &stop, &live, &mut Silent).unwrap();
+        let stop = AtomicBool::new(stopped);
+        run_probe(probe, &request, &setup, &stop, &live, &mut Silent).unwrap()
+    }
+
+    #[test]
+    fn a_stop_requests_signal_handler_has_run_before_measuring_so_stopping_faults_nothing_in() {
+        let probe = FakeProbe {
+            rehearsal: Duration::ZERO,
+            seen: Arc::default(),
+        };
+        let outcome = run_fake(&probe, false);
         assert_eq!(outcome.streams.len(), 1);
         assert!(
-            probe.handled_at_start.load(Ordering::Relaxed) >= 1,
+            probe.seen.handled_at_start.load(Ordering::Relaxed) >= 1,
             "the wake signal's handler first ran when a stop came, inside the measured span"
+        );
+    }
+
+    #[test]
+    fn a_stop_during_set_up_cuts_a_rehearsing_sleep_short() {
+        // A rehearsal sleeping 5 s, as one under a long timer slack can.
+        let probe = FakeProbe {
+            rehearsal: Duration::from_secs(5),
+            seen: Arc::default(),
+        };
+        let outcome = run_fake(&probe, true);
+        assert!(outcome.interrupted);
+        assert!(
+            probe.seen.rehearsal_interrupted.load(Ordering::Relaxed),
+            "the rehearsal slept on through the stop request"
         );
     }
 
