@@ -1,5 +1,6 @@
 //! Warnings a run raises, each telling the user what to do about it.
 
+use crate::facts::FactReader;
 use latlab_model::run::{Stream, Warning};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
@@ -58,6 +59,8 @@ pub enum Notice {
         count: u64,
         /// Per stream label.
         worst: String,
+        /// What most likely held the wake-ups back.
+        cause: MissedCause,
     },
     /// Cycles of a primitive probe without a sample (a partner that did not answer in
     /// time, an inversion that timed out, ...).
@@ -76,6 +79,16 @@ pub enum Notice {
     PageFaults {
         /// Total.
         count: u64,
+        /// Memory was locked for the run (so the faults were first touches the
+        /// rehearsal did not reach, not pages evicted for want of a lock).
+        memory_locked: bool,
+    },
+    /// The probe read a clock that advances in coarse steps: its samples are mostly 0.
+    CoarseClock {
+        /// The clock's name.
+        clock: String,
+        /// Its resolution (`clock_getres`).
+        resolution: Nanos,
     },
     /// A background load ended before it was stopped.
     LoadEndedEarly {
@@ -114,6 +127,7 @@ impl Notice {
             Notice::Saturated { .. } => "saturated-counts",
             Notice::MeasuringFailed { .. } => "measuring-failed",
             Notice::PageFaults { .. } => "page-faults",
+            Notice::CoarseClock { .. } => "coarse-clock",
             Notice::LoadEndedEarly { .. } => "load-ended-early",
         }
     }
@@ -122,7 +136,7 @@ impl Notice {
     pub fn degrades(&self) -> bool {
         matches!(
             self,
-            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. }
+            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. } | Notice::MemoryLockSkipped
         )
     }
 
@@ -135,8 +149,8 @@ impl Notice {
         }
     }
 
-    /// The notices that follow from what the streams measured.
-    pub fn from_streams(streams: &[Stream]) -> Vec<Notice> {
+    /// The notices that follow from what the streams measured, in `context`.
+    pub fn from_streams(streams: &[Stream], context: &StreamContext) -> Vec<Notice> {
         let mut out = Vec::new();
         // The streams of a measurement: every count is known.
         let early: u64 = streams.iter().filter_map(|s| s.early_wakes).sum();
@@ -175,13 +189,20 @@ impl Notice {
                 .collect::<Vec<_>>()
                 .join(", ");
             out.push(match wake_ups {
-                true => Notice::MissedPeriods { count, worst },
+                true => Notice::MissedPeriods {
+                    count,
+                    worst,
+                    cause: MissedCause::of(of_kind(), context.rt_throttling),
+                },
                 false => Notice::CyclesWithoutSample { count, worst },
             });
         }
         let faults: u64 = streams.iter().filter_map(|s| s.page_faults).sum();
         if faults > 0 {
-            out.push(Notice::PageFaults { count: faults });
+            out.push(Notice::PageFaults {
+                count: faults,
+                memory_locked: context.memory_locked,
+            });
         }
         let histograms = || streams.iter().filter_map(|s| s.histogram.as_ref());
         let clamped: u64 = histograms().map(|h| h.clamped).sum();
@@ -193,6 +214,117 @@ impl Notice {
             out.push(Notice::Saturated { count: saturated });
         }
         out
+    }
+}
+
+/// What the notices about the streams depend on besides the streams themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamContext {
+    /// Memory was locked for the run.
+    pub memory_locked: bool,
+    /// RT throttling in force, if any.
+    pub rt_throttling: Option<RtThrottling>,
+}
+
+/// RT throttling (`kernel.sched_rt_runtime_us`): real-time tasks together may run
+/// `runtime` of every `period` on a CPU; a task busy for longer is stopped for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtThrottling {
+    /// CPU time real-time tasks may use per period.
+    pub runtime: Nanos,
+    /// The throttling period.
+    pub period: Nanos,
+}
+
+impl RtThrottling {
+    /// Reads the sysctls; `None` when throttling is off (`-1`, or a runtime as long as
+    /// the period) or they cannot be read.
+    pub fn read(files: &FactReader) -> Option<RtThrottling> {
+        let micros = |name: &str| {
+            files
+                .read(&format!("/proc/sys/kernel/{name}"))?
+                .parse::<i64>()
+                .ok()
+        };
+        let runtime = micros("sched_rt_runtime_us")?;
+        let period = micros("sched_rt_period_us")?;
+        (0..period).contains(&runtime).then(|| RtThrottling {
+            runtime: Nanos(runtime * 1_000),
+            period: Nanos(period * 1_000),
+        })
+    }
+}
+
+/// Why periods passed without a wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissedCause {
+    /// Nothing known explains them: the wake-ups themselves came too late.
+    PeriodTooShort,
+    /// RT throttling stopped a real-time measuring thread.
+    RtThrottling {
+        /// The throttling in force.
+        throttling: RtThrottling,
+        /// The latest wake-up of the threads it applied to.
+        latest: Nanos,
+    },
+    /// A SCHED_DEADLINE measuring thread used up its runtime.
+    DeadlineBudget {
+        /// Runtime per period.
+        runtime: Nanos,
+        /// Its period.
+        period: Nanos,
+        /// The latest wake-up of the threads it applied to.
+        latest: Nanos,
+    },
+}
+
+impl MissedCause {
+    /// The cause for streams that missed periods. A stopped thread wakes about as late
+    /// as it was kept off the CPU (the rest of its budget's period): a wake-up at least
+    /// half that late, under a limit that applies to the thread's policy, names it.
+    fn of<'a>(
+        streams: impl Iterator<Item = &'a Stream>,
+        throttling: Option<RtThrottling>,
+    ) -> MissedCause {
+        let mut cause = MissedCause::PeriodTooShort;
+        for s in streams {
+            let Some(latest) = s.stats.max_ns else {
+                continue;
+            };
+            let stopped_for = |runtime: Nanos, period: Nanos| {
+                runtime < period && latest.0 >= (period.0 - runtime.0) / 2
+            };
+            match (s.policy, throttling) {
+                (
+                    Some(SchedSpec::Deadline {
+                        runtime_ns,
+                        period_ns,
+                        ..
+                    }),
+                    _,
+                ) if stopped_for(runtime_ns, period_ns) => {
+                    return MissedCause::DeadlineBudget {
+                        runtime: runtime_ns,
+                        period: period_ns,
+                        latest,
+                    };
+                }
+                (Some(SchedSpec::Fifo { .. } | SchedSpec::Rr { .. }), Some(t))
+                    if stopped_for(t.runtime, t.period) =>
+                {
+                    let latest = match cause {
+                        MissedCause::RtThrottling { latest: l, .. } => l.max(latest),
+                        _ => latest,
+                    };
+                    cause = MissedCause::RtThrottling {
+                        throttling: t,
+                        latest,
+                    };
+                }
+                _ => {}
+            }
+        }
+        cause
     }
 }
 
@@ -227,7 +359,8 @@ impl fmt::Display for Notice {
             }
             Notice::MemoryLockSkipped => write!(
                 f,
-                "memory not locked (--no-mlock): page faults can land in the measurement"
+                "memory not locked (--no-mlock): page faults can land in the measurement, so \
+                 these are not real-time results; leave out --no-mlock to lock it"
             ),
             Notice::DmaLatencyUnavailable { reason } => write!(
                 f,
@@ -251,11 +384,43 @@ impl fmt::Display for Notice {
                 "the kernel woke threads early {count} times (earliest {earliest} before \
                  the deadline): a POSIX violation of the sleep's guarantee"
             ),
-            Notice::MissedPeriods { count, worst } => write!(
-                f,
-                "{count} period(s) passed without a wake-up because wakes came more than one \
-                 period late ({worst}); the period may be too short for this system"
-            ),
+            Notice::MissedPeriods {
+                count,
+                worst,
+                cause,
+            } => {
+                write!(
+                    f,
+                    "{count} period(s) passed without a wake-up because wakes came more than \
+                     one period late ({worst}); "
+                )?;
+                match cause {
+                    MissedCause::PeriodTooShort => {
+                        write!(f, "the period may be too short for this system")
+                    }
+                    MissedCause::RtThrottling { throttling, latest } => write!(
+                        f,
+                        "RT throttling stopped the measuring threads: real-time tasks may run \
+                         {} of every {} on a CPU, and a thread busy for longer (spin, hybrid, \
+                         a period too short to sleep in) is kept off the CPU for the rest \
+                         (wakes came up to {latest} late). Lengthen the period, or lift the \
+                         limit with sysctl kernel.sched_rt_runtime_us=-1 (a runaway real-time \
+                         task then owns its CPU; latlab check shows what else applies)",
+                        throttling.runtime, throttling.period
+                    ),
+                    MissedCause::DeadlineBudget {
+                        runtime,
+                        period,
+                        latest,
+                    } => write!(
+                        f,
+                        "the SCHED_DEADLINE budget ran out: a thread may run {runtime} of every \
+                         {period} and, once it has, waits for its next period (wakes came up \
+                         to {latest} late). Give it more runtime (-P d:RUNTIME:PERIOD) or \
+                         lengthen the measuring period"
+                    ),
+                }
+            }
             Notice::CyclesWithoutSample { count, worst } => write!(
                 f,
                 "{count} cycle(s) of a probe took no sample ({worst}); why a cycle can \
@@ -266,10 +431,31 @@ impl fmt::Display for Notice {
                 "{reason}; every thread was stopped and the figures cover what was measured \
                  until then"
             ),
-            Notice::PageFaults { count } => write!(
+            Notice::PageFaults {
+                count,
+                memory_locked: true,
+            } => write!(
                 f,
-                "the measuring threads took {count} page fault(s) inside the measured span; \
-                 each can delay a wake-up: lock memory (run as root) and avoid --no-mlock"
+                "the measuring threads took {count} page fault(s) inside the measured span \
+                 although memory was locked: code or data touched there for the first time, \
+                 each fault able to delay a wake-up; --mlock-all locks every mapped page \
+                 before measuring"
+            ),
+            Notice::PageFaults {
+                count,
+                memory_locked: false,
+            } => write!(
+                f,
+                "the measuring threads took {count} page fault(s) inside the measured span, \
+                 each able to delay a wake-up: memory was not locked (see the warning about \
+                 it for the fix)"
+            ),
+            Notice::CoarseClock { clock, resolution } => write!(
+                f,
+                "{clock} advances in steps of {resolution} (clock_getres; coarse clocks tick \
+                 once per jiffy): back-to-back reads almost always return the same value, so \
+                 its samples are 0 ns except where a tick fell between two reads. They show \
+                 the clock's granularity, not what a read costs"
             ),
             Notice::LoadEndedEarly { load, how } => write!(
                 f,
@@ -286,5 +472,156 @@ impl fmt::Display for Notice {
                  be one bucket off"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::catalogue::{self, Measured};
+    use crate::probe::{clock, Placement};
+
+    const MS: i64 = 1_000_000;
+
+    /// A timer stream at `policy` that missed `missed` periods, its latest wake-up
+    /// `latest` late, with `page_faults`.
+    fn timer_stream(policy: SchedSpec, missed: u64, latest: i64, page_faults: u64) -> Stream {
+        let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+        let mut recorder = setup.recorder();
+        recorder.record(latest, 1);
+        let placement = Placement {
+            thread: 0,
+            cpu: Some(0),
+            policy,
+            timer_slack_ns: 0,
+        };
+        let mut stream = catalogue::stream_of(
+            Measured {
+                info: &clock::INFO,
+                setup: &setup,
+                placement: &placement,
+                recorder: &recorder,
+                missed,
+                warm_up_samples: 0,
+                first_sample: None,
+                elapsed: Nanos(MS),
+                page_faults,
+            },
+            "main",
+        );
+        stream.probe = "timer".to_string();
+        stream
+    }
+
+    const THROTTLING: RtThrottling = RtThrottling {
+        runtime: Nanos(950 * MS),
+        period: Nanos(1_000 * MS),
+    };
+
+    fn missed_notice(streams: &[Stream], rt_throttling: Option<RtThrottling>) -> Notice {
+        let context = StreamContext {
+            memory_locked: true,
+            rt_throttling,
+        };
+        Notice::from_streams(streams, &context)
+            .into_iter()
+            .find(|n| n.code() == "missed-periods")
+            .expect("a missed-periods notice")
+    }
+
+    #[test]
+    fn page_fault_warning_never_tells_root_to_run_as_root() {
+        let stream = timer_stream(SchedSpec::DEFAULT, 0, 1_000, 1);
+        for memory_locked in [true, false] {
+            let context = StreamContext {
+                memory_locked,
+                rt_throttling: None,
+            };
+            let notices = Notice::from_streams(std::slice::from_ref(&stream), &context);
+            let faults = notices.iter().find(|n| n.code() == "page-faults").unwrap();
+            let text = faults.to_string();
+            assert!(!text.contains("as root"), "{text}");
+        }
+    }
+
+    #[test]
+    fn no_mlock_is_degraded() {
+        assert!(Notice::MemoryLockSkipped.degrades());
+        assert!(Notice::MemoryLockSkipped.to_warning().degrades);
+    }
+
+    #[test]
+    fn missed_periods_under_rt_throttling_name_the_throttling() {
+        // A spinning fifo thread stopped for the throttled 50 ms of a second.
+        let spun = timer_stream(SchedSpec::DEFAULT, 48, 49 * MS, 0);
+        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
+        assert!(
+            matches!(
+                notice,
+                Notice::MissedPeriods {
+                    cause: MissedCause::RtThrottling { .. },
+                    ..
+                }
+            ),
+            "{notice}"
+        );
+        let text = notice.to_string();
+        assert!(
+            text.contains("RT throttling") && text.contains("950 ms"),
+            "{text}"
+        );
+        assert!(!text.contains("period may be too short"), "{text}");
+    }
+
+    #[test]
+    fn missed_periods_too_short_for_throttling_blame_the_period() {
+        // Wakes a few periods late under throttling that stops threads for 50 ms: not
+        // the throttling's doing; nor is anything without throttling.
+        let late = timer_stream(SchedSpec::DEFAULT, 3, MS / 5, 0);
+        for throttling in [Some(THROTTLING), None] {
+            let notice = missed_notice(std::slice::from_ref(&late), throttling);
+            assert!(
+                notice.to_string().contains("period may be too short"),
+                "{notice}"
+            );
+        }
+        // Nor does throttling stop a thread that is not real-time.
+        let other = timer_stream(SchedSpec::Other { nice: 0 }, 48, 49 * MS, 0);
+        let notice = missed_notice(std::slice::from_ref(&other), Some(THROTTLING));
+        assert!(!notice.to_string().contains("RT throttling"), "{notice}");
+    }
+
+    #[test]
+    fn missed_periods_of_a_deadline_thread_out_of_budget_name_the_budget() {
+        let deadline = SchedSpec::Deadline {
+            runtime_ns: Nanos(MS / 5),
+            deadline_ns: Nanos(MS),
+            period_ns: Nanos(MS),
+        };
+        let spun = timer_stream(deadline, 700, MS * 7 / 10, 0);
+        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
+        let text = notice.to_string();
+        assert!(
+            text.contains("SCHED_DEADLINE budget") && text.contains("200 µs of every 1 ms"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn rt_throttling_is_read_from_the_sysctls_and_off_when_unlimited() {
+        let root = tempfile::tempdir().unwrap();
+        let sysctl = root.path().join("proc/sys/kernel");
+        std::fs::create_dir_all(&sysctl).unwrap();
+        let write = |runtime: &str, period: &str| {
+            std::fs::write(sysctl.join("sched_rt_runtime_us"), runtime).unwrap();
+            std::fs::write(sysctl.join("sched_rt_period_us"), period).unwrap();
+        };
+        let files = FactReader::at(root.path());
+        write("950000\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), Some(THROTTLING));
+        write("-1\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), None);
+        write("1000000\n", "1000000\n");
+        assert_eq!(RtThrottling::read(&files), None);
     }
 }

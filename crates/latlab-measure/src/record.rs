@@ -4,6 +4,12 @@
 //! updates the histogram, exact sums, the top-K spikes, the bounded list of samples
 //! above the spike threshold and the timeline — all in memory allocated before the
 //! loop started. Nothing here allocates, locks or calls the kernel.
+//!
+//! Every probe places a sample at the instant it was due, ns into the measured span:
+//! a span of N periods has its samples due at 1, 2, … N periods (the warm-up ends at 0
+//! and the last one is due at the very end, as the probe's `Window` says). Timeline
+//! interval `i` therefore holds the samples due in `(i·interval, (i+1)·interval]`, so
+//! a span of N whole intervals has N of them.
 
 use latlab_model::hist::{LatencyHistogram, RecordingHistogram};
 use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
@@ -74,7 +80,8 @@ impl SampleRecorder {
         }
     }
 
-    /// Records one sample due at `at` (ns since the start of the measured span).
+    /// Records one sample due at `at` (ns since the start of the measured span, in
+    /// `(0, span]`; an instant at 0 counts in the first interval).
     #[inline]
     pub fn record(&mut self, sample: i64, at: i64) {
         self.histogram.record(sample);
@@ -130,10 +137,13 @@ impl SampleRecorder {
 
     #[inline]
     fn note_in_timeline(&mut self, sample: i64, at: i64) {
-        let mut slot = (at.max(0) / self.timeline_interval) as usize;
+        // Intervals are closed at their end: a sample due at the end of the span
+        // belongs to its last interval, not to one past it.
+        let offset = at.saturating_sub(1).max(0);
+        let mut slot = (offset / self.timeline_interval) as usize;
         while slot >= self.timeline_max.len() {
             self.coarsen_timeline();
-            slot = (at.max(0) / self.timeline_interval) as usize;
+            slot = (offset / self.timeline_interval) as usize;
         }
         if sample > self.timeline_max[slot] {
             self.timeline_max[slot] = sample;
@@ -271,14 +281,14 @@ mod tests {
     #[test]
     fn timeline_coarsens_instead_of_growing() {
         let mut r = SampleRecorder::new(limits());
-        // 4 slots of 10 ns: samples at 0..80 need 8 slots, so the interval doubles.
-        for at in 0..80 {
+        // 4 slots of 10 ns: samples due at 1..=80 need 8 slots, so the interval doubles.
+        for at in 1..=80 {
             r.record(at, at);
         }
         let t = r.timeline();
         assert_eq!(t.interval_ns, Nanos(20));
         assert_eq!(t.count, vec![20, 20, 20, 20]);
-        assert_eq!(t.max_ns[3], Some(Nanos(79)));
+        assert_eq!(t.max_ns[3], Some(Nanos(80)));
         assert_eq!(t.count.iter().sum::<u64>(), r.samples());
     }
 
@@ -296,6 +306,23 @@ mod tests {
         r.record(5, 15);
         assert_eq!(r.timeline().interval_ns, Nanos(10));
         assert_eq!(r.timeline().count, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_sample_due_at_the_end_of_the_span_stays_in_the_last_interval() {
+        // 4 intervals of 10 ns, one sample due every ns from 1 to 40 (the end).
+        let mut r = SampleRecorder::new(limits());
+        for at in 1..=40 {
+            r.record(1, at);
+        }
+        let t = r.timeline();
+        assert_eq!(
+            t.interval_ns,
+            Nanos(10),
+            "no coarsening for a span that fits"
+        );
+        assert_eq!(t.count, vec![10, 10, 10, 10]);
+        assert_eq!(t.count.iter().sum::<u64>(), r.samples());
     }
 
     #[test]

@@ -62,6 +62,18 @@ pub fn read_ns(id: libc::clockid_t) -> i64 {
     timespec_to_ns(&ts)
 }
 
+/// The resolution of a clock in nanoseconds (`clock_getres`): 1 for high-resolution
+/// clocks, a jiffy for the coarse ones; `None` if the kernel does not say.
+pub fn resolution_ns(id: ClockId) -> Option<i64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes one timespec into the valid `ts`.
+    let rc = unsafe { libc::clock_getres(id, &mut ts) };
+    (rc == 0).then(|| timespec_to_ns(&ts))
+}
+
 /// Converts a timespec to nanoseconds.
 #[inline(always)]
 pub fn timespec_to_ns(ts: &libc::timespec) -> i64 {

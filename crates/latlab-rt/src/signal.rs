@@ -2,9 +2,10 @@
 //! to deliver POSIX timer expirations to a chosen thread.
 
 use crate::RtError;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The signal sent to a measuring thread to break it out of a blocking sleep so it
-/// notices a stop request at once. Its handler does nothing; it is installed without
+/// notices a stop request at once. Its handler only counts it; it is installed without
 /// `SA_RESTART` so blocking calls return `EINTR`.
 pub fn wake_signal() -> i32 {
     libc::SIGRTMIN() + 4
@@ -15,15 +16,26 @@ pub fn timer_signal() -> i32 {
     libc::SIGRTMIN() + 5
 }
 
-extern "C" fn ignore_signal(_: libc::c_int) {}
+/// Wake signals handled by this process.
+static WAKE_SIGNALS_HANDLED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn count_wake_signal(_: libc::c_int) {
+    // A lock-free atomic add: async-signal-safe.
+    WAKE_SIGNALS_HANDLED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many [`wake_signal`]s this process has handled so far.
+pub fn wake_signals_handled() -> u64 {
+    WAKE_SIGNALS_HANDLED.load(Ordering::Relaxed)
+}
 
 /// Installs the no-op handler for [`wake_signal`] (process-wide, idempotent).
 pub fn install_wake_handler() -> Result<(), RtError> {
-    // SAFETY: we build a zeroed sigaction, set a handler that is async-signal-safe (it
-    // does nothing) and an empty mask, and pass valid pointers to sigaction.
+    // SAFETY: we build a zeroed sigaction, set a handler that is async-signal-safe (one
+    // atomic add) and an empty mask, and pass valid pointers to sigaction.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = ignore_signal as *const () as usize;
+        action.sa_sigaction = count_wake_signal as *const () as usize;
         action.sa_flags = 0; // no SA_RESTART: blocking calls must return EINTR
         libc::sigemptyset(&mut action.sa_mask);
         if libc::sigaction(wake_signal(), &action, std::ptr::null_mut()) != 0 {

@@ -297,6 +297,20 @@ pub fn sleep_until(clock: Clock, deadline_ns: i64) -> Result<(), WaitError> {
     }
 }
 
+/// Sleeps for about `duration`, for waits outside a measurement (polling a partner,
+/// reaping a child): until an absolute instant on CLOCK_MONOTONIC, and a signal ends
+/// it early. `std::thread::sleep` instead resumes after every signal with what
+/// remained, which under a long timer slack includes the slack: interrupted every
+/// few milliseconds (a stop request), such a sleep grows instead of ending.
+pub fn nap(duration: std::time::Duration) {
+    let deadline = Clock::Monotonic
+        .now_ns()
+        .saturating_add(duration.as_nanos().min(i64::MAX as u128) as i64);
+    // Interrupted (or failed, which cannot happen with a valid clock): the caller's
+    // loop looks again anyway.
+    let _ = sleep_until(Clock::Monotonic, deadline);
+}
+
 #[inline]
 fn spin_until(clock: Clock, expected_ns: i64, stop: &AtomicBool) -> Result<Wake, WaitError> {
     loop {
@@ -520,3 +534,42 @@ impl Drop for PosixTimer {
 // dropped there too: dropping it drains that thread's pending expiries and restores
 // that thread's signal mask (the timer probe does so when measuring ends).
 unsafe impl Send for TimerId {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slack::TimerSlackGuard;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_nap_interrupted_under_a_long_timer_slack_ends_instead_of_growing() {
+        // A stop request interrupts a thread every few ms; under a 1 s slack a sleep
+        // that resumes with its remaining time (slack included) would never end.
+        signal::install_wake_handler().unwrap();
+        let _slack = TimerSlackGuard::set(1_000_000_000).unwrap();
+        let me = crate::sched::gettid();
+        let napped = Arc::new(AtomicBool::new(false));
+        let interrupter = {
+            let napped = napped.clone();
+            std::thread::spawn(move || {
+                let begun = Instant::now();
+                while !napped.load(Ordering::Relaxed) {
+                    if begun.elapsed() > Duration::from_secs(5) {
+                        return false; // the nap outlasted every interruption
+                    }
+                    let _ = signal::interrupt_thread(me);
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                true
+            })
+        };
+        nap(Duration::from_millis(2));
+        napped.store(true, Ordering::Relaxed);
+        assert!(
+            interrupter.join().unwrap(),
+            "the nap ended only after the interruptions stopped"
+        );
+    }
+}

@@ -131,8 +131,8 @@ pub fn render(run: &Run, color: bool) -> String {
             "Drift of the relative schedule on {}: {} after {} sleeps ({} per period).",
             s.label(),
             s.drift_ns.unwrap_or_default(),
-            s.samples + s.warm_up_samples,
-            Nanos(s.drift_ns.unwrap_or_default().0 / (s.samples + s.warm_up_samples).max(1) as i64),
+            s.samples,
+            Nanos(s.drift_ns.unwrap_or_default().0 / s.samples.max(1) as i64),
         );
     }
     if let Some(worst) = run

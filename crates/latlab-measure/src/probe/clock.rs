@@ -11,6 +11,7 @@
 use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
+use crate::notice::Notice;
 use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::Nanos;
@@ -90,6 +91,21 @@ struct ClockProbe {
 impl Probe for ClockProbe {
     fn name(&self) -> &'static str {
         INFO.name
+    }
+
+    fn notices(&self) -> Vec<Notice> {
+        // A clock coarser than a microsecond cannot time its own back-to-back reads.
+        let coarse = match self.source {
+            Source::Posix(id) => clock::resolution_ns(id).filter(|&ns| ns > 1_000),
+            Source::Tsc => None,
+        };
+        coarse
+            .map(|ns| Notice::CoarseClock {
+                clock: self.setup.param("clock").to_string(),
+                resolution: Nanos(ns),
+            })
+            .into_iter()
+            .collect()
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
@@ -177,15 +193,17 @@ impl Worker for ClockWorker {
     ) -> Result<(), RtError> {
         let period = self.setup.period.0.max(1);
         let faults_before = memory::thread_page_faults();
-        let mut due = window.start;
+        // Bursts are due at the end of each period, as every probe's samples are: the
+        // last one at the end of the window (see `Window`).
+        let mut due = window.start + period;
         let mut last = window.start;
-        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due <= end) {
             match wake::sleep_until(Clock::Monotonic, due) {
                 Ok(()) => {}
                 Err(WaitError::Interrupted) => continue,
                 Err(WaitError::Failed(e)) => return Err(e),
             }
-            let measured = due >= window.warm_up_end;
+            let measured = due > window.warm_up_end;
             let taken = self.burst(due - window.warm_up_end, measured, live);
             if !measured {
                 self.warm_up_samples += taken;

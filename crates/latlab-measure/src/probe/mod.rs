@@ -30,6 +30,7 @@ pub mod switch;
 pub mod timer;
 
 use crate::live::LiveStats;
+use crate::notice::Notice;
 use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
 use latlab_rt::RtError;
@@ -72,6 +73,12 @@ pub trait Probe: Sync {
 
     /// Builds a worker on its measuring thread (allocations happen here).
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError>;
+
+    /// What the results of this probe, as configured, need said beside them (for
+    /// example that its clock cannot show what it measures).
+    fn notices(&self) -> Vec<Notice> {
+        Vec::new()
+    }
 }
 
 /// One measuring thread's state.

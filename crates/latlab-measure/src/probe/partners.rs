@@ -156,10 +156,12 @@ pub(super) fn measure_periodic(
 ) -> Result<(), RtError> {
     let lead = worker.lead();
     let faults_before = worker.tally().settle(live);
-    let mut due = window.start + lead;
+    // Cycles are due at the end of each period, the last at the end of the window
+    // (see `Window`), as every probe's samples are.
+    let mut due = window.start + period;
     let mut last = window.start;
     let result = loop {
-        if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due >= end) {
+        if stop.load(Ordering::Relaxed) || window.end.is_some_and(|end| due > end) {
             break Ok(());
         }
         match sleep_until(due - lead) {
@@ -167,7 +169,7 @@ pub(super) fn measure_periodic(
             Ok(false) => continue,
             Err(e) => break Err(e),
         }
-        let measured = due >= window.warm_up_end;
+        let measured = due > window.warm_up_end;
         match worker.run(due, due - window.warm_up_end, measured, stop, live) {
             Ok(true) => worker.tally().cycles += u64::from(measured),
             Ok(false) => continue,

@@ -39,7 +39,7 @@ use latlab_rt::sched::{self, Policy};
 use latlab_rt::sigwait::{
     self, BlockedSignal, Received, SenderLink, SenderProcess, Target, ThreadTimer,
 };
-use latlab_rt::{affinity, memory, RtError};
+use latlab_rt::{affinity, memory, wake, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -296,15 +296,19 @@ struct Pass {
 }
 
 impl SignalWorker {
-    /// Records one sample from `t` (the instant it spans from) to `t2`.
+    /// Records one sample from `t` (the instant it spans from) to `t2`, placed in the
+    /// window at `t`. A queued signal's `t` is when it was sent, not when it was due: a
+    /// sender running late can stamp the last one past the window's end, where it still
+    /// belongs to the window's last interval.
     #[inline(always)]
-    fn take(&mut self, t: i64, t2: i64, measured_from: i64, live: &LiveStats) -> bool {
-        if t < measured_from {
+    fn take(&mut self, t: i64, t2: i64, window: &Window, live: &LiveStats) -> bool {
+        if t <= window.warm_up_end {
             self.warm_up_samples += 1;
             return false;
         }
         let sample = t2 - t;
-        self.recorder.record(sample, t - measured_from);
+        let placed = window.end.map_or(t, |end| t.min(end));
+        self.recorder.record(sample, placed - window.warm_up_end);
         live.publish(sample, 0);
         if self.first.is_none() {
             self.first = Some(Nanos(sample));
@@ -312,7 +316,8 @@ impl SignalWorker {
         true
     }
 
-    /// Timer signals from `window.start` every `period` until the window ends.
+    /// Timer signals every `period` from one period after `window.start` until the
+    /// window ends (due at the end of each period, as every probe's samples are).
     fn timer_pass(
         &mut self,
         window: &Window,
@@ -321,21 +326,21 @@ impl SignalWorker {
         live: &LiveStats,
     ) -> Result<Pass, RtError> {
         let timer = ThreadTimer::new(self.target.signo, self.target.tid)?;
-        timer.arm(window.start, period)?;
+        let mut due = window.start + period;
+        timer.arm(due, period)?;
         let mut pass = Pass::default();
-        let mut due = window.start;
-        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due < end) {
+        while !stop.load(Ordering::Relaxed) && window.end.is_none_or(|end| due <= end) {
             let Some(r) = self.wait()? else { continue };
             if r.code != sigwait::SI_TIMER {
                 continue; // the same signal number from elsewhere: not an expiry
             }
-            if self.take(due, r.at_ns, window.warm_up_end, live) {
+            if self.take(due, r.at_ns, window, live) {
                 pass.measured += 1;
             }
             // Expiries while the signal was pending: missed (those in the measured span).
             let overrun = r.overrun as i64;
             let lost_measured = (1..=overrun)
-                .filter(|k| due + k * period >= window.warm_up_end)
+                .filter(|k| due + k * period > window.warm_up_end)
                 .count() as u64;
             pass.missed += lost_measured;
             live.publish_missed(lost_measured);
@@ -382,7 +387,7 @@ impl SignalWorker {
             // t1 travelled as the low bits of an address-sized value: exact on 64-bit,
             // and on 32-bit for any sample below 4 s.
             let t1 = r.at_ns - (r.at_ns as usize).wrapping_sub(r.value) as i64;
-            if self.take(t1, r.at_ns, window.warm_up_end, live) {
+            if self.take(t1, r.at_ns, window, live) {
                 pass.measured += 1;
             }
             pass.last = r.at_ns;
@@ -401,7 +406,7 @@ impl SignalWorker {
                 if Clock::Monotonic.now_ns() > give_up {
                     break None;
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                wake::nap(Duration::from_millis(1));
             }
         };
         if let Some(r) = report.filter(|r| r.refused_for_good()) {
@@ -450,7 +455,7 @@ impl Worker for SignalWorker {
         let start = Clock::Monotonic.now_ns() + 2 * period;
         let window = Window {
             start,
-            warm_up_end: start + period / 2,
+            warm_up_end: start + period + period / 2,
             end: Some(start + 6 * period),
         };
         self.pass(&window, period, stop, live)?;

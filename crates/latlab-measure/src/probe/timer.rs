@@ -10,7 +10,11 @@
 //!
 //! When a wake lands past the following deadline, the periods that passed are counted
 //! as missed and the loop continues at the next future deadline (cyclictest skips them
-//! silently). `samples + missed_periods` always equals the periods elapsed.
+//! silently). `samples + missed_periods` always equals the periods elapsed. A relative
+//! schedule has no fixed deadlines: there, every whole period a sleep overslept is
+//! missed, and what remains of the schedule's lag (the fractions of a period, the
+//! loop's own time between sleeps) is the drift, so each period of the measured span
+//! is accounted once: `samples + missed_periods + drift / period` = periods elapsed.
 
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -104,6 +108,7 @@ impl Probe for TimerProbe {
             recorder,
             summary: LoopSummary::default(),
             breaktrace: self.breaktrace.clone(),
+            breaktrace_fired: false,
             page_faults: 0,
         }))
     }
@@ -118,10 +123,25 @@ struct TimerWorker {
     recorder: SampleRecorder,
     summary: LoopSummary,
     breaktrace: Option<Arc<BreakTrace>>,
+    /// This thread wrote the trace marker (the first over the limit does).
+    breaktrace_fired: bool,
     page_faults: u64,
 }
 
 impl TimerWorker {
+    /// The trace marker for a sample over the break-trace limit (without allocating).
+    fn marker(&self, sample: i64) -> MarkerBuf {
+        let mut marker = MarkerBuf::new();
+        marker.push(b"latlab breaktrace: thread ");
+        marker.push_int(self.placement.thread as i64);
+        marker.push(b" latency ");
+        marker.push_int(sample);
+        marker.push(b" ns > limit ");
+        marker.push_int(self.settings.breaktrace_ns.unwrap_or_default().0);
+        marker.push(b" ns\n");
+        marker
+    }
+
     /// Runs everything the measured loop will run before it starts: the loop itself on
     /// a replayed script that takes each of its branches (warm-up, on time, early,
     /// interrupted, late by several periods, a periodic timer's overrun count, a
@@ -160,7 +180,6 @@ impl TimerWorker {
                 end: Some(periods * period),
             },
             breaktrace: None,
-            thread: self.placement.thread,
         };
         let mut replay = Sleeper::replay(&script);
         let mut summary = LoopSummary::default();
@@ -171,7 +190,6 @@ impl TimerWorker {
             &mut self.recorder,
             live,
             &rehearsal,
-            None,
             &mut summary,
         )?;
 
@@ -185,6 +203,11 @@ impl TimerWorker {
         let mut due = real.now_ns() + short;
         real.arm(due, short)?;
         for _ in 0..3 {
+            // A stop request cuts the rehearsal short: with a long timer slack each of
+            // these sleeps may last as long as the slack.
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             match real.wait(due, stop) {
                 Ok(_) | Err(WaitError::Interrupted) => {}
                 Err(WaitError::Failed(e)) => return Err(e),
@@ -215,7 +238,6 @@ impl Worker for TimerWorker {
             relative: self.settings.method.is_relative(),
             window: *window,
             breaktrace: self.settings.breaktrace_ns.map(|n| n.0),
-            thread: self.placement.thread,
         };
         let Some(mut sleeper) = self.sleeper.take() else {
             return Ok(()); // measured already
@@ -227,26 +249,31 @@ impl Worker for TimerWorker {
             &mut self.recorder,
             live,
             stop,
-            self.breaktrace.as_deref(),
             &mut self.summary,
         );
+        // Counted up to the last wake-up: the trace firing below runs code for the
+        // first time, after the last sample.
         self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        drop(sleeper);
-        if self.summary.breaktrace.is_some() {
+        if let Some((_, sample)) = self.summary.breaktrace {
+            if let Some(bt) = &self.breaktrace {
+                self.breaktrace_fired = bt.fire(self.marker(sample).as_bytes());
+            }
             // Halt every thread of the run, as cyclictest -b does.
             stop.store(true, Ordering::Relaxed);
         }
+        drop(sleeper);
         result
     }
 
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         let s = &self.summary;
         let rec = &self.recorder;
-        let period = self.settings.period_ns.0;
-        let drift = self.settings.method.is_relative().then(|| {
-            // Where a drift-free schedule would have put the last wake-up.
-            Nanos(s.last_wake - (s.origin + s.sleeps as i64 * period))
-        });
+        let drift = self
+            .settings
+            .method
+            .is_relative()
+            .then(|| relative_drift(s, rec.samples(), self.settings.period_ns.0))
+            .flatten();
         let histogram = rec.histogram();
         let stream = Stream {
             probe: "timer".to_string(),
@@ -262,8 +289,8 @@ impl Worker for TimerWorker {
             early_wakes: Some(rec.early_wakes()),
             first_sample_ns: s.first_sample.map(Nanos),
             warm_up_samples: s.warm_up_samples,
-            drift_ns: drift.filter(|_| s.sleeps > 0),
-            elapsed_ns: Some(Nanos((s.last_wake - s.measured_from).max(0))),
+            drift_ns: drift.map(Nanos),
+            elapsed_ns: Some(Nanos(s.elapsed())),
             timer_slack_ns: Some(self.placement.timer_slack_ns),
             page_faults: Some(self.page_faults),
             stats: Statistics::compute(rec.sums(), &histogram),
@@ -273,7 +300,7 @@ impl Worker for TimerWorker {
         };
         let events = s
             .breaktrace
-            .map(|(at, value, fired_here)| Event {
+            .map(|(at, value)| Event {
                 kind: "breaktrace".to_string(),
                 at_ns: Nanos(at),
                 thread: self.placement.thread,
@@ -285,7 +312,7 @@ impl Worker for TimerWorker {
                     Nanos(value),
                     self.settings.breaktrace_ns.unwrap_or_default(),
                     match &self.breaktrace {
-                        Some(bt) if fired_here => format!(
+                        Some(bt) if self.breaktrace_fired => format!(
                             ", trace marker written and tracing stopped (read {}/trace)",
                             bt.root().display()
                         ),
@@ -310,8 +337,6 @@ pub struct LoopConfig {
     pub window: Window,
     /// Stop when a sample exceeds this many ns.
     pub breaktrace: Option<i64>,
-    /// Thread index (for the trace marker).
-    pub thread: usize,
 }
 
 /// What the loop counted besides the samples themselves.
@@ -325,64 +350,79 @@ pub struct LoopSummary {
     pub overrun_wakes: u64,
     /// The very first sample (even if in the warm-up).
     pub first_sample: Option<i64>,
-    /// Clock reading of the schedule's origin (window start, or the first clock read
-    /// before a relative sleep).
-    pub origin: i64,
-    /// Sleeps completed (warm-up included).
-    pub sleeps: u64,
-    /// Start of the measured span.
+    /// Start of the measured span: the end of the warm-up, or for relative sleeps the
+    /// clock read before the first measured sleep (their schedule starts there).
     pub measured_from: i64,
-    /// The last wake-up.
+    /// The last measured wake-up.
     pub last_wake: i64,
-    /// Offset and value of the sample over the break-trace limit, and whether this
-    /// thread was the one that wrote the trace marker.
-    pub breaktrace: Option<(i64, i64, bool)>,
+    /// Offset and value of the sample over the break-trace limit.
+    pub breaktrace: Option<(i64, i64)>,
+}
+
+impl LoopSummary {
+    /// The measured span, from its start to the last measured wake-up, ns.
+    pub fn elapsed(&self) -> i64 {
+        (self.last_wake - self.measured_from).max(0)
+    }
+}
+
+/// How far a relative schedule's last wake-up lies behind a drift-free schedule of its
+/// samples and missed periods from the start of the measured span: the lag that is not
+/// whole missed periods (`None` before the first measured sample).
+pub fn relative_drift(summary: &LoopSummary, samples: u64, period: i64) -> Option<i64> {
+    let accounted = (samples + summary.missed_periods) as i64 * period;
+    (samples > 0).then(|| summary.elapsed() - accounted)
 }
 
 /// The measuring loop, written once for every sleep method.
 ///
 /// Between `arm` and the end it allocates nothing, takes no lock, prints nothing and
-/// calls the kernel only to sleep and (through the vDSO) to read the clock; the break
-/// trace, when it fires, writes twice to tracefs and ends the loop.
+/// calls the kernel only to sleep and (through the vDSO) to read the clock. A sample
+/// over the break-trace limit ends it; the caller fires the trace.
 pub fn measure_loop<S: WakeSource>(
     source: &mut S,
     config: &LoopConfig,
     recorder: &mut SampleRecorder,
     live: &LiveStats,
     stop: &AtomicBool,
-    breaktrace: Option<&BreakTrace>,
     summary: &mut LoopSummary,
 ) -> Result<(), RtError> {
     let period = config.period;
     let window = config.window;
-    let measured_from = window.warm_up_end;
+    let warm_up_end = window.warm_up_end;
     let end = window.end.unwrap_or(i64::MAX);
     let mut next = window.start + period;
     *summary = LoopSummary {
-        origin: window.start,
-        measured_from,
-        last_wake: measured_from,
+        measured_from: warm_up_end,
+        last_wake: warm_up_end,
         ..LoopSummary::default()
     };
     source.arm(next, period)?;
-    let mut origin_set = !config.relative;
+    let mut span_started = !config.relative;
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
         let expected = if config.relative {
-            let before = source.now_ns();
-            if !origin_set {
-                summary.origin = before;
-                origin_set = true;
-            }
-            before + period
+            source.now_ns() + period
         } else {
             next
         };
         if expected > end {
             return Ok(());
         }
+        // A relative sleep belongs to the warm-up when it begins before the warm-up
+        // ends; the first one after starts the measured span (and its schedule).
+        let warm_up = match config.relative {
+            true => expected - period < warm_up_end,
+            false => expected <= warm_up_end,
+        };
+        if !warm_up && !span_started {
+            summary.measured_from = expected - period;
+            summary.last_wake = summary.measured_from;
+            span_started = true;
+        }
+        let measured_from = summary.measured_from;
         // An interruption resumes the same wait (a relative sleep with what remained),
         // unless it came to stop the run.
         let wake = loop {
@@ -400,10 +440,13 @@ pub fn measure_loop<S: WakeSource>(
             Some(n) => n.max(1),
             None => 1 + (sample.max(0) / period) as u64,
         };
-        // Only deadlines inside the measured span count as missed.
-        let missed = missed_in_window(expected, consumed, period, measured_from, end);
-        summary.sleeps += 1;
-        summary.last_wake = wake.at_ns;
+        // Only deadlines inside the measured span count as missed. A relative
+        // schedule's span ends at its last wake, so all its whole periods count.
+        let missed = match config.relative {
+            true if warm_up => 0,
+            true => consumed - 1,
+            false => missed_in_window(expected, consumed, period, warm_up_end, end),
+        };
         if summary.first_sample.is_none() {
             summary.first_sample = Some(sample);
         }
@@ -412,31 +455,18 @@ pub fn measure_loop<S: WakeSource>(
             summary.missed_periods += missed;
             summary.overrun_wakes += 1;
         }
-        if expected <= measured_from {
+        if warm_up {
             summary.warm_up_samples += 1;
             live.publish_missed(missed);
             continue;
         }
+        summary.last_wake = wake.at_ns;
         let at = expected - measured_from;
         recorder.record(sample, at);
         live.publish(sample, missed);
-        if let Some(limit) = config.breaktrace {
-            if sample > limit {
-                let mut fired_here = false;
-                if let Some(bt) = breaktrace {
-                    let mut marker = MarkerBuf::new();
-                    marker.push(b"latlab breaktrace: thread ");
-                    marker.push_int(config.thread as i64);
-                    marker.push(b" latency ");
-                    marker.push_int(sample);
-                    marker.push(b" ns > limit ");
-                    marker.push_int(limit);
-                    marker.push(b" ns\n");
-                    fired_here = bt.fire(marker.as_bytes());
-                }
-                summary.breaktrace = Some((at, sample, fired_here));
-                return Ok(());
-            }
+        if config.breaktrace.is_some_and(|limit| sample > limit) {
+            summary.breaktrace = Some((at, sample));
+            return Ok(());
         }
     }
 }
@@ -584,7 +614,6 @@ mod tests {
                 end: Some(warm_up + periods * P),
             },
             breaktrace: None,
-            thread: 0,
         };
         let mut recorder = SampleRecorder::new(RecorderLimits {
             top: 4,
@@ -596,16 +625,7 @@ mod tests {
         let mut summary = LoopSummary::default();
         let live = LiveStats::default();
         let stop = AtomicBool::new(false);
-        measure_loop(
-            source,
-            &config,
-            &mut recorder,
-            &live,
-            &stop,
-            None,
-            &mut summary,
-        )
-        .unwrap();
+        measure_loop(source, &config, &mut recorder, &live, &stop, &mut summary).unwrap();
         assert_eq!(live.snapshot().samples, recorder.samples());
         (recorder, summary)
     }
@@ -651,7 +671,7 @@ mod tests {
         let mut sim = SimulatedTimer::new(&[100, 200, 300, 400]);
         sim.loop_cost = 50;
         let (rec, sum) = run(&mut sim, true, 0, 4);
-        let drift = sum.last_wake - (sum.origin + sum.sleeps as i64 * P);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
         assert!(rec.samples() <= 4);
         let lags: i64 = [100, 200, 300, 400][..rec.samples() as usize].iter().sum();
         assert!(drift >= lags, "drift {drift} < lags {lags}");
@@ -664,6 +684,35 @@ mod tests {
         let (_, sum) = run(&mut sim, true, 0, 10);
         assert_eq!(sum.missed_periods, 2);
         assert_eq!(sum.overrun_wakes, 1);
+    }
+
+    #[test]
+    fn rel_counts_a_missed_period_once_not_also_in_the_drift() {
+        // The second sleep overslept by 2 periods and 1 ns: 2 periods missed, and the
+        // drift is only what is left of the lags (10 + 1 + 10 ns).
+        let mut sim = SimulatedTimer::new(&[10, 2 * P + 1, 10]);
+        let (rec, sum) = run(&mut sim, true, 0, 10);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
+        assert_eq!((rec.samples(), sum.missed_periods, drift), (7, 2, 21));
+        assert_eq!(
+            (rec.samples() + sum.missed_periods) as i64 * P + drift,
+            sum.elapsed(),
+            "samples + missed + drift / period = periods elapsed"
+        );
+    }
+
+    #[test]
+    fn rel_warm_up_leaves_its_missed_periods_and_lag_out_of_the_span() {
+        // A warm-up sleep 3 periods late: neither its missed periods nor its lag
+        // belong to the measured span, which starts with the first sleep after it.
+        let mut sim = SimulatedTimer::new(&[3 * P + 5, 7, 7, 7, 7]);
+        let (rec, sum) = run(&mut sim, true, 2 * P, 6);
+        let drift = relative_drift(&sum, rec.samples(), P).unwrap();
+        assert_eq!(sum.warm_up_samples, 1);
+        assert_eq!(sum.missed_periods, 0);
+        assert_eq!(sum.measured_from, 4 * P + 5);
+        assert_eq!(drift, 7 * rec.samples() as i64);
+        assert_eq!(rec.timeline().count.iter().sum::<u64>(), rec.samples());
     }
 
     #[test]
@@ -688,7 +737,6 @@ mod tests {
                 end: None,
             },
             breaktrace: None,
-            thread: 0,
         };
         let mut rec = SampleRecorder::new(RecorderLimits {
             top: 1,
@@ -705,7 +753,6 @@ mod tests {
             &mut rec,
             &LiveStats::default(),
             &stop,
-            None,
             &mut summary,
         )
         .unwrap();
@@ -724,7 +771,6 @@ mod tests {
                 end: Some(100 * P),
             },
             breaktrace: Some(1_000),
-            thread: 0,
         };
         let mut rec = SampleRecorder::new(RecorderLimits {
             top: 1,
@@ -740,12 +786,11 @@ mod tests {
             &mut rec,
             &LiveStats::default(),
             &AtomicBool::new(false),
-            None,
             &mut summary,
         )
         .unwrap();
         assert_eq!(rec.samples(), 3);
-        assert_eq!(summary.breaktrace, Some((3 * P, 5_000, false)));
+        assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
     }
 
     #[test]

@@ -14,13 +14,15 @@ mod setup;
 
 pub use setup::{policy_of, SystemSetup};
 
+use crate::facts::FactReader;
 use crate::live::LiveStats;
-use crate::notice::Notice;
+use crate::notice::{Notice, RtThrottling, StreamContext};
 use crate::probe::{Probe, Window, Worker};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
+use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{affinity, memory, sched, signal};
 use setup::{set_up_thread, Ready};
@@ -77,6 +79,9 @@ pub struct RunOutcome {
     pub started_at: SystemTime,
     /// Wall-clock end.
     pub ended_at: SystemTime,
+    /// The span measured: from the end of the warm-up to the end of the window, or to
+    /// when measuring stopped if it stopped early (set-up and warm-up excluded).
+    pub measured: Nanos,
     /// Stopped early: by the stop flag, a break trace, or a failing thread.
     pub interrupted: bool,
     /// A measuring thread failed while measuring: the others were stopped and what
@@ -112,10 +117,12 @@ pub trait RunObserver {
 enum ThreadEnd {
     /// Set-up failed or the run was aborted: nothing measured.
     Nothing,
-    /// It measured; `failure` says why it stopped early, if it failed.
+    /// It measured until `stopped_at` (on the probe's clock); `failure` says why it
+    /// stopped early, if it failed.
     Measured {
         worker: Box<dyn Worker>,
         failure: Option<String>,
+        stopped_at: i64,
     },
 }
 
@@ -148,6 +155,7 @@ struct Shared<'a> {
     gate: StartGate,
     /// Raised to stop every thread: Ctrl-C, a break trace, a failing thread.
     halt: AtomicBool,
+    /// Each thread's id, once a stop request may interrupt it (0 before).
     tids: Vec<AtomicI32>,
 }
 
@@ -160,21 +168,39 @@ fn measuring_thread(
     ready_tx: mpsc::Sender<Result<Ready, RunError>>,
 ) -> ThreadEnd {
     let mut report = ReadyReport { tx: Some(ready_tx) };
-    shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
+    let usual_slack = slack::current_ns();
     let prepared = set_up_thread(thread, cpu, shared.request).and_then(|(ready, guards)| {
+        // The requested timer slack is for measuring: until the start, the thread
+        // (and any partner it starts, which inherits it) sleeps with its usual one,
+        // so a long slack does not stretch every sleep of the rehearsal and the start.
+        let usual = match shared.request.timer_slack_ns {
+            Some(_) => Some(
+                TimerSlackGuard::set(usual_slack).map_err(|e| RunError::Runtime(e.to_string()))?,
+            ),
+            None => None,
+        };
         let mut worker = shared
             .probe
             .prepare(&ready.placement)
             .map_err(|e| RunError::Runtime(format!("preparing the probe failed: {e}")))?;
+        // From here on a stop request may interrupt this thread's sleeps and waits
+        // (rehearsing, at the start, measuring); setting up and preparing are not
+        // cut short, they do not sleep.
+        shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
         worker
             .rehearse(live, &shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
-        Ok((ready, guards, worker))
+        // A stop request reaches the thread as the wake signal: run its handler once
+        // now, so its code is resident (and locked) before measuring instead of being
+        // faulted in by the stop, inside the measured span.
+        signal::interrupt_thread(sched::gettid())
+            .map_err(|e| RunError::Runtime(format!("rehearsing a stop request failed: {e}")))?;
+        Ok((ready, guards, worker, usual))
     });
-    let (guards, mut worker) = match prepared {
-        Ok((ready, guards, worker)) => {
+    let (guards, mut worker, usual_slack) = match prepared {
+        Ok((ready, guards, worker, usual)) => {
             report.send(Ok(ready));
-            (guards, worker)
+            (guards, worker, usual)
         }
         Err(e) => {
             report.send(Err(e));
@@ -193,16 +219,14 @@ fn measuring_thread(
             return ThreadEnd::Measured {
                 worker,
                 failure: Some(e.to_string()),
+                stopped_at: start,
             };
         }
     }
-    let request = shared.request;
-    let window = Window {
-        start,
-        warm_up_end: start + request.warm_up.0,
-        end: request.duration.map(|d| start + request.warm_up.0 + d.0),
-    };
+    let window = window_of(shared.request, start);
+    drop(usual_slack); // the requested slack again
     let measured = worker.measure(&window, &shared.halt, live);
+    let stopped_at = shared.probe.clock().now_ns();
     live.finish();
     drop(guards);
     let failure = measured.err().map(|e| {
@@ -211,7 +235,29 @@ fn measuring_thread(
     });
     // Encoding the results needs far more stack than measuring: `finish` runs on the
     // coordinating thread.
-    ThreadEnd::Measured { worker, failure }
+    ThreadEnd::Measured {
+        worker,
+        failure,
+        stopped_at,
+    }
+}
+
+/// The window every thread measures, from the common start instant.
+fn window_of(request: &RunRequest, start: i64) -> Window {
+    let warm_up_end = start + request.warm_up.0;
+    Window {
+        start,
+        warm_up_end,
+        end: request.duration.map(|d| warm_up_end + d.0),
+    }
+}
+
+/// The span measured: from the end of the warm-up to the last thread's stop, or to
+/// the end of the window when they ran past it (a last wake-up comes after the end).
+fn measured_span(window: &Window, stopped_at: impl Iterator<Item = i64>) -> Nanos {
+    let stopped = stopped_at.max().unwrap_or(window.start);
+    let until = window.end.map_or(stopped, |end| stopped.min(end));
+    Nanos((until - window.warm_up_end).max(0))
 }
 
 /// Runs `probe` as `request` says. `live` must hold one entry per CPU; `observer`
@@ -237,7 +283,7 @@ pub fn run_probe(
     };
     let mut notices = setup.notices.clone();
     let started_at = SystemTime::now();
-    let ends = std::thread::scope(|scope| -> Result<Vec<ThreadEnd>, RunError> {
+    let (ends, start) = std::thread::scope(|scope| -> Result<(Vec<ThreadEnd>, i64), RunError> {
         let abort_on_exit = AbortOnDrop(&shared.gate);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(n);
@@ -253,7 +299,7 @@ pub fn run_probe(
             handles.push(handle);
         }
         drop(ready_tx);
-        collect_ready(&ready_rx, n, request, &mut notices)?;
+        collect_ready(&ready_rx, &shared, stop, &mut notices)?;
         observer.ready(&notices);
         // Keep the coordinating thread off the measured CPUs when there are others
         // (only now: threads inherit the affinity of the thread that creates them).
@@ -266,47 +312,76 @@ pub fn run_probe(
             .then(|| affinity::AffinityGuard::apply(&others).ok())
             .flatten();
         let lead = START_LEAD.0 + START_LEAD_PER_THREAD.0 * n as i64;
-        shared.gate.open(Go::Start(probe.clock().now_ns() + lead));
+        let start = probe.clock().now_ns() + lead;
+        shared.gate.open(Go::Start(start));
         drop(abort_on_exit);
         watch(&shared, &handles, stop, live, observer);
-        Ok(handles
+        let ends = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(ThreadEnd::Nothing))
-            .collect())
+            .collect();
+        Ok((ends, start))
     })?;
     let ended_at = SystemTime::now();
-    Ok(finish(
-        ends, request, setup, notices, started_at, ended_at, stop, &shared,
-    ))
+    let span = (started_at, ended_at, window_of(request, start));
+    Ok(finish(ends, request, setup, notices, span, stop, &shared))
 }
 
-/// Waits for every thread's set-up report; the first failure ends the run.
+/// Waits for every thread's set-up report; the first failure ends the run. A stop
+/// request meanwhile is passed on, so threads still rehearsing cut it short.
 fn collect_ready(
     ready_rx: &mpsc::Receiver<Result<Ready, RunError>>,
-    n: usize,
-    request: &RunRequest,
+    shared: &Shared<'_>,
+    stop: &AtomicBool,
     notices: &mut Vec<Notice>,
 ) -> Result<(), RunError> {
     let mut failure = None;
-    for _ in 0..n {
-        match ready_rx.recv() {
-            Ok(Ok(ready)) => {
+    let mut reported = 0;
+    while reported < shared.tids.len() {
+        let report = match ready_rx.recv_timeout(POLL) {
+            Ok(report) => report,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                pass_on_stop(shared, stop);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        reported += 1;
+        match report {
+            Ok(ready) => {
                 if let Some(reason) = ready.refused {
                     notices.push(Notice::NotRealtime {
-                        wanted: request.policy,
+                        wanted: shared.request.policy,
                         got: ready.placement.policy,
                         thread: ready.placement.thread,
                         reason,
                     });
                 }
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 failure.get_or_insert(e);
             }
-            Err(_) => break,
         }
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Passes a stop request on as a halt, and wakes the threads so that any blocked in a
+/// sleep (or rehearsing one) sees it. Called every [`POLL`] until they have ended:
+/// a signal that arrives between a thread's look at the halt and its next sleep is
+/// followed by another.
+fn pass_on_stop(shared: &Shared<'_>, stop: &AtomicBool) {
+    if stop.load(Ordering::Relaxed) {
+        shared.halt.store(true, Ordering::Relaxed);
+    }
+    if shared.halt.load(Ordering::Relaxed) {
+        for tid in &shared.tids {
+            let tid = tid.load(Ordering::Relaxed);
+            if tid > 0 {
+                let _ = signal::interrupt_thread(tid);
+            }
+        }
+    }
 }
 
 /// Polls until every thread has ended: passes a stop request on as a halt, wakes
@@ -322,17 +397,7 @@ fn watch(
     let begun = Instant::now();
     let mut last_observed = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
-        if stop.load(Ordering::Relaxed) {
-            shared.halt.store(true, Ordering::Relaxed);
-        }
-        if shared.halt.load(Ordering::Relaxed) {
-            for tid in &shared.tids {
-                let tid = tid.load(Ordering::Relaxed);
-                if tid > 0 {
-                    let _ = signal::interrupt_thread(tid);
-                }
-            }
-        }
+        pass_on_stop(shared, stop);
         std::thread::sleep(POLL);
         if last_observed.elapsed() >= every {
             observer.progress(live, begun.elapsed());
@@ -342,22 +407,30 @@ fn watch(
 }
 
 /// Turns what the threads handed back into the outcome.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     ends: Vec<ThreadEnd>,
     request: &RunRequest,
     setup: &SystemSetup,
     mut notices: Vec<Notice>,
-    started_at: SystemTime,
-    ended_at: SystemTime,
+    (started_at, ended_at, window): (SystemTime, SystemTime, Window),
     stop: &AtomicBool,
     shared: &Shared<'_>,
 ) -> RunOutcome {
+    let measured = measured_span(
+        &window,
+        ends.iter().filter_map(|end| match end {
+            ThreadEnd::Measured { stopped_at, .. } => Some(*stopped_at),
+            ThreadEnd::Nothing => None,
+        }),
+    );
     let mut streams = Vec::with_capacity(ends.len());
     let mut events = Vec::new();
     let mut failure = None;
     for end in ends {
-        if let ThreadEnd::Measured { worker, failure: f } = end {
+        if let ThreadEnd::Measured {
+            worker, failure: f, ..
+        } = end
+        {
             let (stream, ev) = worker.finish(&request.phase);
             streams.push(stream);
             events.extend(ev);
@@ -380,7 +453,12 @@ fn finish(
     if let Some(f) = &failure {
         notices.push(Notice::MeasuringFailed { reason: f.clone() });
     }
-    notices.extend(Notice::from_streams(&streams));
+    notices.extend(shared.probe.notices());
+    let context = StreamContext {
+        memory_locked: setup.conditions.memory_locked,
+        rt_throttling: RtThrottling::read(&FactReader::system()),
+    };
+    notices.extend(Notice::from_streams(&streams, &context));
     RunOutcome {
         streams,
         events,
@@ -388,7 +466,180 @@ fn finish(
         conditions,
         started_at,
         ended_at,
+        measured,
         interrupted: stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed),
         failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::catalogue::{self, Measured, ProbeSetup};
+    use crate::probe::{clock, Placement};
+    use crate::record::SampleRecorder;
+    use latlab_rt::clock::Clock;
+    use latlab_rt::RtError;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    /// What a fake probe's worker saw.
+    #[derive(Default)]
+    struct Seen {
+        /// Wake signals the process had handled when measuring began.
+        handled_at_start: AtomicU64,
+        /// The rehearsal's sleep was cut short by a signal.
+        rehearsal_interrupted: AtomicBool,
+    }
+
+    /// A probe whose workers rehearse by sleeping `rehearsal` and measure nothing,
+    /// noting what they saw.
+    struct FakeProbe {
+        rehearsal: Duration,
+        seen: Arc<Seen>,
+    }
+
+    struct FakeWorker {
+        rehearsal: Duration,
+        seen: Arc<Seen>,
+        setup: ProbeSetup,
+        placement: Placement,
+        recorder: SampleRecorder,
+    }
+
+    impl Probe for FakeProbe {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+
+        fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
+            let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+            Ok(Box::new(FakeWorker {
+                rehearsal: self.rehearsal,
+                seen: self.seen.clone(),
+                recorder: setup.recorder(),
+                setup,
+                placement: placement.clone(),
+            }))
+        }
+    }
+
+    impl Worker for FakeWorker {
+        fn rehearse(&mut self, _: &LiveStats, _: &AtomicBool) -> Result<(), RtError> {
+            let until = Clock::Monotonic.now_ns() + self.rehearsal.as_nanos() as i64;
+            if let Err(WaitError::Interrupted) = wake::sleep_until(Clock::Monotonic, until) {
+                self.seen
+                    .rehearsal_interrupted
+                    .store(true, Ordering::Relaxed);
+            }
+            Ok(())
+        }
+
+        fn measure(&mut self, _: &Window, _: &AtomicBool, _: &LiveStats) -> Result<(), RtError> {
+            self.seen
+                .handled_at_start
+                .store(signal::wake_signals_handled(), Ordering::Relaxed);
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+            let measured = Measured {
+                info: &clock::INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: 0,
+                first_sample: None,
+                elapsed: Nanos(0),
+                page_faults: 0,
+            };
+            (catalogue::stream_of(measured, phase), Vec::new())
+        }
+    }
+
+    struct Silent;
+
+    impl RunObserver for Silent {
+        fn ready(&mut self, _: &[Notice]) {}
+        fn progress(&mut self, _: &[LiveStats], _: Duration) {}
+        fn refresh_every(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+    }
+
+    /// Runs `probe` on CPU 0 for 1 ms (at SCHED_OTHER, nothing locked), `stop` raised
+    /// from the start when `stopped`.
+    fn run_fake(probe: &FakeProbe, stopped: bool) -> RunOutcome {
+        let request = RunRequest {
+            cpus: vec![0],
+            policy: SchedSpec::Other { nice: 0 },
+            timer_slack_ns: None,
+            duration: Some(Nanos(1_000_000)),
+            warm_up: Nanos(0),
+            lock_memory: None,
+            dma_latency_us: None,
+            phase: "main".to_string(),
+        };
+        let setup = SystemSetup::apply(None, None);
+        let live = [LiveStats::default()];
+        let stop = AtomicBool::new(stopped);
+        run_probe(probe, &request, &setup, &stop, &live, &mut Silent).unwrap()
+    }
+
+    #[test]
+    fn a_stop_requests_signal_handler_has_run_before_measuring_so_stopping_faults_nothing_in() {
+        let probe = FakeProbe {
+            rehearsal: Duration::ZERO,
+            seen: Arc::default(),
+        };
+        let outcome = run_fake(&probe, false);
+        assert_eq!(outcome.streams.len(), 1);
+        assert!(
+            probe.seen.handled_at_start.load(Ordering::Relaxed) >= 1,
+            "the wake signal's handler first ran when a stop came, inside the measured span"
+        );
+    }
+
+    #[test]
+    fn a_stop_during_set_up_cuts_a_rehearsing_sleep_short() {
+        // A rehearsal sleeping 5 s, as one under a long timer slack can.
+        let probe = FakeProbe {
+            rehearsal: Duration::from_secs(5),
+            seen: Arc::default(),
+        };
+        let outcome = run_fake(&probe, true);
+        assert!(outcome.interrupted);
+        assert!(
+            probe.seen.rehearsal_interrupted.load(Ordering::Relaxed),
+            "the rehearsal slept on through the stop request"
+        );
+    }
+
+    #[test]
+    fn measured_span_excludes_warm_up_and_what_ran_past_the_end() {
+        let window = Window {
+            start: 0,
+            warm_up_end: 100,
+            end: Some(1_100),
+        };
+        // Ran to the end: the last wake-ups came after it.
+        assert_eq!(
+            measured_span(&window, [1_105, 1_120].into_iter()),
+            Nanos(1_000)
+        );
+        // Stopped early: what was measured until the last thread stopped.
+        assert_eq!(measured_span(&window, [600, 650].into_iter()), Nanos(550));
+        // Stopped in the warm-up, or nothing measured at all.
+        assert_eq!(measured_span(&window, [50].into_iter()), Nanos(0));
+        assert_eq!(measured_span(&window, std::iter::empty()), Nanos(0));
+        let until_stopped = Window {
+            end: None,
+            ..window
+        };
+        assert_eq!(
+            measured_span(&until_stopped, [5_000].into_iter()),
+            Nanos(4_900)
+        );
     }
 }

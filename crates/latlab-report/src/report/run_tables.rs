@@ -65,7 +65,7 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
         .iter()
         .filter_map(|s| {
             let drift = s.stream.drift_ns?;
-            let sleeps = s.stream.samples + s.stream.warm_up_samples;
+            let sleeps = s.stream.samples;
             Some(format!(
                 "drift of the relative schedule on {}: {drift} after {sleeps} sleeps ({} per \
                  period)",

@@ -369,7 +369,7 @@ fn reap_process(pid: libc::pid_t) -> i32 {
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
+        crate::wake::nap(Duration::from_millis(1));
     }
 }
 

@@ -167,7 +167,7 @@ impl Drop for Partner {
                     if try_reap(*pid) {
                         return;
                     }
-                    std::thread::sleep(Duration::from_millis(2));
+                    crate::wake::nap(Duration::from_millis(2));
                 }
                 // SAFETY: kill by the pid of our own unreaped child (it cannot have been
                 // recycled: a child's pid stays taken until it is waited for).

@@ -210,13 +210,25 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         let p = pick(flag, cli, sn, key, file);
         p.value.map(|v| duration_of(&p.label, v)).transpose()
     };
-    let timer_slack = optional_duration(
+    let slack = pick(
         "--timer-slack",
         args.timer_slack.as_deref(),
+        sn,
         "timer.timer_slack",
         t.timer_slack.as_deref(),
-    )?
-    .map(|n| n.0 as u64);
+    );
+    let timer_slack = slack
+        .value
+        .map(|v| duration_of(&slack.label, v))
+        .transpose()?;
+    let max_slack = Nanos(latlab_rt::slack::MAX_TIMER_SLACK_NS as i64);
+    if timer_slack.is_some_and(|n| n > max_slack) {
+        return Err(CliError::usage(
+            &slack.label,
+            format!("give at most {max_slack}: the kernel may delay every sleep by the slack"),
+        ));
+    }
+    let timer_slack = timer_slack.map(|n| n.0 as u64);
     let breaktrace = optional_duration(
         "--breaktrace",
         args.breaktrace.as_deref(),
