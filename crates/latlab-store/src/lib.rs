@@ -12,7 +12,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use latlab_model::run::Run;
+use latlab_model::run::{Percentile, Run};
+use latlab_model::Nanos;
 use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -106,8 +107,8 @@ pub struct RunSummary {
     pub kernel: String,
     /// Scenario name, if any.
     pub scenario: Option<String>,
-    /// Worst p99.9 over the run's streams, ns.
-    pub p99_9_ns: Option<i64>,
+    /// Worst p99.9 over the run's streams (a bound when one stream's is).
+    pub p99_9: Option<Percentile>,
     /// Worst maximum over the run's streams, ns.
     pub max_ns: Option<i64>,
     /// `pass`, `fail` or `none`.
@@ -189,6 +190,8 @@ pub fn resolve_reference(reference: &str, ids: &[String]) -> Result<String, Stor
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The schema version of the database (an older one is read as it is).
+    version: i64,
 }
 
 /// The default database path: `$XDG_DATA_HOME/latlab/runs.sqlite`, else
@@ -283,6 +286,7 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
     if from < 2 {
         tx.execute_batch(
             "ALTER TABLE runs ADD COLUMN source_sha256 TEXT;
+             ALTER TABLE runs ADD COLUMN p99_9_bound INTEGER NOT NULL DEFAULT 0;
              CREATE INDEX IF NOT EXISTS runs_source ON runs(source_sha256);",
         )?;
     }
@@ -369,6 +373,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
         })
     }
 
@@ -382,6 +387,7 @@ impl SqliteStore {
             Ok(SqliteStore {
                 conn,
                 path: path.to_path_buf(),
+                version: SCHEMA_VERSION,
             })
         };
         if !path.exists() {
@@ -404,6 +410,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
+            version,
         })
     }
 
@@ -414,15 +421,16 @@ impl SqliteStore {
 
     fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
         let json = serde_json::to_string(run).expect("a Run always serialises");
+        let p99_9 = worst_p99_9(run);
         let verdict = serde_json::to_value(run.verdict.status)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let inserted = self.conn.execute(
             "INSERT INTO runs
-                 (id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict, degraded,
-                  run_json, source_sha256)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
+                  verdict, degraded, run_json, source_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 run.id,
                 // The index's columns hold "" for what an imported Run does not know;
@@ -431,7 +439,8 @@ impl SqliteStore {
                 run.host.as_ref().map_or("", |h| h.hostname.as_str()),
                 run.host.as_ref().map_or("", |h| h.kernel_release.as_str()),
                 run.scenario,
-                worst(run, |s| s.stats.percentile(99.9).map(|p| p.value().0)),
+                p99_9.map(|p| p.value().0),
+                p99_9.is_some_and(Percentile::is_bound),
                 worst(run, |s| s.stats.max_ns.map(|n| n.0)),
                 verdict,
                 run.degraded,
@@ -458,6 +467,22 @@ fn worst(run: &Run, f: impl Fn(&latlab_model::run::Stream) -> Option<i64>) -> Op
     run.streams.iter().filter_map(f).max()
 }
 
+/// The worst p99.9 over the run's streams: a bound when any stream's is one (its sample
+/// may lie above every other stream's).
+fn worst_p99_9(run: &Run) -> Option<Percentile> {
+    let all: Vec<Percentile> = run
+        .streams
+        .iter()
+        .filter_map(|s| s.stats.percentile(99.9))
+        .collect();
+    let value = all.iter().map(|p| p.value()).max()?;
+    Some(if all.iter().any(|p| p.is_bound()) {
+        Percentile::AtLeast { at_least_ns: value }
+    } else {
+        Percentile::Exact(value)
+    })
+}
+
 impl RunStore for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<(), StoreError> {
         self.insert(run, None)
@@ -480,8 +505,16 @@ impl RunStore for SqliteStore {
 
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict, degraded
-             FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+            // A version-1 store read as it is has no bounds.
+            if self.version >= 2 {
+                "SELECT id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict,
+                     degraded, p99_9_bound
+                 FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
+            } else {
+                "SELECT id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict,
+                     degraded, 0
+                 FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
+            },
         )?;
         let rows = stmt.query_map([limit as i64], |r| {
             Ok(RunSummary {
@@ -490,7 +523,15 @@ impl RunStore for SqliteStore {
                 host: r.get(2)?,
                 kernel: r.get(3)?,
                 scenario: r.get(4)?,
-                p99_9_ns: r.get(5)?,
+                p99_9: r.get::<_, Option<i64>>(5)?.map(|ns| {
+                    if r.get::<_, bool>(9).unwrap_or(false) {
+                        Percentile::AtLeast {
+                            at_least_ns: Nanos(ns),
+                        }
+                    } else {
+                        Percentile::Exact(Nanos(ns))
+                    }
+                }),
                 max_ns: r.get(6)?,
                 verdict: r.get(7)?,
                 degraded: r.get(8)?,

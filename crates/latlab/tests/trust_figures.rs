@@ -170,6 +170,10 @@ fn percentiles_among_overflowed_samples_are_bounds_not_values() {
     assert!(csv.lines().skip(1).all(|row| row.contains(",>=")), "{csv}");
     let (_, shown, _) = with_store(&store, &["show", &all_over[0]]);
     assert!(shown.contains("≥ "), "{shown}");
+    // The store's listing keeps the bound too.
+    let (_, listed, _) = with_store(&store, &["runs"]);
+    let row = listed.lines().find(|l| l.contains(&all_over[0])).unwrap();
+    assert!(row.contains("≥ "), "{row}");
     // jitterdebugger: 164 of its 1991 samples are at 1000 µs or more.
     let some_over = import(&store, &[&fixture("jitterdebugger-overflow.json")], &[]);
     let run = Run::from_json(&export(&store, &some_over[0], "json")).unwrap();

@@ -20,14 +20,24 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         "id", "started", "host", "kernel", "scenario", "p99.9", "max", "verdict",
     ]);
     let us = |v: Option<i64>| v.map_or("-".to_string(), |n| Nanos(n).display_us());
+    // The index holds "" for what an imported run does not know.
+    let known = |text: &str| {
+        if text.is_empty() {
+            "?".to_string()
+        } else {
+            text.to_string()
+        }
+    };
     for r in &runs {
         table.add_row(vec![
             r.id.clone(),
-            r.started_at.clone(),
-            r.host.clone(),
-            r.kernel.clone(),
+            known(&r.started_at),
+            known(&r.host),
+            known(&r.kernel),
             r.scenario.clone().unwrap_or_else(|| "-".to_string()),
-            us(r.p99_9_ns),
+            r.p99_9.map_or("-".to_string(), |p| {
+                format!("{}{}", p.prefix(), p.value().display_us())
+            }),
             us(r.max_ns),
             format!(
                 "{}{}",
