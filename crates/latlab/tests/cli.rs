@@ -381,7 +381,7 @@ fn not_permitted_runs_degraded_and_says_so() {
     assert!(!run.conditions.realtime_policy);
     let codes: Vec<&str> = run.warnings.iter().map(|w| w.code.as_str()).collect();
     assert!(codes.contains(&"not-realtime"), "{codes:?}");
-    assert!(codes.contains(&"memory-not-locked"), "{codes:?}");
+    assert!(codes.contains(&"memory-lock-limited"), "{codes:?}");
     assert_eq!(run.streams[0].policy.to_string(), "other:0");
     assert!(run.streams[0].samples > 0);
 }

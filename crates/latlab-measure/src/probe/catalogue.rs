@@ -91,17 +91,22 @@ impl ProbeSetup {
 
     /// The recorder every worker of this probe keeps its samples in.
     pub fn recorder(&self) -> SampleRecorder {
+        SampleRecorder::new(self.recorder_limits())
+    }
+
+    /// What that recorder keeps.
+    pub fn recorder_limits(&self) -> RecorderLimits {
         let interval = Nanos::from_secs(1).0;
         let slots = self.span.map_or(crate::record::TIMELINE_SLOTS, |s| {
             (s.0 / interval + 2) as usize
         });
-        SampleRecorder::new(RecorderLimits {
+        RecorderLimits {
             top: self.top_spikes,
             spike_threshold: self.spike_threshold.map(|n| n.0),
             spike_capacity: 10_000,
             timeline_interval: interval,
             timeline_slots: slots,
-        })
+        }
     }
 
     /// The variant as results name it: the parameters' values in order

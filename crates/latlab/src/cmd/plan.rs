@@ -10,13 +10,13 @@ use crate::error::CliError;
 use crate::scenarios;
 use latlab_measure::load::LoadSpec;
 use latlab_measure::probe::catalogue::{self, ProbeSetup, ProbeSpec};
-use latlab_measure::runner::RunRequest;
+use latlab_measure::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::run::{MemoryLockPlan, PrimitiveSettings, ProbePlan, TimerSettings};
 use latlab_model::scenario::{PhaseSection, Scenario};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::Threshold;
 use latlab_model::units::{parse_duration, Nanos};
-use latlab_rt::memory::LockScope;
+use latlab_rt::memory::{LockRequest, LockScope};
 use std::path::PathBuf;
 
 /// Shortest period accepted: below it no timer method can keep up and the loop would
@@ -64,6 +64,24 @@ impl PhasePlan {
         }
     }
 
+    /// What the phase runs, to size the memory lock.
+    pub fn footprint(&self) -> PhaseFootprint {
+        let spikes_kept = match &self.primitive {
+            None => self.settings.spike_capacity,
+            Some((_, setup)) => setup.recorder_limits().spike_capacity,
+        };
+        PhaseFootprint {
+            measuring_threads: self.request.cpus.len(),
+            spikes_kept: match self.settings.spike_threshold_ns {
+                Some(_) => spikes_kept,
+                None => 0,
+            },
+            top_spikes: self.settings.top_spikes,
+            partners: self.primitive.is_some(),
+            loads: self.loads.len(),
+        }
+    }
+
     /// What the phase measures, for the live display's banner.
     pub fn describe(&self) -> String {
         match &self.primitive {
@@ -98,6 +116,16 @@ impl RunPlan {
             MemoryLockPlan::All => Some(LockScope::All),
             MemoryLockPlan::None => None,
         }
+    }
+
+    /// The memory lock to take for the whole run: its scope, and what the run maps
+    /// while holding it, so that a limit too small for that is never asked to hold it.
+    pub fn lock_request(&self) -> Option<LockRequest> {
+        let mapped_later = mapped_while_locked(self.phases.iter().map(PhasePlan::footprint));
+        self.lock_scope().map(|scope| LockRequest {
+            scope,
+            mapped_later,
+        })
     }
 }
 
