@@ -49,3 +49,61 @@ fn a_scenario_that_is_a_device_a_fifo_or_huge_is_refused_without_reading_it() {
         assert!(stderr.contains(says), "{path}: {stderr}");
     }
 }
+
+#[test]
+fn a_probe_that_cannot_run_at_the_policy_is_a_usage_error_naming_what_it_accepts() {
+    let deadline = "d:100us:1ms";
+    // A SCHED_DEADLINE thread cannot start partner tasks: these failed with exit 3
+    // ("start the partner thread: Resource temporarily unavailable").
+    for probe in [
+        "msg",
+        "msg:task=process",
+        "sem",
+        "signal:kind=queue",
+        "preempt",
+        "pi",
+    ] {
+        let (code, stderr) = refused(&[
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "200ms",
+            "-q",
+            "--no-store",
+            "--no-audit",
+            "-P",
+            deadline,
+            "--probe",
+            probe,
+        ]);
+        assert_eq!(code, Some(2), "{probe}: {stderr}");
+        assert!(
+            stderr.contains("--priority: probe") && stderr.contains("it accepts -P f:PRIO"),
+            "{probe}: {stderr}"
+        );
+    }
+    let (code, stderr) = refused(&[
+        "run", "-c", "0", "-d", "200ms", "-P", "f:2", "--probe", "pi",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("PRIO 3 or higher"), "{stderr}");
+    // Those that start no partner run at it (degraded where it is not permitted).
+    for probe in ["signal:kind=timer", "clock"] {
+        let out = latlab()
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "200ms",
+                "-q",
+                "--no-store",
+                "--no-audit",
+            ])
+            .args(["-P", deadline, "--probe", probe])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{probe}: {out:?}");
+    }
+}

@@ -9,7 +9,7 @@ use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::scenarios;
 use latlab_measure::load::LoadSpec;
-use latlab_measure::probe::catalogue::{self, ProbeSetup, ProbeSpec};
+use latlab_measure::probe::catalogue::{self, PlanError, ProbeSetup, ProbeSpec};
 use latlab_measure::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::run::{MemoryLockPlan, PrimitiveSettings, ProbePlan, TimerSettings};
 use latlab_model::scenario::{PhaseSection, Scenario};
@@ -464,9 +464,10 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
                     spike_threshold: spike,
                     top_spikes: top,
                 };
-                // Building checks what parsing cannot (e.g. a TSC on this CPU); a probe
-                // acquires nothing until it is prepared on its measuring thread.
-                (spec.info().build)(&setup).map_err(|e| CliError::usage(label, e))?;
+                spec.info().check(&setup).map_err(|e| match e {
+                    PlanError::Policy(why) => CliError::usage(&prio.label, why),
+                    PlanError::Setup(why) => CliError::usage(label, why),
+                })?;
                 Some((spec.clone(), setup))
             }
         };
