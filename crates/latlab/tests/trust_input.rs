@@ -107,3 +107,57 @@ fn a_probe_that_cannot_run_at_the_policy_is_a_usage_error_naming_what_it_accepts
         assert_eq!(out.status.code(), Some(0), "{probe}: {out:?}");
     }
 }
+
+/// A tmpfs mounted read-only, unmounted on drop.
+struct ReadOnlyMount(tempfile::TempDir);
+
+impl ReadOnlyMount {
+    /// `size` as tmpfs takes it (`4k`: no room for any load either).
+    fn new(size: &str) -> ReadOnlyMount {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("ro,size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a read-only tmpfs (needs root)");
+        ReadOnlyMount(dir)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+#[test]
+fn loads_in_a_read_only_directory_are_refused_as_read_only_not_as_out_of_space() {
+    // Full and read-only: the free-space check used to speak first ("no space").
+    let full = ReadOnlyMount::new("4k");
+    let roomy = ReadOnlyMount::new("200m");
+    for mount in [&full, &roomy] {
+        for load in ["disk", "cpu"] {
+            let dir = mount.0.path().to_str().unwrap();
+            let (code, stderr) = refused(&[
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "1s",
+                "--no-store",
+                "--load",
+                load,
+                "--load-dir",
+                dir,
+            ]);
+            assert_eq!(code, Some(2), "{load} in {dir}: {stderr}");
+            assert!(
+                stderr.contains("--load-dir:") && stderr.contains("is on a read-only file system"),
+                "{load} in {dir}: {stderr}"
+            );
+        }
+    }
+}

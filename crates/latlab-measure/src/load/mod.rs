@@ -214,6 +214,34 @@ pub fn param_size(params: &Params, key: &str) -> Result<u64, LoadError> {
     latlab_model::units::parse_size(text).map_err(|e| LoadError::Spec(format!("{key}: {e}")))
 }
 
+/// Checks that loads can keep their private directories in `dir`, by creating (and
+/// removing) one there as each load will: a read-only file system or a directory this
+/// user may not write to is named as such, not taken for a lack of space.
+pub fn check_dir(dir: &Path) -> Result<(), LoadError> {
+    let shown = dir.display();
+    let trial = tempfile::Builder::new()
+        .prefix(".latlab-load-check-")
+        .tempdir_in(dir);
+    match trial {
+        // Dropping the directory removes it.
+        Ok(_) => Ok(()),
+        Err(e) => Err(LoadError::Unavailable(match e.kind() {
+            std::io::ErrorKind::ReadOnlyFilesystem => format!(
+                "{shown} is on a read-only file system, and loads keep their temporary \
+                 files there: choose a writable directory with --load-dir"
+            ),
+            std::io::ErrorKind::PermissionDenied => format!(
+                "this user may not create files in {shown}, where loads keep their \
+                 temporary files: choose a directory you may write to with --load-dir"
+            ),
+            _ => format!(
+                "cannot create a directory in {shown} ({e}), where loads keep their \
+                 temporary files: choose another with --load-dir"
+            ),
+        })),
+    }
+}
+
 /// Checks that `dir` has room for `bytes` (plus 16 MB to spare) before load `name`
 /// starts writing there.
 pub fn require_free_space(name: &str, dir: &Path, bytes: u64) -> Result<(), LoadError> {

@@ -526,9 +526,16 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     for phase in &mut plan.phases {
         phase.request.lock_memory = scope;
     }
-    // Every load of every phase is checked now (parameters, free space), so a later
-    // phase cannot fail to start after earlier ones have measured.
+    // Every load of every phase is checked now (its directory, parameters, free space),
+    // so a later phase cannot fail to start after earlier ones have measured.
     let base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
+    if plan.phases.iter().any(|p| !p.loads.is_empty()) {
+        let label = match plan.load_dir {
+            Some(_) => "--load-dir",
+            None => "--load",
+        };
+        latlab_measure::load::check_dir(&base).map_err(|e| CliError::usage(label, e))?;
+    }
     for phase in &plan.phases {
         for load in &phase.loads {
             load.load()
