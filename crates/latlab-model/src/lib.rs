@@ -10,6 +10,7 @@
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
+//! * [`text`] — text from files made safe to print on a terminal.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
 //!
@@ -25,6 +26,7 @@ pub mod import;
 pub mod run;
 pub mod scenario;
 pub mod spec;
+pub mod text;
 pub mod threshold;
 pub mod units;
 

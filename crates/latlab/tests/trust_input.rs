@@ -161,3 +161,61 @@ fn loads_in_a_read_only_directory_are_refused_as_read_only_not_as_out_of_space()
         }
     }
 }
+
+/// True when `text` holds anything that acts on a terminal (C0/C1 controls but line
+/// breaks).
+fn has_terminal_control(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && c != '\n')
+}
+
+#[test]
+fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
+    use latlab_store::RunStore;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let store_arg = store.to_str().unwrap();
+    let scenario = dir.path().join("evil.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"evil\\u001b[2Jname\"\ndescription = \"d\"\nduration = \"200ms\"\n\
+         [[phase]]\nname = \"ph\\u001b]0;title\\u0007ase\"\n",
+    )
+    .unwrap();
+    let run = latlab()
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "-c",
+            "0",
+            "-q",
+            "--no-audit",
+        ])
+        .args(["--store", store_arg])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{text}");
+    assert!(text.contains("evil\u{FFFD}[2Jname"), "{text}");
+    assert!(!has_terminal_control(&text), "{text:?}");
+    // A stored run whose texts carry escapes (written by another tool, or before
+    // imports were checked): listing and showing it print none of them.
+    let mut stored =
+        latlab_model::run::Run::from_json(include_str!("../../../docs/example-run.json")).unwrap();
+    stored.id = "20260101T000000Z-\u{1b}[31mred".to_string();
+    stored.host.hostname = "host\u{1b}[2J".to_string();
+    stored.host.kernel_release = "6.1\u{9b}0m".to_string();
+    latlab_store::SqliteStore::open(&store)
+        .unwrap()
+        .save(&stored)
+        .unwrap();
+    for args in [
+        vec!["runs", "--store", store_arg],
+        vec!["show", "--store", store_arg, "last"],
+        vec!["show", "--store", store_arg, "20260101"],
+    ] {
+        let out = latlab().args(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
+        assert!(!has_terminal_control(&text), "{args:?}: {text:?}");
+    }
+}

@@ -4,6 +4,7 @@ use crate::cli::RunsArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use comfy_table::{presets, Table};
+use latlab_model::text::terminal_safe as safe;
 use latlab_model::Nanos;
 use latlab_store::{RunStore, SqliteStore};
 
@@ -20,18 +21,20 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         "id", "started", "host", "kernel", "scenario", "p99.9", "max", "verdict",
     ]);
     let us = |v: Option<i64>| v.map_or("-".to_string(), |n| Nanos(n).display_us());
+    // Every text here comes from a Run file, perhaps imported: none reaches the
+    // terminal raw.
     for r in &runs {
         table.add_row(vec![
-            r.id.clone(),
-            r.started_at.clone(),
-            r.host.clone(),
-            r.kernel.clone(),
-            r.scenario.clone().unwrap_or_else(|| "-".to_string()),
+            safe(&r.id).into_owned(),
+            safe(&r.started_at).into_owned(),
+            safe(&r.host).into_owned(),
+            safe(&r.kernel).into_owned(),
+            r.scenario.as_deref().map_or("-".into(), safe).into_owned(),
             us(r.p99_9_ns),
             us(r.max_ns),
             format!(
                 "{}{}",
-                r.verdict,
+                safe(&r.verdict),
                 if r.degraded { " (degraded)" } else { "" }
             ),
         ]);

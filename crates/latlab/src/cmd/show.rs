@@ -4,6 +4,7 @@ use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use crate::summary;
+use latlab_model::text::terminal_safe as safe;
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
@@ -44,7 +45,8 @@ pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
     } else {
         &run.started_at
     };
-    let mut text = format!("Run {} started {started}\n", run.id);
+    let (id, started) = (safe(&run.id), safe(started));
+    let mut text = format!("Run {id} started {started}\n");
     text.push_str(&summary::render(&run, Human::Stdout.is_terminal()));
     Human::Stdout.write(&text)?;
     Ok(exit::OK)
