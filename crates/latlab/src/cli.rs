@@ -153,6 +153,10 @@ pub struct RunArgs {
     /// Fail (exit 1) if a metric exceeds a limit: METRIC=LIMIT, e.g. p99.9=80us, mean=20us.
     #[arg(long = "threshold", value_name = "METRIC=LIMIT")]
     pub thresholds: Vec<String>,
+    /// The percentile flags (`--p99 50us`) as `p99=50us`, kept apart from --threshold so
+    /// that errors name the flag the user wrote.
+    #[arg(long = "percentile-limit", value_name = "PNN=LIMIT", hide = true)]
+    pub percentile_limits: Vec<String>,
     /// Run a background load while measuring (repeatable): NAME, NAME:key=value,...,
     /// or 'exec:COMMAND'. `latlab loads` lists them.
     #[arg(long = "load", value_name = "SPEC")]
@@ -308,7 +312,7 @@ pub struct RunsArgs {
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
-/// `--p99.9=80us` and `--p50 5us` become `--threshold p99=50us` and so on.
+/// `--p99.9=80us` and `--p50 5us` become `--percentile-limit p99=50us` and so on.
 /// Arguments need not be valid Unicode (file names); only flags are inspected.
 pub fn expand_percentile_flags<A: Into<OsString>>(
     args: impl IntoIterator<Item = A>,
@@ -339,7 +343,7 @@ pub fn expand_percentile_flags<A: Into<OsString>>(
         let value = inline
             .or_else(|| args.next().map(|v| v.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        out.push("--threshold".into());
+        out.push("--percentile-limit".into());
         out.push(format!("p{rank}={value}").into());
     }
     out
@@ -363,9 +367,9 @@ mod tests {
             vec![
                 "latlab",
                 "run",
-                "--threshold",
+                "--percentile-limit",
                 "p99=50us",
-                "--threshold",
+                "--percentile-limit",
                 "p99.9=80us",
                 "-q"
             ]

@@ -500,9 +500,12 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     if let Some(max) = &args.max {
         from_flags.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
     }
-    for t in &args.thresholds {
+    for t in &args.percentile_limits {
         let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
         from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
+    }
+    for t in &args.thresholds {
+        from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage("--threshold", e))?);
     }
     thresholds.retain(|s: &Threshold| !from_flags.iter().any(|f| f.metric == s.metric));
     thresholds.extend(from_flags);
@@ -592,6 +595,11 @@ mod tests {
             (&["--method", "sleepy"], "--method"),
             (&["--max", "100"], "--max"),
             (&["--p99.9", "abc"], "--p99.9"),
+            (
+                &["--threshold", "foo=1ms"],
+                "--threshold: unknown metric 'foo'",
+            ),
+            (&["--threshold", "p99=abc"], "--threshold: limit for p99"),
             (
                 &["--method", "hybrid", "--hybrid-margin", "2ms"],
                 "--hybrid-margin",
