@@ -182,7 +182,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
     /// Do not save the run in the store.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
     /// Do not audit the configuration (latlab check) before measuring: the run then has
     /// no audit, and its peak memory is that of the measurement alone.
@@ -404,6 +404,14 @@ mod tests {
             expand(&["latlab", "--", "--p99"]),
             vec!["latlab", "--", "--p99"]
         );
+    }
+
+    #[test]
+    fn no_store_with_a_store_is_refused() {
+        let e = Cli::try_parse_from(["latlab", "run", "--no-store", "--store", "x.sqlite"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]
