@@ -159,6 +159,7 @@ impl LoadSpec {
             }
             params.insert("command".to_string(), command.to_string());
         } else if let Some(rest) = rest.filter(|r| !r.trim().is_empty()) {
+            let mut given = std::collections::BTreeSet::new();
             for pair in rest.split(',') {
                 let (key, value) = pair.split_once('=').ok_or_else(|| {
                     SpecError(format!(
@@ -172,6 +173,9 @@ impl LoadSpec {
                         "load {name} has no parameter '{key}': it takes {}",
                         describe_params(load)
                     )));
+                }
+                if !given.insert(key) {
+                    return Err(SpecError(format!("load '{t}' gives {key} twice: keep one")));
                 }
                 params.insert(key.to_string(), value.trim().to_string());
             }
@@ -343,6 +347,10 @@ mod tests {
             .unwrap_err()
             .0
             .contains("key=value"));
+        assert!(LoadSpec::parse("hackbench:groups=1,groups=2")
+            .unwrap_err()
+            .0
+            .contains("gives groups twice"));
         assert!(LoadSpec::parse("exec:")
             .unwrap_err()
             .0

@@ -356,6 +356,7 @@ pub fn parse(text: &str) -> Result<ProbeSpec, String> {
         .iter()
         .map(|p| (p.key.to_string(), p.default.to_string()))
         .collect();
+    let mut given = std::collections::BTreeSet::new();
     for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').ok_or_else(|| {
             format!(
@@ -377,6 +378,9 @@ pub fn parse(text: &str) -> Result<ProbeSpec, String> {
                 info.name,
                 param.choices.join(", ")
             ));
+        }
+        if !given.insert(key) {
+            return Err(format!("probe '{text}' gives {key} twice: keep one"));
         }
         params.insert(key.to_string(), value.to_string());
     }
@@ -422,6 +426,9 @@ mod tests {
         assert!(parse("nosuch").unwrap_err().contains("clock"));
         assert!(parse("clock:nokey=1").unwrap_err().contains("no parameter"));
         assert!(parse("clock:clock").unwrap_err().contains("key=value"));
+        assert!(parse("msg:task=process,task=thread")
+            .unwrap_err()
+            .contains("gives task twice"));
         assert!(parse("clock:clock=sundial")
             .unwrap_err()
             .contains("monotonic"));
