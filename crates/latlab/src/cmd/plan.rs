@@ -488,27 +488,7 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         });
     }
 
-    let mut thresholds = Vec::new();
-    for (metric, limit) in &s.thresholds {
-        thresholds.push(
-            Threshold::new(metric, limit)
-                .map_err(|e| CliError::usage(&format!("{sn}: thresholds.{metric}"), e))?,
-        );
-    }
-    // A flag replaces the scenario's limit on the same metric.
-    let mut from_flags = Vec::new();
-    if let Some(max) = &args.max {
-        from_flags.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
-    }
-    for t in &args.percentile_limits {
-        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
-        from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
-    }
-    for t in &args.thresholds {
-        from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage("--threshold", e))?);
-    }
-    thresholds.retain(|s: &Threshold| !from_flags.iter().any(|f| f.metric == s.metric));
-    thresholds.extend(from_flags);
+    let thresholds = thresholds_of(args, s)?;
     let mut plan = RunPlan {
         scenario: scenario.as_ref().map(|s| s.name.clone()),
         phases,
@@ -549,7 +529,56 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     Ok(plan)
 }
 
-#[cfg(test)]
+/// The limits to judge by: the scenario's, with those the flags give replacing its
+/// limit on the same metric. A metric limited twice in one place is refused: which of
+/// the two was meant cannot be guessed.
+fn thresholds_of(args: &RunArgs, s: &Scenario) -> Result<Vec<Threshold>, CliError> {
+    let sn = s.name.as_str();
+    let mut from_file: Vec<(String, Threshold)> = Vec::new();
+    for (metric, limit) in &s.thresholds {
+        let label = format!("{sn}: thresholds.{metric}");
+        let threshold = Threshold::new(metric, limit).map_err(|e| CliError::usage(&label, e))?;
+        from_file.push((label, threshold));
+    }
+    let mut from_flags: Vec<(String, Threshold)> = Vec::new();
+    if let Some(max) = &args.max {
+        let threshold = Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?;
+        from_flags.push(("--max".to_string(), threshold));
+    }
+    for t in &args.percentile_limits {
+        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
+        let threshold = Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?;
+        from_flags.push((flag, threshold));
+    }
+    for t in &args.thresholds {
+        let threshold = Threshold::parse(t).map_err(|e| CliError::usage("--threshold", e))?;
+        from_flags.push((format!("--threshold {t}"), threshold));
+    }
+    for given in [&from_file, &from_flags] {
+        for (i, (label, threshold)) in given.iter().enumerate() {
+            if let Some((first, _)) = given[..i]
+                .iter()
+                .find(|(_, t)| t.metric == threshold.metric)
+            {
+                return Err(CliError::usage(
+                    label,
+                    format!(
+                        "{first} already limits {}: keep one of the two",
+                        threshold.metric
+                    ),
+                ));
+            }
+        }
+    }
+    let mut thresholds: Vec<Threshold> = from_file
+        .into_iter()
+        .map(|(_, t)| t)
+        .filter(|t| !from_flags.iter().any(|(_, f)| f.metric == t.metric))
+        .collect();
+    thresholds.extend(from_flags.into_iter().map(|(_, t)| t));
+    Ok(thresholds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +629,14 @@ mod tests {
                 "--threshold: unknown metric 'foo'",
             ),
             (&["--threshold", "p99=abc"], "--threshold: limit for p99"),
+            (
+                &["--threshold", "p99.9=80us", "--p99.9", "1ms"],
+                "--threshold p99.9=80us: --p99.9 already limits p99.9",
+            ),
+            (
+                &["--max", "1ms", "--threshold", "p100=2ms"],
+                "--threshold p100=2ms: --max already limits max",
+            ),
             (
                 &["--method", "hybrid", "--hybrid-margin", "2ms"],
                 "--hybrid-margin",
@@ -655,6 +692,21 @@ mod tests {
         let p = plan_of(&[file.to_str().unwrap(), "--max", "5ms"]).unwrap();
         let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
         assert_eq!(text, vec!["p99 <= 20 µs", "max <= 5 ms"]);
+    }
+
+    #[test]
+    fn a_scenario_limiting_one_metric_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"s\"\ndescription = \"d\"\n[[phase]]\nname = \"x\"\n\
+             [thresholds]\n\"p99.9\" = \"100us\"\n\"p99.90\" = \"20us\"\n",
+        )
+        .unwrap();
+        let e = plan_of(&[file.to_str().unwrap()]).unwrap_err();
+        assert_eq!(e.code, exit::USAGE);
+        assert!(e.message.contains("already limits p99.9"), "{}", e.message);
     }
 
     #[test]
