@@ -10,7 +10,7 @@
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
-//! * [`text`] — text from files made safe to print on a terminal.
+//! * [`text`] — text for people: text from files made safe for a terminal, counts.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
 //!

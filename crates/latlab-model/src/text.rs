@@ -1,4 +1,5 @@
-//! Text from files made safe to print on a terminal.
+//! Text for people: text from files made safe to print on a terminal, and counts with
+//! their nouns.
 //!
 //! Scenario and phase names, load specifications, imported ids, host names and the
 //! messages built from them all come from files someone else may have written. Printed
@@ -18,6 +19,15 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
 /// As [`terminal_safe`], but keeps line breaks (`\n`): for messages of several lines.
 pub fn terminal_safe_lines(text: &str) -> Cow<'_, str> {
     filter(text, true)
+}
+
+/// `n` with a regular English noun in the number it takes: `1 stream`, `2 streams`,
+/// `0 streams`.
+pub fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
 }
 
 fn filter(text: &str, keep_newlines: bool) -> Cow<'_, str> {
@@ -62,6 +72,13 @@ mod tests {
             terminal_safe_lines("one\u{1b}[K\ntwo"),
             "one\u{FFFD}[K\ntwo"
         );
+    }
+
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(counted(1, "stream"), "1 stream");
+        assert_eq!(counted(0, "stream"), "0 streams");
+        assert_eq!(counted(2, "run"), "2 runs");
     }
 
     #[test]

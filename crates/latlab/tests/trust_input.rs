@@ -219,3 +219,24 @@ fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
         assert!(!has_terminal_control(&text), "{args:?}: {text:?}");
     }
 }
+
+#[test]
+fn one_stream_and_one_run_are_counted_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-model/tests/fixtures/import/cyclictest-1t.hist.txt");
+    let import = latlab()
+        .args(["import", "--store", store.to_str().unwrap()])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&import.stdout);
+    assert!(text.contains(": 1 stream, 500 samples"), "{text}");
+    let runs = latlab()
+        .args(["runs", "--store", store.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&runs.stdout);
+    assert!(text.contains("\n1 run shown from "), "{text}");
+}

@@ -4,7 +4,7 @@ use crate::cli::RunsArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use comfy_table::{presets, Table};
-use latlab_model::text::terminal_safe as safe;
+use latlab_model::text::{counted, terminal_safe as safe};
 use latlab_model::Nanos;
 use latlab_store::{RunStore, SqliteStore};
 
@@ -40,8 +40,8 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         ]);
     }
     Human::Stdout.write(&format!(
-        "{table}\n{} runs shown from {}\n",
-        runs.len(),
+        "{table}\n{} shown from {}\n",
+        counted(runs.len() as u64, "run"),
         path.display()
     ))?;
     Ok(exit::OK)
