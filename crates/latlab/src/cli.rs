@@ -81,7 +81,7 @@ pub struct LoadWorkerArgs {
 /// `latlab run`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h.
+Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h, 1h30m.
 Thresholds: --max 100us, or any percentile as --p99 50us, --p99.9 80us, --p99.999 120us.
 Exit codes: 0 passed (or no thresholds), 1 a threshold failed, 2 usage or configuration
 error, 3 could not measure.")]
