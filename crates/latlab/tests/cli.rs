@@ -466,7 +466,7 @@ fn runs_are_stored_and_listed() {
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(list.status.success());
-    assert!(text.contains("1 runs shown"), "{text}");
+    assert!(text.contains("1 run shown"), "{text}");
 }
 
 #[test]
