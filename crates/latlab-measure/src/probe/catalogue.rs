@@ -112,15 +112,17 @@ impl Policies {
 impl fmt::Display for Policies {
     /// What is accepted, as `-P` values.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Policies::Any => f.write_str("any: f:PRIO, r:PRIO, o, b, i or d:RUNTIME:PERIOD"),
-            Policies::NoDeadline => f.write_str("f:PRIO, r:PRIO, o, b or i (not d:RUNTIME:PERIOD)"),
-            Policies::LevelsBelow(below) => write!(
-                f,
-                "f:PRIO or r:PRIO with PRIO {} or higher, o, b or i (not d:RUNTIME:PERIOD)",
-                below + 1
-            ),
-        }
+        let lowest = match self {
+            Policies::Any => {
+                return f.write_str("any: f:PRIO, r:PRIO, o, b, i or d:RUNTIME:PERIOD")
+            }
+            Policies::NoDeadline => 1,
+            Policies::LevelsBelow(below) => below + 1,
+        };
+        write!(
+            f,
+            "f:{lowest} to f:99, r:{lowest} to r:99, o, b or i (not d:RUNTIME:PERIOD)"
+        )
     }
 }
 
