@@ -456,7 +456,7 @@ mod tests {
         let pi = (find("pi").unwrap().policies)(&parse("pi").unwrap().params);
         let e = pi.check(fifo(2)).unwrap_err();
         assert!(
-            e.contains("2 priority levels") && e.contains("PRIO 3 or higher"),
+            e.contains("2 priority levels") && e.contains("f:3 to f:99"),
             "{e}"
         );
         assert!(pi.check(fifo(3)).is_ok());
