@@ -34,6 +34,18 @@ pub enum Notice {
     },
     /// `--no-mlock` was given.
     MemoryLockSkipped,
+    /// RLIMIT_MEMLOCK cannot hold what the run maps: only what was mapped at the start,
+    /// or nothing, was locked.
+    MemoryLockLimited {
+        /// RLIMIT_MEMLOCK in bytes.
+        limit: u64,
+        /// Bytes mapped when locking, at most this plus what the run maps later.
+        mapped: u64,
+        /// Bytes the whole run needs locked (mapped now, later, and stack growth).
+        needed: u64,
+        /// What was mapped at the start was locked.
+        locked_current: bool,
+    },
     /// `/dev/cpu_dma_latency` could not be held.
     DmaLatencyUnavailable {
         /// The error.
@@ -117,6 +129,7 @@ impl Notice {
             Notice::NonRealtimeRequested { .. } => "non-realtime-policy",
             Notice::MemoryNotLocked { .. } => "memory-not-locked",
             Notice::MemoryLockSkipped => "memory-lock-skipped",
+            Notice::MemoryLockLimited { .. } => "memory-lock-limited",
             Notice::DmaLatencyUnavailable { .. } => "dma-latency-unavailable",
             Notice::BreakTraceUnavailable { .. } => "breaktrace-unavailable",
             Notice::DeadlineUnpinned => "deadline-unpinned",
@@ -136,7 +149,10 @@ impl Notice {
     pub fn degrades(&self) -> bool {
         matches!(
             self,
-            Notice::NotRealtime { .. } | Notice::MemoryNotLocked { .. } | Notice::MemoryLockSkipped
+            Notice::NotRealtime { .. }
+                | Notice::MemoryNotLocked { .. }
+                | Notice::MemoryLockSkipped
+                | Notice::MemoryLockLimited { .. }
         )
     }
 
@@ -355,6 +371,37 @@ impl fmt::Display for Notice {
                     f,
                     ": page faults can land in the measurement. Run as root, grant \
                      CAP_IPC_LOCK, or raise the limit (ulimit -l unlimited)"
+                )
+            }
+            Notice::MemoryLockLimited {
+                limit,
+                mapped,
+                needed,
+                locked_current,
+            } => {
+                let mib = |bytes: u64| bytes.div_ceil(1 << 20);
+                write!(
+                    f,
+                    "RLIMIT_MEMLOCK ({} KiB) cannot hold this run's memory (about {} MiB: {} \
+                     MiB mapped at the start, the rest for its threads and buffers): ",
+                    limit >> 10,
+                    mib(*needed),
+                    mib(*mapped)
+                )?;
+                match locked_current {
+                    true => f.write_str(
+                        "only what was mapped at the start is locked, not the measuring \
+                         threads' stacks and buffers",
+                    )?,
+                    false => f.write_str("nothing is locked")?,
+                }
+                write!(
+                    f,
+                    "; page faults can land in the measurement. Raise the limit (ulimit -l \
+                     {} or unlimited; for good: `USER - memlock unlimited` in \
+                     /etc/security/limits.d/99-realtime.conf, then log in again), grant \
+                     CAP_IPC_LOCK (setcap cap_ipc_lock+ep $(which latlab)), or run as root",
+                    mib(*needed) << 10
                 )
             }
             Notice::MemoryLockSkipped => write!(

@@ -10,6 +10,7 @@
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`threshold`] — pass/fail limits and the verdict they give.
+//! * [`text`] — text for people: text from files made safe for a terminal, counts.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
 //!
@@ -27,6 +28,7 @@ mod run_check;
 mod run_v1;
 pub mod scenario;
 pub mod spec;
+pub mod text;
 pub mod threshold;
 pub mod units;
 

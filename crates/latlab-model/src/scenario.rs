@@ -128,6 +128,12 @@ impl Scenario {
                 None => message,
             })
         })?;
+        // Results name their scenario: an empty name would be indistinguishable from none.
+        if scenario.name.trim().is_empty() {
+            return Err(err(
+                "name is empty: give the scenario a short name, e.g. name = \"mine\"".to_string(),
+            ));
+        }
         if scenario.phases.is_empty() {
             return Err(err(
                 "no [[phase]]: a scenario needs at least one, e.g. [[phase]] name = \"main\""
@@ -217,6 +223,11 @@ max = "20ms"
             .unwrap_err()
             .message
             .contains("keep one"));
+        for name in ["", "  "] {
+            let unnamed = GOOD.replace("name = \"t\"", &format!("name = \"{name}\""));
+            let e = Scenario::parse(&unnamed, "x").unwrap_err().message;
+            assert!(e.starts_with("name is empty"), "{e}");
+        }
         assert!(Scenario::parse("name = ", "x")
             .unwrap_err()
             .message

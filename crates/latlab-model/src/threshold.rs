@@ -38,6 +38,14 @@ impl Metric {
                 "percentile '{text}' is out of range: it must lie between p0 and p100"
             )));
         }
+        // Results name a percentile by its key, six decimals at most: a finer one would
+        // be stored as another (p99.99999999 as p100, which is the maximum).
+        if percentile_key(p).parse::<f64>() != Ok(p) {
+            return Err(SpecError(format!(
+                "percentile '{text}' is finer than latlab records: give at most 6 decimals, \
+                 e.g. p99.999999"
+            )));
+        }
         Ok(Metric::Percentile(p))
     }
 
@@ -253,6 +261,10 @@ mod tests {
             .unwrap_err()
             .0
             .contains("range"));
+        let fine = Threshold::parse("p99.99999999=1ms").unwrap_err().0;
+        assert!(fine.contains("at most 6 decimals"), "{fine}");
+        let t = Threshold::parse("p99.999999=1ms").unwrap();
+        assert_eq!(t.metric.to_string(), "p99.999999");
         assert!(Threshold::parse("median=1us")
             .unwrap_err()
             .0

@@ -87,7 +87,10 @@ pub enum DurationError {
     #[error("'{0}' has no unit: write it with one, e.g. {0}us, {0}ms or {0}s")]
     NoUnit(String),
     /// A unit that is not known.
-    #[error("'{text}': unknown unit '{unit}' (use ns, us, µs, ms, s, m, h or d)")]
+    #[error(
+        "'{text}': unknown unit '{unit}' (use ns, us, µs, ms, s, m, h or d, or several \
+         in a row: 1h30m)"
+    )]
     UnknownUnit {
         /// The whole text.
         text: String,
@@ -106,8 +109,34 @@ pub enum DurationError {
 }
 
 /// Parses a non-negative duration with a unit: `250us`, `1.5ms`, `30s`, `10m`, `2h`,
-/// `1d`, `100ns`, `1µs`. A bare `0` is accepted (it means "zero" in every unit).
+/// `1d`, `100ns`, `1µs`, or several whole ones in a row as humantime reads them
+/// (`1h30m`, `2m 30s`). A bare `0` is accepted (it means "zero" in every unit).
 pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
+    match parse_one_duration(text) {
+        Err(e @ DurationError::UnknownUnit { .. }) => {
+            parse_compound_duration(text.trim()).ok_or(e)?
+        }
+        other => other,
+    }
+}
+
+/// `1h30m` and the like (humantime's syntax); `None` when it is not one.
+fn parse_compound_duration(text: &str) -> Option<Result<Nanos, DurationError>> {
+    let duration = humantime::parse_duration(text).ok()?;
+    Some(
+        i64::try_from(duration.as_nanos())
+            .ok()
+            .filter(|&ns| ns <= MAX_DURATION_NS)
+            .map(Nanos)
+            .ok_or_else(|| DurationError::TooLarge(text.to_string())),
+    )
+}
+
+/// The longest duration accepted: 100 days.
+const MAX_DURATION_NS: i64 = 100 * 86_400_000_000_000;
+
+/// One number with one unit.
+fn parse_one_duration(text: &str) -> Result<Nanos, DurationError> {
     let t = text.trim();
     if t.is_empty() {
         return Err(DurationError::Empty);
@@ -164,7 +193,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, DurationError> {
         }
         total += scaled / denom;
     }
-    if total > 100 * 86_400_000_000_000 {
+    if total > MAX_DURATION_NS as i128 {
         return Err(too_large());
     }
     Ok(Nanos(total as i64))
@@ -222,6 +251,23 @@ mod tests {
         assert_eq!(parse_duration("13.35ms"), Ok(Nanos(13_350_000)));
         assert_eq!(parse_duration("0"), Ok(Nanos(0)));
         assert_eq!(parse_duration("1_000us"), Ok(Nanos(1_000_000)));
+    }
+
+    #[test]
+    fn compound_durations_add_up() {
+        assert_eq!(parse_duration("1h30m"), Ok(Nanos::from_secs(5_400)));
+        assert_eq!(parse_duration("2m 30s"), Ok(Nanos::from_secs(150)));
+        assert_eq!(parse_duration("1s500ms"), Ok(Nanos(1_500_000_000)));
+        assert_eq!(parse_duration("1w"), Ok(Nanos::from_secs(7 * 86_400)));
+        assert!(matches!(
+            parse_duration("99d 2d"),
+            Err(DurationError::TooLarge(_))
+        ));
+        // Not one: the single unit's error stands.
+        assert!(matches!(
+            parse_duration("1h30x"),
+            Err(DurationError::UnknownUnit { .. })
+        ));
     }
 
     #[test]

@@ -95,8 +95,16 @@ fn saves_lists_and_loads_whole_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sub/dir/runs.sqlite");
     let mut store = SqliteStore::open(&path).unwrap();
-    let a = sample_run("20261120T100000Z-00000a", "2026-11-20T10:00:00.000Z", 50_000);
-    let b = sample_run("20261121T100000Z-00000b", "2026-11-21T10:00:00.000Z", 70_000);
+    let a = sample_run(
+        "20261120T100000Z-00000a",
+        "2026-11-20T10:00:00.000Z",
+        50_000,
+    );
+    let b = sample_run(
+        "20261121T100000Z-00000b",
+        "2026-11-21T10:00:00.000Z",
+        70_000,
+    );
     store.save(&a).unwrap();
     store.save(&b).unwrap();
     let list = store.list(10).unwrap();
@@ -207,7 +215,11 @@ fn references_resolve_to_runs() {
 fn a_stored_run_is_never_replaced_by_one_with_its_id() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
-    let measured = sample_run("20261120T100000Z-00000a", "2026-11-20T10:00:00.000Z", 50_000);
+    let measured = sample_run(
+        "20261120T100000Z-00000a",
+        "2026-11-20T10:00:00.000Z",
+        50_000,
+    );
     store.save(&measured).unwrap();
     let mut edited = measured.clone();
     edited.host.as_mut().unwrap().hostname = "edited".into();
@@ -217,7 +229,10 @@ fn a_stored_run_is_never_replaced_by_one_with_its_id() {
             other => panic!("replaced or failed otherwise: {other:?}"),
         }
     }
-    assert_eq!(store.load("20261120T100000Z-00000a").unwrap(), Some(measured));
+    assert_eq!(
+        store.load("20261120T100000Z-00000a").unwrap(),
+        Some(measured)
+    );
 }
 
 #[test]
@@ -225,10 +240,18 @@ fn an_imported_source_is_recognised_by_its_hash() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.sqlite");
     let mut store = SqliteStore::open(&path).unwrap();
-    let run = sample_run("20261120T100000Z-00000e", "2026-11-20T10:00:00.000Z", 50_000);
+    let run = sample_run(
+        "20261120T100000Z-00000e",
+        "2026-11-20T10:00:00.000Z",
+        50_000,
+    );
     store.save_imported(&run, "c0ffee").unwrap();
     store
-        .save(&sample_run("20261120T110000Z-00000f", "2026-11-20T11:00:00.000Z", 1))
+        .save(&sample_run(
+            "20261120T110000Z-00000f",
+            "2026-11-20T11:00:00.000Z",
+            1,
+        ))
         .unwrap();
     drop(store);
     let store = SqliteStore::open_read_only(&path).unwrap();
@@ -243,7 +266,11 @@ fn an_imported_source_is_recognised_by_its_hash() {
 fn a_version_1_store_is_migrated_with_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.sqlite");
-    let run = sample_run("20261120T100000Z-000001", "2026-11-20T10:00:00.000Z", 50_000);
+    let run = sample_run(
+        "20261120T100000Z-000001",
+        "2026-11-20T10:00:00.000Z",
+        50_000,
+    );
     // The version 1 schema, as the first latlab wrote it.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
@@ -261,14 +288,23 @@ fn a_version_1_store_is_migrated_with_its_runs() {
     drop(conn);
     // Read as it is, without migrating; then migrated by a writer.
     let reader = SqliteStore::open_read_only(&path).unwrap();
-    assert_eq!(reader.load("20261120T100000Z-000001").unwrap(), Some(run.clone()));
+    assert_eq!(
+        reader.load("20261120T100000Z-000001").unwrap(),
+        Some(run.clone())
+    );
     drop(reader);
     let mut store = SqliteStore::open(&path).unwrap();
     store
-        .save_imported(&sample_run("20261121T100000Z-000002", "2026-11-21T10:00:00.000Z", 1), "aa")
+        .save_imported(
+            &sample_run("20261121T100000Z-000002", "2026-11-21T10:00:00.000Z", 1),
+            "aa",
+        )
         .unwrap();
     assert_eq!(store.load("20261120T100000Z-000001").unwrap(), Some(run));
-    assert_eq!(store.imported_from("aa").unwrap(), Some("20261121T100000Z-000002".to_string()));
+    assert_eq!(
+        store.imported_from("aa").unwrap(),
+        Some("20261121T100000Z-000002".to_string())
+    );
     let version: i64 = rusqlite::Connection::open(&path)
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))

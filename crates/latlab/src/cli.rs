@@ -81,7 +81,7 @@ pub struct LoadWorkerArgs {
 /// `latlab run`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h.
+Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h, 1h30m.
 Thresholds: --max 100us, or any percentile as --p99 50us, --p99.9 80us, --p99.999 120us.
 Exit codes: 0 passed (or no thresholds), 1 a threshold failed, 2 usage or configuration
 error, 3 could not measure.")]
@@ -153,6 +153,10 @@ pub struct RunArgs {
     /// Fail (exit 1) if a metric exceeds a limit: METRIC=LIMIT, e.g. p99.9=80us, mean=20us.
     #[arg(long = "threshold", value_name = "METRIC=LIMIT")]
     pub thresholds: Vec<String>,
+    /// The percentile flags (`--p99 50us`) as `p99=50us`, kept apart from --threshold so
+    /// that errors name the flag the user wrote.
+    #[arg(long = "percentile-limit", value_name = "PNN=LIMIT", hide = true)]
+    pub percentile_limits: Vec<String>,
     /// Run a background load while measuring (repeatable): NAME, NAME:key=value,...,
     /// or 'exec:COMMAND'. `latlab loads` lists them.
     #[arg(long = "load", value_name = "SPEC")]
@@ -178,7 +182,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
     /// Do not save the run in the store.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
     /// Do not audit the configuration (latlab check) before measuring: the run then has
     /// no audit, and its peak memory is that of the measurement alone.
@@ -308,7 +312,7 @@ pub struct RunsArgs {
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
-/// `--p99.9=80us` and `--p50 5us` become `--threshold p99=50us` and so on.
+/// `--p99.9=80us` and `--p50 5us` become `--percentile-limit p99=50us` and so on.
 /// Arguments need not be valid Unicode (file names); only flags are inspected.
 pub fn expand_percentile_flags<A: Into<OsString>>(
     args: impl IntoIterator<Item = A>,
@@ -339,7 +343,7 @@ pub fn expand_percentile_flags<A: Into<OsString>>(
         let value = inline
             .or_else(|| args.next().map(|v| v.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        out.push("--threshold".into());
+        out.push("--percentile-limit".into());
         out.push(format!("p{rank}={value}").into());
     }
     out
@@ -363,9 +367,9 @@ mod tests {
             vec![
                 "latlab",
                 "run",
-                "--threshold",
+                "--percentile-limit",
                 "p99=50us",
-                "--threshold",
+                "--percentile-limit",
                 "p99.9=80us",
                 "-q"
             ]
@@ -400,6 +404,14 @@ mod tests {
             expand(&["latlab", "--", "--p99"]),
             vec!["latlab", "--", "--p99"]
         );
+    }
+
+    #[test]
+    fn no_store_with_a_store_is_refused() {
+        let e = Cli::try_parse_from(["latlab", "run", "--no-store", "--store", "x.sqlite"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use latlab_measure::live::{LiveSnapshot, LiveStats};
 use latlab_measure::notice::Notice;
 use latlab_measure::runner::{RunObserver, RunRequest};
 use latlab_model::spec::format_cpu_list;
+use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_model::Nanos;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -56,6 +57,8 @@ impl LiveDisplay {
                 String::new()
             }
         );
+        // The phase and the probe come from a scenario file, perhaps someone else's.
+        let banner = terminal_safe_lines(&banner).into_owned();
         LiveDisplay {
             human,
             mode,
@@ -95,7 +98,13 @@ impl RunObserver for LiveDisplay {
         let text: String = notices
             .iter()
             .filter(|n| n.degrades())
-            .map(|n| format!("{red}WARNING{reset} [{}] {n}\n", n.code()))
+            .map(|n| {
+                format!(
+                    "{red}WARNING{reset} [{}] {}\n",
+                    n.code(),
+                    safe(&n.to_string())
+                )
+            })
             .collect();
         let _ = self.human.write(&text);
     }

@@ -61,7 +61,12 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if e.code == exit::OK => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("latlab: error: {e}");
+            // Messages quote scenario and result files, which may hold escapes.
+            let message = e.to_string();
+            eprintln!(
+                "latlab: error: {}",
+                latlab_model::text::terminal_safe_lines(&message)
+            );
             ExitCode::from(e.code)
         }
     }

@@ -4,6 +4,7 @@
 use comfy_table::{presets, Cell, CellAlignment, Table};
 use latlab_model::audit::CheckVerdict;
 use latlab_model::run::{Percentile, Run, Stream, BARE_METAL};
+use latlab_model::text::terminal_safe as safe;
 use latlab_model::threshold::{Check, Status};
 use latlab_model::Nanos;
 use std::fmt::Write as _;
@@ -59,21 +60,21 @@ pub fn render(run: &Run, color: bool) -> String {
         None => "time unknown".to_string(),
     };
     let what = match &run.scenario {
-        Some(name) => format!("scenario {name}, {} phase(s)", run.phases.len()),
+        Some(name) => format!("scenario {}, {} phase(s)", safe(name), run.phases.len()),
         None if run.phases.len() > 1 => format!("{} phases", run.phases.len()),
         None => format!(
             "{} · period {}",
             run.streams
                 .first()
                 .and_then(|s| s.method.as_deref())
-                .unwrap_or("method unknown"),
+                .map_or("method unknown".into(), safe),
             known(period)
         ),
     };
     let probe = match run.streams.first() {
-        Some(first) if run.streams.iter().all(|s| s.probe == first.probe) => first.probe.as_str(),
-        Some(_) => "probes",
-        None => "timer",
+        Some(first) if run.streams.iter().all(|s| s.probe == first.probe) => safe(&first.probe),
+        Some(_) => "probes".into(),
+        None => "timer".into(),
     };
     let host = match &run.host {
         None => "an unknown host".to_string(),
@@ -94,17 +95,20 @@ pub fn render(run: &Run, color: bool) -> String {
     };
     let _ = writeln!(
         out,
-        "{bold}{} {probe}{reset} · {what} · {measured} on {host}",
-        run.tool.name
+        "{bold}{} {probe}{reset} · {what} · {measured} on {}",
+        safe(&run.tool.name),
+        safe(&host)
     );
     if let Some(import) = &run.import {
         let _ = writeln!(
             out,
             "Imported from {} ({}) at {}; the source lacked:",
-            import.file, import.format, import.imported_at
+            safe(&import.file),
+            safe(&import.format),
+            safe(&import.imported_at)
         );
         for lack in &import.lacks {
-            let _ = writeln!(out, "  - {lack}");
+            let _ = writeln!(out, "  - {}", safe(lack));
         }
     }
     if run.degraded {
@@ -129,7 +133,7 @@ pub fn render(run: &Run, color: bool) -> String {
         let _ = writeln!(
             out,
             "Drift of the relative schedule on {}: {} after {} sleeps ({} per period).",
-            s.label(),
+            safe(&s.label()),
             s.drift_ns.unwrap_or_default(),
             s.samples,
             Nanos(s.drift_ns.unwrap_or_default().0 / s.samples.max(1) as i64),
@@ -145,26 +149,26 @@ pub fn render(run: &Run, color: bool) -> String {
             out,
             "Largest sample: {} on {}, {:.3} s into the measured span.",
             worst.1.value_ns,
-            worst.0.label(),
+            safe(&worst.0.label()),
             worst.1.at_ns.as_secs_f64()
         );
     }
     for phase in run.phases.iter().filter(|p| !p.loads.is_empty()) {
-        let _ = writeln!(out, "Loads during phase {}:", phase.name);
+        let _ = writeln!(out, "Loads during phase {}:", safe(&phase.name));
         for l in &phase.loads {
             let _ = writeln!(
                 out,
                 "  {:<28} {} on CPU {} ({} {} in {:.1} s; {}, stop took {})",
-                l.spec,
+                safe(&l.spec),
                 l.rate.map_or("no work done".to_string(), |r| format!(
                     "{r:.1} {}",
-                    l.rate_unit
+                    safe(&l.rate_unit)
                 )),
                 latlab_model::spec::format_cpu_list(&l.cpus),
                 l.work,
-                l.unit,
+                safe(&l.unit),
                 l.elapsed_ns.as_secs_f64(),
-                l.ended,
+                safe(&l.ended),
                 l.stop_ns,
             );
         }
@@ -172,14 +176,15 @@ pub fn render(run: &Run, color: bool) -> String {
     // The noise probe's gaps are many: each CPU's noise-summary event speaks for them
     // (reports and `latlab show` list them all).
     for e in run.events.iter().filter(|e| e.kind != "noise") {
-        let _ = writeln!(out, "Event: {}", e.message);
+        let _ = writeln!(out, "Event: {}", safe(&e.message));
     }
     write_configuration(&mut out, run, (red, bold, reset));
     if !run.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &run.warnings {
             let colour = if w.degrades { red } else { bold };
-            let _ = writeln!(out, "{colour}WARNING{reset} [{}] {}", w.code, w.message);
+            let (code, message) = (safe(&w.code), safe(&w.message));
+            let _ = writeln!(out, "{colour}WARNING{reset} [{code}] {message}");
         }
     }
     match run.verdict.status {
@@ -213,7 +218,7 @@ pub fn render(run: &Run, color: bool) -> String {
                     out,
                     "  {} on {}: {} ({} samples)",
                     c.threshold,
-                    c.stream,
+                    safe(&c.stream),
                     c.observed_ns.map_or_else(
                         || if c.failed() {
                             "no samples"
@@ -263,7 +268,7 @@ fn timer_table(out: &mut String, run: &Run, streams: &[&Stream]) {
         let st = &s.stats;
         let mut row = vec![Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string()))];
         if phased {
-            row.insert(0, Cell::new(&s.phase));
+            row.insert(0, Cell::new(safe(&s.phase)));
             row.push(Cell::new(known(s.period_ns)));
         }
         row.extend([
@@ -330,8 +335,8 @@ fn primitive_table(out: &mut String, streams: &[&Stream]) {
     for s in streams {
         let st = &s.stats;
         table.add_row(vec![
-            Cell::new(&s.probe),
-            Cell::new(known(s.method.as_ref())),
+            Cell::new(safe(&s.probe)),
+            Cell::new(s.method.as_deref().map_or("?".into(), safe)),
             Cell::new(s.cpu.map_or("-".to_string(), |c| c.to_string())),
             Cell::new(s.samples),
             Cell::new(us(st.min_ns)),
@@ -393,7 +398,7 @@ fn write_configuration(out: &mut String, run: &Run, (red, bold, reset): (&str, &
             } else {
                 bold
             };
-            let text = format!("{}: {}", c.title, c.finding);
+            let text = format!("{}: {}", safe(&c.title), safe(&c.finding));
             let text = if text.chars().count() > CONFIGURATION_LINE {
                 let kept: String = text.chars().take(CONFIGURATION_LINE - 1).collect();
                 format!("{kept}…")

@@ -391,7 +391,7 @@ fn not_permitted_runs_degraded_and_says_so() {
     assert!(!run.conditions.as_ref().unwrap().realtime_policy);
     let codes: Vec<&str> = run.warnings.iter().map(|w| w.code.as_str()).collect();
     assert!(codes.contains(&"not-realtime"), "{codes:?}");
-    assert!(codes.contains(&"memory-not-locked"), "{codes:?}");
+    assert!(codes.contains(&"memory-lock-limited"), "{codes:?}");
     assert_eq!(run.streams[0].policy.unwrap().to_string(), "other:0");
     assert!(run.streams[0].samples > 0);
 }
@@ -476,7 +476,7 @@ fn runs_are_stored_and_listed() {
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(list.status.success());
-    assert!(text.contains("1 runs shown"), "{text}");
+    assert!(text.contains("1 run shown"), "{text}");
 }
 
 #[test]

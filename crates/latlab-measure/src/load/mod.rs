@@ -159,6 +159,7 @@ impl LoadSpec {
             }
             params.insert("command".to_string(), command.to_string());
         } else if let Some(rest) = rest.filter(|r| !r.trim().is_empty()) {
+            let mut given = std::collections::BTreeSet::new();
             for pair in rest.split(',') {
                 let (key, value) = pair.split_once('=').ok_or_else(|| {
                     SpecError(format!(
@@ -172,6 +173,9 @@ impl LoadSpec {
                         "load {name} has no parameter '{key}': it takes {}",
                         describe_params(load)
                     )));
+                }
+                if !given.insert(key) {
+                    return Err(SpecError(format!("load '{t}' gives {key} twice: keep one")));
                 }
                 params.insert(key.to_string(), value.trim().to_string());
             }
@@ -212,6 +216,34 @@ pub fn param_u64(params: &Params, key: &str) -> Result<u64, LoadError> {
 pub fn param_size(params: &Params, key: &str) -> Result<u64, LoadError> {
     let text = params.get(key).map(String::as_str).unwrap_or("");
     latlab_model::units::parse_size(text).map_err(|e| LoadError::Spec(format!("{key}: {e}")))
+}
+
+/// Checks that loads can keep their private directories in `dir`, by creating (and
+/// removing) one there as each load will: a read-only file system or a directory this
+/// user may not write to is named as such, not taken for a lack of space.
+pub fn check_dir(dir: &Path) -> Result<(), LoadError> {
+    let shown = dir.display();
+    let trial = tempfile::Builder::new()
+        .prefix(".latlab-load-check-")
+        .tempdir_in(dir);
+    match trial {
+        // Dropping the directory removes it.
+        Ok(_) => Ok(()),
+        Err(e) => Err(LoadError::Unavailable(match e.kind() {
+            std::io::ErrorKind::ReadOnlyFilesystem => format!(
+                "{shown} is on a read-only file system, and loads keep their temporary \
+                 files there: choose a writable directory with --load-dir"
+            ),
+            std::io::ErrorKind::PermissionDenied => format!(
+                "this user may not create files in {shown}, where loads keep their \
+                 temporary files: choose a directory you may write to with --load-dir"
+            ),
+            _ => format!(
+                "cannot create a directory in {shown} ({e}), where loads keep their \
+                 temporary files: choose another with --load-dir"
+            ),
+        })),
+    }
 }
 
 /// Checks that `dir` has room for `bytes` (plus 16 MB to spare) before load `name`
@@ -315,6 +347,10 @@ mod tests {
             .unwrap_err()
             .0
             .contains("key=value"));
+        assert!(LoadSpec::parse("hackbench:groups=1,groups=2")
+            .unwrap_err()
+            .0
+            .contains("gives groups twice"));
         assert!(LoadSpec::parse("exec:")
             .unwrap_err()
             .0

@@ -38,8 +38,92 @@ pub struct ProbeInfo {
     pub definition: &'static str,
     /// Its parameters.
     pub params: &'static [ParamInfo],
-    /// Builds the probe from a checked specification.
+    /// The scheduling policies its measuring thread may run at, given its parameters.
+    pub policies: fn(&Params) -> Policies,
+    /// Builds the probe from a checked specification (see [`ProbeInfo::check`]).
     pub build: fn(&ProbeSetup) -> Result<Box<dyn Probe>, String>,
+}
+
+impl ProbeInfo {
+    /// Checks what parsing cannot: that the probe can run at the setup's policy, and
+    /// whatever its `build` checks (e.g. a TSC on this CPU). A probe acquires nothing
+    /// until it is prepared on its measuring thread, so this is free.
+    pub fn check(&self, setup: &ProbeSetup) -> Result<(), PlanError> {
+        (self.policies)(&setup.params)
+            .check(setup.policy)
+            .map_err(|why| PlanError::Policy(format!("probe {} {why}", self.name)))?;
+        (self.build)(setup).map(drop).map_err(PlanError::Setup)
+    }
+}
+
+/// Why a probe cannot run as planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// Not at the requested scheduling policy (the fault of `-P`).
+    #[error("{0}")]
+    Policy(String),
+    /// Not with these parameters or on this system.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// The scheduling policies a probe's measuring thread may run at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policies {
+    /// Every policy, SCHED_DEADLINE included.
+    Any,
+    /// Every policy but SCHED_DEADLINE: the measuring thread starts a partner task,
+    /// and the kernel lets no deadline task fork or start a thread (EAGAIN).
+    NoDeadline,
+    /// SCHED_FIFO or SCHED_RR at a priority that leaves this many levels for the
+    /// partners below it, or a policy that is not real-time; not SCHED_DEADLINE, as
+    /// for [`Policies::NoDeadline`] (and every task shares one pinned CPU).
+    LevelsBelow(i32),
+}
+
+impl Policies {
+    /// Whether `policy` is one of them; the error says why not and what is.
+    pub fn check(self, policy: SchedSpec) -> Result<(), String> {
+        let refused = |why: &str| {
+            Err(format!(
+                "cannot run at {policy}: {why}; it accepts -P {self}"
+            ))
+        };
+        match (self, policy) {
+            (Policies::Any, _) => Ok(()),
+            (_, SchedSpec::Deadline { .. }) => refused(
+                "its measuring thread starts partner tasks, and the kernel lets no \
+                 SCHED_DEADLINE task start one",
+            ),
+            (Policies::LevelsBelow(below), SchedSpec::Fifo { priority })
+            | (Policies::LevelsBelow(below), SchedSpec::Rr { priority })
+                if priority <= below =>
+            {
+                refused(&format!(
+                    "its partners run up to {below} priority levels below the measuring \
+                     thread"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Policies {
+    /// What is accepted, as `-P` values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lowest = match self {
+            Policies::Any => {
+                return f.write_str("any: f:PRIO, r:PRIO, o, b, i or d:RUNTIME:PERIOD")
+            }
+            Policies::NoDeadline => 1,
+            Policies::LevelsBelow(below) => below + 1,
+        };
+        write!(
+            f,
+            "f:{lowest} to f:99, r:{lowest} to r:99, o, b or i (not d:RUNTIME:PERIOD)"
+        )
+    }
 }
 
 impl fmt::Debug for ProbeInfo {
@@ -63,12 +147,20 @@ pub struct ParamInfo {
     pub help: &'static str,
 }
 
+/// A probe's parameters by key, every declared key present (see [`parse`]).
+pub type Params = BTreeMap<String, String>;
+
+/// A parameter's value (`""` for a key the probe does not declare).
+pub fn param<'a>(params: &'a Params, key: &str) -> &'a str {
+    params.get(key).map_or("", String::as_str)
+}
+
 /// Everything a probe is built from: its checked parameters (every key, defaults
 /// filled in) and the run's settings that apply to it.
 #[derive(Debug, Clone)]
 pub struct ProbeSetup {
     /// Parameter values, one per [`ParamInfo`], validated against its choices.
-    pub params: BTreeMap<String, String>,
+    pub params: Params,
     /// The probe's cycle: how often a sample (or a burst of them) is taken.
     pub period: Nanos,
     /// Warm-up plus measured span (`None` = until stopped): sizes the timeline.
@@ -86,22 +178,27 @@ pub struct ProbeSetup {
 impl ProbeSetup {
     /// A parameter's value (every declared key is present after [`parse`]).
     pub fn param(&self, key: &str) -> &str {
-        self.params.get(key).map_or("", String::as_str)
+        param(&self.params, key)
     }
 
     /// The recorder every worker of this probe keeps its samples in.
     pub fn recorder(&self) -> SampleRecorder {
+        SampleRecorder::new(self.recorder_limits())
+    }
+
+    /// What that recorder keeps.
+    pub fn recorder_limits(&self) -> RecorderLimits {
         let interval = Nanos::from_secs(1).0;
         let slots = self.span.map_or(crate::record::TIMELINE_SLOTS, |s| {
             (s.0 / interval + 2) as usize
         });
-        SampleRecorder::new(RecorderLimits {
+        RecorderLimits {
             top: self.top_spikes,
             spike_threshold: self.spike_threshold.map(|n| n.0),
             spike_capacity: 10_000,
             timeline_interval: interval,
             timeline_slots: slots,
-        })
+        }
     }
 
     /// The variant as results name it: the parameters' values in order
@@ -220,7 +317,7 @@ pub struct ProbeSpec {
     /// The probe.
     pub name: String,
     /// Every parameter, defaults filled in.
-    pub params: BTreeMap<String, String>,
+    pub params: Params,
 }
 
 impl ProbeSpec {
@@ -261,6 +358,7 @@ pub fn parse(text: &str) -> Result<ProbeSpec, String> {
         .iter()
         .map(|p| (p.key.to_string(), p.default.to_string()))
         .collect();
+    let mut given = std::collections::BTreeSet::new();
     for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').ok_or_else(|| {
             format!(
@@ -282,6 +380,9 @@ pub fn parse(text: &str) -> Result<ProbeSpec, String> {
                 info.name,
                 param.choices.join(", ")
             ));
+        }
+        if !given.insert(key) {
+            return Err(format!("probe '{text}' gives {key} twice: keep one"));
         }
         params.insert(key.to_string(), value.to_string());
     }
@@ -327,9 +428,43 @@ mod tests {
         assert!(parse("nosuch").unwrap_err().contains("clock"));
         assert!(parse("clock:nokey=1").unwrap_err().contains("no parameter"));
         assert!(parse("clock:clock").unwrap_err().contains("key=value"));
+        assert!(parse("msg:task=process,task=thread")
+            .unwrap_err()
+            .contains("gives task twice"));
         assert!(parse("clock:clock=sundial")
             .unwrap_err()
             .contains("monotonic"));
+    }
+
+    #[test]
+    fn every_probe_says_which_policies_it_runs_at() {
+        let deadline = SchedSpec::parse("d:100us:1ms").unwrap();
+        let fifo = |priority| SchedSpec::Fifo { priority };
+        for info in CATALOGUE {
+            let defaults = parse(info.name).unwrap().params;
+            let policies = (info.policies)(&defaults);
+            assert!(policies.check(SchedSpec::DEFAULT).is_ok(), "{}", info.name);
+            assert!(policies.check(SchedSpec::Other { nice: 0 }).is_ok());
+            let starts_partners = info.params.iter().any(|p| p.key == "task");
+            assert_eq!(
+                policies.check(deadline).is_err(),
+                starts_partners,
+                "{}: {policies}",
+                info.name
+            );
+        }
+        let pi = (find("pi").unwrap().policies)(&parse("pi").unwrap().params);
+        let e = pi.check(fifo(2)).unwrap_err();
+        assert!(
+            e.contains("2 priority levels") && e.contains("f:3 to f:99"),
+            "{e}"
+        );
+        assert!(pi.check(fifo(3)).is_ok());
+        let timer_signal = parse("signal:kind=timer").unwrap().params;
+        assert_eq!(
+            (find("signal").unwrap().policies)(&timer_signal),
+            Policies::Any
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! read with RDTSC and converted with a rate measured against CLOCK_MONOTONIC_RAW
 //! during the rehearsal.
 
-use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::notice::Notice;
@@ -53,6 +53,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "reads per period",
         },
     ],
+    policies: |_| Policies::Any,
     build,
 };
 

@@ -13,7 +13,7 @@
 //! transport), so a stop or a dead sender is noticed. A period whose message never
 //! arrived (or, for an eventfd, arrived summed with another) is counted as missed.
 
-use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::pair::{self, Pairing, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -50,6 +50,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
         pair::TASK,
         pair::CPU,
     ],
+    policies: |_| Policies::NoDeadline,
     build,
 };
 

@@ -15,7 +15,7 @@
 //! named in the summary rather than fought. There is no partner: no thread/process
 //! variant, no cross-CPU placement.
 
-use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
@@ -63,6 +63,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "how many gaps above the threshold to keep as events per CPU (0 to 100000)",
         },
     ],
+    policies: |_| Policies::Any,
     build,
 };
 

@@ -3,7 +3,7 @@
 //! of their cycles, and the tally of samples, missed cycles and events.
 
 use super::account::Account;
-use super::catalogue::{ProbeInfo, ProbeSetup};
+use super::catalogue::ProbeSetup;
 use super::{Placement, Window};
 use crate::live::LiveStats;
 use latlab_model::run::Event;
@@ -33,28 +33,6 @@ pub(super) struct Mark {
     pub(super) value: i64,
     /// Probe-specific detail (e.g. a wake-up order).
     pub(super) detail: u64,
-}
-
-/// Checks at plan time that partners `below` priority levels under the measuring
-/// thread's can exist: the policy must be pinned (not deadline), and a real-time
-/// priority must leave room.
-pub(super) fn check_policy(info: &ProbeInfo, setup: &ProbeSetup, below: i32) -> Result<(), String> {
-    match setup.policy {
-        SchedSpec::Deadline { .. } => Err(format!(
-            "{}: SCHED_DEADLINE threads cannot be pinned, and this probe's tasks must share \
-             one CPU: use -P f:PRIO or r:PRIO",
-            info.name
-        )),
-        SchedSpec::Fifo { priority } | SchedSpec::Rr { priority } if priority <= below => {
-            Err(format!(
-                "{}: its partners run up to {below} priority levels below the measuring \
-                 thread: give -P f:{} or higher",
-                info.name,
-                below + 1
-            ))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// `task=thread|process`.

@@ -15,7 +15,7 @@
 //! the mutex then `PTHREAD_PROCESS_SHARED` in a `MAP_SHARED` mapping); either way they
 //! run the sealed loops of [`Inversion`], which a forked child may run.
 
-use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -72,11 +72,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "all three on the measuring thread's CPU (an inversion needs one CPU)",
         },
     ],
+    policies: |_| Policies::LevelsBelow(2),
     build,
 };
 
 fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
-    partners::check_policy(&INFO, setup, 2)?;
     Ok(Box::new(PiProbe {
         setup: setup.clone(),
         kind: partners::task_kind(setup),

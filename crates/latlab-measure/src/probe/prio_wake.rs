@@ -13,7 +13,7 @@
 //! counted and reported as an event; a round in which not every waiter ran within
 //! 100 ms is missed.
 
-use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{self, ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -62,6 +62,15 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "every waiter on the measuring thread's CPU (the order is the scheduler's)",
         },
     ],
+    // The highest waiter sits one level below the measuring thread, the others below
+    // it; an unreadable `tasks` is refused by `build`.
+    policies: |params| {
+        Policies::LevelsBelow(
+            catalogue::param(params, "tasks")
+                .parse()
+                .unwrap_or(MAX_WAITERS as i32),
+        )
+    },
     build,
 };
 
@@ -72,7 +81,6 @@ fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
         .ok()
         .filter(|t| (2..=MAX_WAITERS).contains(t))
         .ok_or_else(|| format!("tasks={}: give 2 to {MAX_WAITERS}", setup.param("tasks")))?;
-    partners::check_policy(&INFO, setup, tasks as i32)?;
     Ok(Box::new(PrioWakeProbe {
         setup: setup.clone(),
         tasks,

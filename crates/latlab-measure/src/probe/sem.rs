@@ -15,7 +15,7 @@
 //! Acquires are bounded by 100 ms; a period in which H timed out, or acquired without
 //! L's release for that period, is counted as missed.
 
-use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::pair::{self, Pairing, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -53,6 +53,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
         pair::TASK,
         pair::CPU,
     ],
+    policies: |_| Policies::NoDeadline,
     build,
 };
 

@@ -27,7 +27,7 @@
 //! write to each page then takes one minor fault (counted in `page_faults`; a warm-up
 //! absorbs it).
 
-use super::catalogue::{self, Measured, ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
@@ -84,6 +84,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "kind=queue: the sender runs on the measuring CPU or on another one",
         },
     ],
+    // A timer's signal has no sending task to start.
+    policies: |params| match catalogue::param(params, "kind") {
+        "timer" => Policies::Any,
+        _ => Policies::NoDeadline,
+    },
     build,
 };
 

@@ -12,7 +12,7 @@
 //! thread wakes each period (absolute `clock_nanosleep`), starts a burst of `burst`
 //! hand-overs, sleeps on a futex until the burst ends, and records its samples.
 
-use super::catalogue::{ParamInfo, ProbeInfo, ProbeSetup};
+use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
 use super::partners::{self, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -69,11 +69,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "every member on the measuring thread's CPU (a switch needs one CPU)",
         },
     ],
+    policies: |_| Policies::LevelsBelow(1),
     build,
 };
 
 fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
-    partners::check_policy(&INFO, setup, 1)?;
     let number = |key: &str| {
         setup
             .param(key)

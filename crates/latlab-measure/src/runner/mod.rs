@@ -12,7 +12,7 @@
 mod gate;
 mod setup;
 
-pub use setup::{policy_of, SystemSetup};
+pub use setup::{mapped_while_locked, policy_of, PhaseFootprint, SystemSetup};
 
 use crate::facts::FactReader;
 use crate::live::LiveStats;

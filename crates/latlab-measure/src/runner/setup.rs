@@ -6,9 +6,83 @@ use crate::probe::Placement;
 use latlab_model::run::Conditions;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
+use latlab_rt::memory::{LockReach, LockRoom};
 use latlab_rt::sched::{self, Policy, PolicyGuard};
 use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::{affinity, memory};
+
+/// What one phase runs while the memory lock is held, to size the lock.
+///
+/// The bounds below are generous: a two-CPU timer run maps 1.1 MiB after locking (they
+/// give 5.6 MiB), with three loads 7.3 MiB (11.8), with prio-wake's eight waiters 3.5
+/// MiB (10.7). Too much only costs a full lock under a limit that would just have held
+/// the run; too little would make a later thread or allocation fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseFootprint {
+    /// Measuring threads.
+    pub measuring_threads: usize,
+    /// Samples above the spike threshold each thread has room for (0 when none are kept).
+    pub spikes_kept: usize,
+    /// Largest samples each thread keeps.
+    pub top_spikes: usize,
+    /// The probe starts partner tasks (a primitive probe).
+    pub partners: bool,
+    /// Background loads.
+    pub loads: usize,
+}
+
+/// A thread's mappings beside its stack: the guard page, the signal stack Rust gives
+/// it (with its own guard page), thread-local storage.
+const THREAD_EXTRA_BYTES: u64 = 64 << 10;
+/// A recorder's fixed part: histogram counts (108 KiB), timeline (at most 4096 slots,
+/// 64 KiB), and the stream each becomes when the phase ends.
+const RECORDER_BYTES: u64 = 512 << 10;
+/// Partner threads a primitive probe starts per measuring thread, at most
+/// (prio-wake:tasks=8), each on a stack of at most 256 KiB.
+const PARTNER_THREADS: u64 = 8;
+const PARTNER_STACK_BYTES: u64 = 256 << 10;
+/// The coordinating thread's own while measuring: its stack's growth, the live display,
+/// the loads' bookkeeping, encoding each stream when its phase ends, and one helper
+/// thread on a default stack.
+const COORDINATOR_BYTES: u64 = 4 << 20;
+
+impl PhaseFootprint {
+    /// Bytes the phase maps while it runs, at most.
+    pub fn bytes(&self) -> u64 {
+        let spike = std::mem::size_of::<latlab_model::run::Spike>() as u64;
+        // Spikes are kept by the recorder, then copied into the stream.
+        let spikes = 2 * spike * (self.spikes_kept as u64 + self.top_spikes as u64);
+        let partners = match self.partners {
+            true => PARTNER_THREADS * (PARTNER_STACK_BYTES + THREAD_EXTRA_BYTES),
+            false => 0,
+        };
+        let per_thread = super::MEASURING_STACK_BYTES as u64
+            + THREAD_EXTRA_BYTES
+            + RECORDER_BYTES
+            + spikes
+            + partners;
+        // Each load has a thread reading its worker's reports, on a default stack.
+        let per_load = default_thread_stack() + THREAD_EXTRA_BYTES;
+        per_thread
+            .saturating_mul(self.measuring_threads as u64)
+            .saturating_add(per_load.saturating_mul(self.loads as u64))
+    }
+}
+
+/// Bytes a run maps while its memory is locked, at most: its largest phase (a phase's
+/// threads and buffers go when it ends) and the coordinating thread's own.
+pub fn mapped_while_locked(phases: impl IntoIterator<Item = PhaseFootprint>) -> u64 {
+    let largest = phases.into_iter().map(|p| p.bytes()).max().unwrap_or(0);
+    largest.saturating_add(COORDINATOR_BYTES)
+}
+
+/// The stack of a thread started without a size: `RUST_MIN_STACK`, else 2 MiB.
+fn default_thread_stack() -> u64 {
+    std::env::var("RUST_MIN_STACK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2 << 20)
+}
 
 /// Process-wide guards held for the duration of a run.
 pub struct SystemSetup {
@@ -21,9 +95,10 @@ pub struct SystemSetup {
 }
 
 impl SystemSetup {
-    /// Locks memory and requests the DMA latency, degrading with a notice when refused.
+    /// Locks memory as far as the limit holds it and requests the DMA latency,
+    /// degrading with a notice when refused.
     pub fn apply(
-        lock_memory: Option<memory::LockScope>,
+        lock_memory: Option<memory::LockRequest>,
         dma_latency_us: Option<i32>,
     ) -> SystemSetup {
         let mut notices = Vec::new();
@@ -31,24 +106,16 @@ impl SystemSetup {
             euid: effective_uid(),
             ..Conditions::default()
         };
-        let memory_lock = if let Some(scope) = lock_memory {
-            match memory::MemoryLock::lock(scope) {
-                Ok(lock) => {
-                    conditions.memory_locked = true;
-                    Some(lock)
-                }
-                Err(e) => {
-                    notices.push(Notice::MemoryNotLocked {
-                        reason: e.to_string(),
-                        limit: memory::memlock_limit(),
-                    });
-                    None
-                }
+        let memory_lock = match lock_memory {
+            Some(request) => lock_within_limit(request, &mut notices),
+            None => {
+                notices.push(Notice::MemoryLockSkipped);
+                None
             }
-        } else {
-            notices.push(Notice::MemoryLockSkipped);
-            None
         };
+        conditions.memory_locked = memory_lock
+            .as_ref()
+            .is_some_and(|lock| lock.reach == LockReach::CurrentAndFuture);
         let dma = match dma_latency_us {
             Some(us) => match latlab_rt::dma::DmaLatencyGuard::request(us) {
                 Ok(g) => {
@@ -69,6 +136,44 @@ impl SystemSetup {
             _dma: dma,
             notices,
             conditions,
+        }
+    }
+}
+
+/// Locks what `RLIMIT_MEMLOCK` can hold: everything, now and later, when it holds what
+/// the run will map; else only what is mapped now, or nothing — never the future under
+/// a limit it would overflow, where a later thread or allocation would fail.
+fn lock_within_limit(
+    request: memory::LockRequest,
+    notices: &mut Vec<Notice>,
+) -> Option<memory::MemoryLock> {
+    let room = LockRoom::of_this_process();
+    let reach = room.reach(request.mapped_later);
+    let limited = |locked_current| {
+        room.binding_limit().map(|limit| Notice::MemoryLockLimited {
+            limit,
+            mapped: room.mapped,
+            needed: room.mapped.saturating_add(request.mapped_later),
+            locked_current,
+        })
+    };
+    let Some(reach) = reach else {
+        notices.extend(limited(false));
+        return None;
+    };
+    match memory::MemoryLock::lock(request.scope, reach) {
+        Ok(lock) => {
+            if reach == LockReach::Current {
+                notices.extend(limited(true));
+            }
+            Some(lock)
+        }
+        Err(e) => {
+            notices.push(Notice::MemoryNotLocked {
+                reason: e.to_string(),
+                limit: memory::memlock_limit(),
+            });
+            None
         }
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! One file per format, each parsing the exact layout the tool's source prints (cited in
 //! the file), refusing anything else with the file, the line and the fix. Whatever the
-//! source does not have is never invented: it is listed in the Run's
-//! [`import`](crate::run::Run::import) record, as sentences (`lacks`) and as the paths of
-//! the fields holding stand-ins (`unknown_fields`).
+//! source does not have is never invented: the fields it would fill are `null`, and the
+//! Run's [`import`](crate::run::Run::import) record says in sentences what it lacked
+//! (`lacks`).
 //!
 //! ```
 //! use latlab_model::import::{self, Format, ImportContext};

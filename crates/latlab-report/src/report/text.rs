@@ -8,16 +8,9 @@ use std::fmt::Write as _;
 /// Paragraphs are wrapped at this width.
 const WIDTH: usize = 100;
 
-/// Makes text safe for a terminal: control characters (escape sequences that could
-/// recolour or rewrite the screen) become U+FFFD, line breaks and tabs spaces.
+/// Makes text safe for a terminal (one rule for every printer of text from files).
 fn clean(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' | '\r' | '\t' => ' ',
-            c if c.is_control() => '\u{FFFD}',
-            c => c,
-        })
-        .collect()
+    latlab_model::text::terminal_safe(text).into_owned()
 }
 
 /// Writes the report.

@@ -13,6 +13,7 @@ use crate::output::Human;
 use crate::stamp::{rfc3339, run_id};
 use latlab_model::import::{self, Format, ImportContext, TimeUnit, DETECT_BYTES};
 use latlab_model::run::Run;
+use latlab_model::text::counted;
 use latlab_model::units::parse_duration;
 use latlab_store::{RunStore, SqliteStore};
 use sha2::{Digest, Sha256};
@@ -75,11 +76,12 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
                 let samples: u64 = run.streams.iter().map(|s| s.samples).sum();
                 let _ = writeln!(
                     text,
-                    "imported {} ({}) as {}: {} streams, {samples} samples",
+                    "imported {} ({}) as {}: {}, {}",
                     file.path.display(),
                     file.format,
                     run.id,
-                    run.streams.len(),
+                    counted(run.streams.len() as u64, "stream"),
+                    counted(samples, "sample"),
                 );
                 if let Some(record) = &run.import {
                     for lack in &record.lacks {

@@ -9,14 +9,14 @@ use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::scenarios;
 use latlab_measure::load::LoadSpec;
-use latlab_measure::probe::catalogue::{self, ProbeSetup, ProbeSpec};
-use latlab_measure::runner::RunRequest;
+use latlab_measure::probe::catalogue::{self, PlanError, ProbeSetup, ProbeSpec};
+use latlab_measure::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::run::{MemoryLockPlan, PrimitiveSettings, ProbePlan, TimerSettings};
 use latlab_model::scenario::{PhaseSection, Scenario};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::Threshold;
 use latlab_model::units::{parse_duration, Nanos};
-use latlab_rt::memory::LockScope;
+use latlab_rt::memory::{LockRequest, LockScope};
 use std::path::PathBuf;
 
 /// Shortest period accepted: below it no timer method can keep up and the loop would
@@ -64,6 +64,24 @@ impl PhasePlan {
         }
     }
 
+    /// What the phase runs, to size the memory lock.
+    pub fn footprint(&self) -> PhaseFootprint {
+        let spikes_kept = match &self.primitive {
+            None => self.settings.spike_capacity,
+            Some((_, setup)) => setup.recorder_limits().spike_capacity,
+        };
+        PhaseFootprint {
+            measuring_threads: self.request.cpus.len(),
+            spikes_kept: match self.settings.spike_threshold_ns {
+                Some(_) => spikes_kept,
+                None => 0,
+            },
+            top_spikes: self.settings.top_spikes,
+            partners: self.primitive.is_some(),
+            loads: self.loads.len(),
+        }
+    }
+
     /// What the phase measures, for the live display's banner.
     pub fn describe(&self) -> String {
         match &self.primitive {
@@ -98,6 +116,16 @@ impl RunPlan {
             MemoryLockPlan::All => Some(LockScope::All),
             MemoryLockPlan::None => None,
         }
+    }
+
+    /// The memory lock to take for the whole run: its scope, and what the run maps
+    /// while holding it, so that a limit too small for that is never asked to hold it.
+    pub fn lock_request(&self) -> Option<LockRequest> {
+        let mapped_later = mapped_while_locked(self.phases.iter().map(PhasePlan::footprint));
+        self.lock_scope().map(|scope| LockRequest {
+            scope,
+            mapped_later,
+        })
     }
 }
 
@@ -448,9 +476,10 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
                     spike_threshold: spike,
                     top_spikes: top,
                 };
-                // Building checks what parsing cannot (e.g. a TSC on this CPU); a probe
-                // acquires nothing until it is prepared on its measuring thread.
-                (spec.info().build)(&setup).map_err(|e| CliError::usage(label, e))?;
+                spec.info().check(&setup).map_err(|e| match e {
+                    PlanError::Policy(why) => CliError::usage(&prio.label, why),
+                    PlanError::Setup(why) => CliError::usage(label, why),
+                })?;
                 Some((spec.clone(), setup))
             }
         };
@@ -471,24 +500,7 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         });
     }
 
-    let mut thresholds = Vec::new();
-    for (metric, limit) in &s.thresholds {
-        thresholds.push(
-            Threshold::new(metric, limit)
-                .map_err(|e| CliError::usage(&format!("{sn}: thresholds.{metric}"), e))?,
-        );
-    }
-    // A flag replaces the scenario's limit on the same metric.
-    let mut from_flags = Vec::new();
-    if let Some(max) = &args.max {
-        from_flags.push(Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?);
-    }
-    for t in &args.thresholds {
-        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
-        from_flags.push(Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?);
-    }
-    thresholds.retain(|s: &Threshold| !from_flags.iter().any(|f| f.metric == s.metric));
-    thresholds.extend(from_flags);
+    let thresholds = thresholds_of(args, s)?;
     let mut plan = RunPlan {
         scenario: scenario.as_ref().map(|s| s.name.clone()),
         phases,
@@ -509,9 +521,16 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     for phase in &mut plan.phases {
         phase.request.lock_memory = scope;
     }
-    // Every load of every phase is checked now (parameters, free space), so a later
-    // phase cannot fail to start after earlier ones have measured.
+    // Every load of every phase is checked now (its directory, parameters, free space),
+    // so a later phase cannot fail to start after earlier ones have measured.
     let base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
+    if plan.phases.iter().any(|p| !p.loads.is_empty()) {
+        let label = match plan.load_dir {
+            Some(_) => "--load-dir",
+            None => "--load",
+        };
+        latlab_measure::load::check_dir(&base).map_err(|e| CliError::usage(label, e))?;
+    }
     for phase in &plan.phases {
         for load in &phase.loads {
             load.load()
@@ -522,7 +541,56 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
     Ok(plan)
 }
 
-#[cfg(test)]
+/// The limits to judge by: the scenario's, with those the flags give replacing its
+/// limit on the same metric. A metric limited twice in one place is refused: which of
+/// the two was meant cannot be guessed.
+fn thresholds_of(args: &RunArgs, s: &Scenario) -> Result<Vec<Threshold>, CliError> {
+    let sn = s.name.as_str();
+    let mut from_file: Vec<(String, Threshold)> = Vec::new();
+    for (metric, limit) in &s.thresholds {
+        let label = format!("{sn}: thresholds.{metric}");
+        let threshold = Threshold::new(metric, limit).map_err(|e| CliError::usage(&label, e))?;
+        from_file.push((label, threshold));
+    }
+    let mut from_flags: Vec<(String, Threshold)> = Vec::new();
+    if let Some(max) = &args.max {
+        let threshold = Threshold::new("max", max).map_err(|e| CliError::usage("--max", e))?;
+        from_flags.push(("--max".to_string(), threshold));
+    }
+    for t in &args.percentile_limits {
+        let flag = format!("--{}", t.split('=').next().unwrap_or("threshold"));
+        let threshold = Threshold::parse(t).map_err(|e| CliError::usage(&flag, e))?;
+        from_flags.push((flag, threshold));
+    }
+    for t in &args.thresholds {
+        let threshold = Threshold::parse(t).map_err(|e| CliError::usage("--threshold", e))?;
+        from_flags.push((format!("--threshold {t}"), threshold));
+    }
+    for given in [&from_file, &from_flags] {
+        for (i, (label, threshold)) in given.iter().enumerate() {
+            if let Some((first, _)) = given[..i]
+                .iter()
+                .find(|(_, t)| t.metric == threshold.metric)
+            {
+                return Err(CliError::usage(
+                    label,
+                    format!(
+                        "{first} already limits {}: keep one of the two",
+                        threshold.metric
+                    ),
+                ));
+            }
+        }
+    }
+    let mut thresholds: Vec<Threshold> = from_file
+        .into_iter()
+        .map(|(_, t)| t)
+        .filter(|t| !from_flags.iter().any(|(_, f)| f.metric == t.metric))
+        .collect();
+    thresholds.extend(from_flags.into_iter().map(|(_, t)| t));
+    Ok(thresholds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +636,19 @@ mod tests {
             (&["--method", "sleepy"], "--method"),
             (&["--max", "100"], "--max"),
             (&["--p99.9", "abc"], "--p99.9"),
+            (
+                &["--threshold", "foo=1ms"],
+                "--threshold: unknown metric 'foo'",
+            ),
+            (&["--threshold", "p99=abc"], "--threshold: limit for p99"),
+            (
+                &["--threshold", "p99.9=80us", "--p99.9", "1ms"],
+                "--threshold p99.9=80us: --p99.9 already limits p99.9",
+            ),
+            (
+                &["--max", "1ms", "--threshold", "p100=2ms"],
+                "--threshold p100=2ms: --max already limits max",
+            ),
             (
                 &["--method", "hybrid", "--hybrid-margin", "2ms"],
                 "--hybrid-margin",
@@ -623,6 +704,21 @@ mod tests {
         let p = plan_of(&[file.to_str().unwrap(), "--max", "5ms"]).unwrap();
         let text: Vec<String> = p.thresholds.iter().map(|t| t.to_string()).collect();
         assert_eq!(text, vec!["p99 <= 20 µs", "max <= 5 ms"]);
+    }
+
+    #[test]
+    fn a_scenario_limiting_one_metric_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"s\"\ndescription = \"d\"\n[[phase]]\nname = \"x\"\n\
+             [thresholds]\n\"p99.9\" = \"100us\"\n\"p99.90\" = \"20us\"\n",
+        )
+        .unwrap();
+        let e = plan_of(&[file.to_str().unwrap()]).unwrap_err();
+        assert_eq!(e.code, exit::USAGE);
+        assert!(e.message.contains("already limits p99.9"), "{}", e.message);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use latlab_measure::probe::catalogue::CATALOGUE;
+use latlab_measure::probe::catalogue::{self, ProbeInfo, CATALOGUE};
 use std::fmt::Write as _;
 
 /// Lists the probes: one line each, or (`long`) what a sample spans and the parameters.
@@ -32,6 +32,9 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
             };
             let _ = writeln!(text, "{indent}{}={}{values}: {}", p.key, p.default, p.help);
         }
+        for line in policies(info) {
+            let _ = writeln!(text, "{indent}{line}");
+        }
         text.push('\n');
     }
     if !long {
@@ -41,6 +44,28 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
     }
     Human::Stdout.write(&text)?;
     Ok(exit::OK)
+}
+
+/// The policies a probe runs at with its defaults, then with each parameter value that
+/// changes them.
+fn policies(info: &ProbeInfo) -> Vec<String> {
+    let defaults = match catalogue::parse(info.name) {
+        Ok(spec) => spec.params,
+        Err(_) => return Vec::new(),
+    };
+    let at_defaults = (info.policies)(&defaults);
+    let mut lines = vec![format!("-P: {at_defaults}")];
+    for p in info.params {
+        for choice in p.choices {
+            let mut params = defaults.clone();
+            params.insert(p.key.to_string(), choice.to_string());
+            let with = (info.policies)(&params);
+            if with != at_defaults {
+                lines.push(format!("-P with {}={choice}: {with}", p.key));
+            }
+        }
+    }
+    lines
 }
 
 /// Splits `text` into lines of at most `width` characters, at spaces.

@@ -96,7 +96,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             check::priority_of(&policy),
         ))
     });
-    let setup = SystemSetup::apply(plan.lock_scope(), plan.dma_latency_us);
+    let setup = SystemSetup::apply(plan.lock_request(), plan.dma_latency_us);
     let mut measured = Measured::default();
     let breaktrace = match plan
         .phases

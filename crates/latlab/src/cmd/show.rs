@@ -4,6 +4,7 @@ use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use crate::summary;
+use latlab_model::text::terminal_safe as safe;
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
@@ -40,7 +41,8 @@ pub fn find_runs(
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
     let run = find_run(args.store.as_deref(), &args.run)?;
     let started = run.started_at.as_deref().unwrap_or("at an unknown time");
-    let mut text = format!("Run {} started {started}\n", run.id);
+    let (id, started) = (safe(&run.id), safe(started));
+    let mut text = format!("Run {id} started {started}\n");
     text.push_str(&summary::render(&run, Human::Stdout.is_terminal()));
     Human::Stdout.write(&text)?;
     Ok(exit::OK)

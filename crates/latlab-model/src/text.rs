@@ -1,0 +1,90 @@
+//! Text for people: text from files made safe to print on a terminal, and counts with
+//! their nouns.
+//!
+//! Scenario and phase names, load specifications, imported ids, host names and the
+//! messages built from them all come from files someone else may have written. Printed
+//! raw, a control character in them is an escape sequence that can recolour, retitle,
+//! clear or rewrite the terminal, or hide what is printed next to it. Every printer of
+//! such text passes it through [`terminal_safe`] (or [`terminal_safe_lines`]).
+
+use std::borrow::Cow;
+
+/// `text` for one line of a terminal: control characters (C0 and C1, among them ESC
+/// and CSI) and the marks that reorder text (bidirectional overrides and isolates)
+/// become U+FFFD; line breaks and tabs become spaces. Borrowed when nothing changes.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    filter(text, false)
+}
+
+/// As [`terminal_safe`], but keeps line breaks (`\n`): for messages of several lines.
+pub fn terminal_safe_lines(text: &str) -> Cow<'_, str> {
+    filter(text, true)
+}
+
+/// `n` with a regular English noun in the number it takes: `1 stream`, `2 streams`,
+/// `0 streams`.
+pub fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+fn filter(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let unsafe_char = |c: char| (c == '\n' && !keep_newlines) || (c != '\n' && risky(c));
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| match c {
+                '\n' if keep_newlines => '\n',
+                '\n' | '\r' | '\t' => ' ',
+                c if risky(c) => '\u{FFFD}',
+                c => c,
+            })
+            .collect(),
+    )
+}
+
+fn risky(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_cannot_reach_the_terminal() {
+        assert_eq!(terminal_safe("vm\u{1b}[2J\nx"), "vm\u{FFFD}[2J x");
+        assert_eq!(
+            terminal_safe("a\u{1b}]0;title\u{7}b\u{9b}31m"),
+            "a\u{FFFD}]0;title\u{FFFD}b\u{FFFD}31m"
+        );
+        assert_eq!(terminal_safe("tab\there\r"), "tab here ");
+        assert_eq!(terminal_safe("abc\u{202E}fed"), "abc\u{FFFD}fed");
+        assert_eq!(
+            terminal_safe_lines("one\u{1b}[K\ntwo"),
+            "one\u{FFFD}[K\ntwo"
+        );
+    }
+
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(counted(1, "stream"), "1 stream");
+        assert_eq!(counted(0, "stream"), "0 streams");
+        assert_eq!(counted(2, "run"), "2 runs");
+    }
+
+    #[test]
+    fn plain_text_is_borrowed_as_it_is() {
+        let text = "osadl · phase idle, 12.5 µs";
+        assert!(matches!(terminal_safe(text), Cow::Borrowed(t) if t == text));
+        assert!(matches!(terminal_safe_lines("a\nb"), Cow::Borrowed("a\nb")));
+    }
+}
