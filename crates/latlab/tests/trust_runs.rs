@@ -693,7 +693,7 @@ fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
     };
     assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
     assert!(
-        text(&listed.stdout).contains("1 runs shown"),
+        text(&listed.stdout).contains("1 run shown"),
         "{}",
         text(&listed.stdout)
     );
