@@ -195,16 +195,21 @@ impl LatencyHistogram {
     }
 
     /// Records `count` samples of one value, as [`record`](Self::record) does; fails
-    /// only when a count would pass 2^64 − 1.
+    /// only when the samples would pass 2^63 − 1, what the encoding's counts hold.
     pub fn record_n(&mut self, ns: i64, count: u64) -> Result<(), HistogramError> {
         if count == 0 {
             return Ok(());
         }
         let mut clamped = 0;
         let value = in_range(ns, &mut clamped);
-        if self.inner.len().checked_add(count).is_none() {
+        if self
+            .inner
+            .len()
+            .checked_add(count)
+            .is_none_or(|total| total > i64::MAX as u64)
+        {
             return Err(HistogramError::Decode(
-                "more samples than a histogram counts (2^64 - 1)".to_string(),
+                "more samples than a histogram counts (2^63 - 1)".to_string(),
             ));
         }
         self.inner

@@ -27,14 +27,19 @@ pub(super) struct Binned {
     pub(super) mean: Option<f64>,
 }
 
+/// The most samples a stream holds: an HdrHistogram's counts are signed 64-bit in its
+/// encoding.
+const MAX_SAMPLES: u64 = i64::MAX as u64;
+
 /// The sum of a source's counts, or why it cannot be one: a damaged file can hold counts
-/// that together pass what a count holds (2^64 − 1).
+/// that together pass what a histogram holds (2^63 − 1).
 pub(super) fn sum_counts(counts: impl IntoIterator<Item = u64>) -> Result<u64, String> {
     counts
         .into_iter()
         .try_fold(0u64, u64::checked_add)
+        .filter(|&sum| sum <= MAX_SAMPLES)
         .ok_or_else(|| {
-            "the counts add up to more than 2^64 - 1 samples: the file is damaged".to_string()
+            "the counts add up to more than 2^63 - 1 samples: the file is damaged".to_string()
         })
 }
 

@@ -129,7 +129,7 @@ pub(super) fn assemble(
     cpus.sort_unstable();
     cpus.dedup();
     let verdict = Verdict::judge(&[], &built);
-    Ok(Run {
+    let run = Run {
         schema: SCHEMA.to_string(),
         id: ctx.id.clone(),
         tool: Tool {
@@ -172,7 +172,13 @@ pub(super) fn assemble(
             imported_at: ctx.imported_at.clone(),
             lacks: provenance.lacks,
         }),
-    })
+    };
+    // The checks every Run read from a file or the store passes: what is saved can be
+    // read back.
+    run.check().map_err(|e| {
+        ImportError::whole(&ctx.file, format!("the file's figures do not add up: {e}"))
+    })?;
+    Ok(run)
 }
 
 /// One Stream.
@@ -263,7 +269,7 @@ fn record_binned(
         ImportError::whole(
             file,
             format!(
-                "{}: the counts add up to more samples than a histogram holds (2^64 - 1): \
+                "{}: the counts add up to more samples than a histogram holds (2^63 - 1): \
                  the file is damaged",
                 stream.label()
             ),
