@@ -44,6 +44,17 @@ pub enum StoreError {
         /// What was wrong.
         reason: String,
     },
+    /// One stored run cannot be read (written by another program, or edited); the
+    /// store and its other runs are fine.
+    #[error("run {id} in {path} cannot be read: {reason}; the other runs are unaffected")]
+    BadRun {
+        /// The database path.
+        path: PathBuf,
+        /// The run.
+        id: String,
+        /// Why.
+        reason: String,
+    },
     /// Written by a newer latlab.
     #[error("the run store at {path} has schema version {found}, newer than this latlab understands ({SCHEMA_VERSION}); upgrade latlab")]
     TooNew {
@@ -559,9 +570,10 @@ impl RunStore for SqliteStore {
                 let json: String = row.get(0)?;
                 Run::from_json(&json)
                     .map(Some)
-                    .map_err(|e| StoreError::Corrupt {
+                    .map_err(|e| StoreError::BadRun {
                         path: self.path.clone(),
-                        reason: format!("run {id}: {e}"),
+                        id: id.to_string(),
+                        reason: e.to_string(),
                     })
             }
         }
