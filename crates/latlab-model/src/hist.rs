@@ -110,6 +110,17 @@ impl fmt::Display for Percentile {
     }
 }
 
+/// Which value of a histogram bucket stands for the samples in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// The highest value equivalent to the bucket (HdrHistogram's convention): for
+    /// samples recorded at their own values, at most 0.1 % above them.
+    Highest,
+    /// The lowest: for samples recorded at the lower edges of a source's own, coarser
+    /// buckets (an imported Run), exactly that edge.
+    Lowest,
+}
+
 /// A latency histogram in nanoseconds.
 #[derive(Debug, Clone)]
 pub struct LatencyHistogram {
@@ -283,19 +294,25 @@ impl LatencyHistogram {
     /// The sample of rank r is at least the r-th recorded value v (every bound is at
     /// most its sample), and at most v when r samples of known value lie at or below
     /// v: then v is its value; otherwise only the bound is known. The largest sample
-    /// is `max`.
-    pub fn percentile_within(&self, p: f64, min: Nanos, max: Nanos) -> Option<Percentile> {
+    /// is `max`. A value is read at the bucket's `edge`.
+    pub fn percentile_within(
+        &self,
+        p: f64,
+        min: Nanos,
+        max: Nanos,
+        edge: Edge,
+    ) -> Option<Percentile> {
         let n = self.inner.len();
         if n == 0 {
             return None;
         }
-        Some(self.rank_within(nearest_rank(p, n), min, max))
+        Some(self.rank_within(nearest_rank(p, n), min, max, edge))
     }
 
     /// The sample of rank `rank` (1 = smallest; clamped to the samples held) of samples
     /// whose exact minimum and maximum are `min` and `max`, as
     /// [`percentile_within`](Self::percentile_within) gives it.
-    pub fn rank_within(&self, rank: u64, min: Nanos, max: Nanos) -> Percentile {
+    pub fn rank_within(&self, rank: u64, min: Nanos, max: Nanos, edge: Edge) -> Percentile {
         let n = self.inner.len();
         let rank = rank.clamp(1, n.max(1));
         if rank == n {
@@ -310,9 +327,12 @@ impl LatencyHistogram {
             .filter(|&(at, _)| self.inner.highest_equivalent(at) <= value)
             .map(|(_, count)| count)
             .sum();
-        let v = Nanos(value.min(i64::MAX as u64) as i64);
         if at_or_below.saturating_sub(bounded_at_or_below) >= rank {
-            Percentile::Exact(v).within(min, max)
+            let read = match edge {
+                Edge::Highest => value,
+                Edge::Lowest => self.inner.lowest_equivalent(value),
+            };
+            Percentile::Exact(Nanos(read.min(i64::MAX as u64) as i64)).within(min, max)
         } else {
             // The bound: an overflow's own where one lies in this bucket, else the
             // bucket's lowest value.

@@ -7,7 +7,7 @@
 
 use crate::audit::Audit;
 pub use crate::hist::Percentile;
-use crate::hist::{self, HistogramError, LatencyHistogram, Overflow};
+use crate::hist::{self, Edge, HistogramError, LatencyHistogram, Overflow};
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
 use crate::units::Nanos;
@@ -83,6 +83,16 @@ impl Run {
     pub fn looks_like_run(head: &[u8]) -> bool {
         let text = String::from_utf8_lossy(head);
         text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
+    }
+
+    /// Which value of a histogram bucket stands for the samples in this Run's
+    /// histograms: the highest (latlab's own samples, recorded at their values), or the
+    /// lowest (an import of a source's buckets, recorded at their lower edges).
+    pub fn bucket_edge(&self) -> Edge {
+        self.import
+            .as_ref()
+            .and_then(|i| crate::import::Format::from_name(&i.format))
+            .map_or(Edge::Highest, crate::import::Format::bucket_edge)
     }
 
     /// Parses a Run from JSON, refusing other schemas and documents that fail
@@ -468,7 +478,8 @@ impl Statistics {
         let percentiles_ns = REPORTED_PERCENTILES
             .iter()
             .filter_map(|&p| {
-                let v = hist.percentile_within(p, Nanos(sums.min), Nanos(sums.max))?;
+                let v =
+                    hist.percentile_within(p, Nanos(sums.min), Nanos(sums.max), Edge::Highest)?;
                 Some((percentile_key(p), v))
             })
             .collect();

@@ -11,7 +11,7 @@
 //! The mean gets a 95 % interval from its standard error. The maximum has no interval:
 //! it is compared as it is, and said so.
 
-use latlab_model::hist::{HistogramError, LatencyHistogram};
+use latlab_model::hist::{Edge, HistogramError, LatencyHistogram};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::threshold::Metric;
 use latlab_model::Nanos;
@@ -45,6 +45,8 @@ pub struct RunFigures {
     /// Largest sample.
     pub max: Option<Nanos>,
     histogram: Option<LatencyHistogram>,
+    /// Which value of a bucket stands for its samples ([`Run::bucket_edge`]).
+    edge: Edge,
 }
 
 /// The sum of a figure over streams, `None` if any stream lacks it.
@@ -99,6 +101,7 @@ impl RunFigures {
             stddev,
             max: extreme(|st| st.max_ns).and_then(|v| v.into_iter().max()),
             histogram,
+            edge: run.bucket_edge(),
         })
     }
 
@@ -112,7 +115,7 @@ impl RunFigures {
     pub fn percentile(&self, p: f64) -> Option<Percentile> {
         self.histogram
             .as_ref()?
-            .percentile_within(p, self.min?, self.max?)
+            .percentile_within(p, self.min?, self.max?, self.edge)
     }
 
     /// The metric's value and its 95 % interval (`None` interval for the maximum, for
@@ -144,7 +147,7 @@ impl RunFigures {
             Metric::Percentile(p) => {
                 let histogram = self.histogram.as_ref().ok_or_else(missing)?;
                 let (min, max) = (self.min.ok_or_else(missing)?, self.max.ok_or_else(missing)?);
-                let centre = match histogram.percentile_within(p, min, max) {
+                let centre = match histogram.percentile_within(p, min, max, self.edge) {
                     Some(Percentile::Exact(v)) => v.0 as f64,
                     Some(Percentile::AtLeast { at_least_ns }) => {
                         return Ok(Estimate {
@@ -158,7 +161,7 @@ impl RunFigures {
                 let mid = n as f64 * q;
                 let half = Z95 * (n as f64 * q * (1.0 - q)).sqrt();
                 let rank = |r: f64| (r.clamp(1.0, n as f64)) as u64;
-                let at = |r: u64| histogram.rank_within(r, min, max);
+                let at = |r: u64| histogram.rank_within(r, min, max, self.edge);
                 // An upper end among bounded samples is not known: unbounded.
                 let high = match at(rank((mid + half).ceil() + 1.0)) {
                     Percentile::Exact(v) => v.0 as f64,
@@ -347,6 +350,7 @@ mod tests {
             stddev: Some((sum_sq / n as f64 - mean * mean).sqrt()),
             max: Some(Nanos(max)),
             histogram: Some(histogram),
+            edge: Edge::Highest,
         }
     }
 

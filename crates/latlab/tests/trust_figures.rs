@@ -87,6 +87,27 @@ fn an_imported_mean_without_a_deviation_is_compared_as_it_is_never_as_zero() {
 }
 
 #[test]
+fn compare_reads_an_imported_histogram_as_show_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    // One thread: the compare table's merged p50 is the stream's own.
+    let ids = import(&store, &[&fixture("cyclictest-1t.hist.txt")], &[]);
+    let run = Run::from_json(&export(&store, &ids[0], "json")).unwrap();
+    let p50 = run.streams[0]
+        .stats
+        .percentile(50.0)
+        .unwrap()
+        .exact()
+        .unwrap();
+    assert_eq!(p50.0 % 1_000, 0, "a whole-µs bucket edge of cyclictest's");
+    let (code, text, err) = with_store(&store, &["compare", &ids[0], &ids[0]]);
+    assert_eq!(code, 0, "{err}");
+    let row = text.lines().find(|l| l.contains(ids[0].as_str())).unwrap();
+    let shown = format!(" {:.3} ", p50.0 as f64 / 1e3);
+    assert!(row.contains(&shown), "{shown} in {row}");
+}
+
+#[test]
 fn a_figure_the_source_lacked_is_unknown_in_every_export() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");

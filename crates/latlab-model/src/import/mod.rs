@@ -40,6 +40,7 @@ pub(crate) mod time;
 
 pub use error::ImportError;
 
+use crate::hist::Edge;
 use crate::run::Run;
 use crate::Nanos;
 use std::fmt;
@@ -92,6 +93,16 @@ impl Format {
     /// The format named `name` ([`Format::name`]).
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Which value of a histogram bucket stands for its samples in a Run imported
+    /// from this format: a `-v` log's samples are recorded at their own values, every
+    /// other format's at the lower edges of the source's buckets.
+    pub fn bucket_edge(self) -> Edge {
+        match self {
+            Format::CyclictestVerbose => Edge::Highest,
+            _ => Edge::Lowest,
+        }
     }
 
     /// One line on what produces it.

@@ -244,7 +244,7 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
     let summary = match (worst, min) {
         (Some((max, name)), Some(min)) => {
             let p999 = merged
-                .and_then(|m| m.percentile_within(99.9, min, max))
+                .and_then(|m| m.percentile_within(99.9, min, max, decoded.run.bucket_edge()))
                 .map_or_else(|| figures::UNKNOWN.to_string(), |p| p.to_string());
             format!(
                 "; p99.9 of its samples {p999}, worst case {} on {name}",
