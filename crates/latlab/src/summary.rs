@@ -293,7 +293,7 @@ fn timer_table(out: &mut String, run: &Run, streams: &[&Stream]) {
             Cell::new(stat(s, us(st.max_ns), st.max_ns.is_some())),
             Cell::new(stat(s, us_f(st.mean_ns), st.mean_ns.is_some())),
             Cell::new(stat(s, us_f(st.stddev_ns), st.stddev_ns.is_some())),
-            Cell::new(us(s.first_sample_ns)),
+            Cell::new(stat(s, us(s.first_sample_ns), s.first_sample_ns.is_some())),
             Cell::new(known(s.missed_periods)),
             Cell::new(known(s.early_wakes)),
         ]);

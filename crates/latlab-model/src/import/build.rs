@@ -49,10 +49,12 @@ pub(super) struct Provenance {
 }
 
 impl Provenance {
-    /// Notes something the source did not have (once).
+    /// Notes something the source did not have (once; not at all when an importer
+    /// already said it with its reason: "no period: oslat measures ...").
     pub(super) fn lack(&mut self, sentence: impl Into<String>) {
         let sentence = sentence.into();
-        if !self.lacks.contains(&sentence) {
+        let said = |l: &String| *l == sentence || l.starts_with(&format!("{sentence}:"));
+        if !self.lacks.iter().any(said) {
             self.lacks.push(sentence);
         }
     }

@@ -12,12 +12,22 @@ use latlab_model::Nanos;
 pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     let run = decoded.run;
     let total: u64 = run.streams.iter().map(|s| s.samples).sum();
+    // How exact the figures are: latlab's own are; an import's are its source's.
+    let precision = match &run.import {
+        None => "min, max, mean and stddev are exact, percentiles come from the histogram \
+                 (within 0.1 %)"
+            .to_string(),
+        Some(_) => format!(
+            "min, max and mean are the figures {} printed, percentiles come from its \
+             histogram (see what it lacked above)",
+            run.tool.name
+        ),
+    };
     let mut blocks = vec![
         Block::Table(statistics_table(decoded)),
         Block::Paragraph(if run.streams.iter().all(|s| s.measures_wake_ups()) {
             format!(
-                "{total} samples in all. Latency = wake-up − deadline, in µs; min, max, mean \
-                 and stddev are exact, percentiles come from the histogram (within 0.1 %). \
+                "{total} samples in all. Latency = wake-up − deadline, in µs; {precision}. \
                  first = the very first wake-up; missed periods = periods without a wake-up \
                  because one came more than a period late; early wakes = wake-ups before the \
                  deadline."
@@ -25,9 +35,8 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
         } else {
             format!(
                 "{total} samples in all, in µs; what a sample spans is each probe's definition \
-                 (latlab probes --long; the timer probe's is wake-up − deadline). min, max, \
-                 mean and stddev are exact, percentiles come from the histogram (within \
-                 0.1 %). first = the first sample; missed periods = cycles without a sample."
+                 (latlab probes --long; the timer probe's is wake-up − deadline). {precision}. \
+                 first = the first sample; missed periods = cycles without a sample."
             )
         }),
     ];
@@ -134,7 +143,10 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
             stat(figures::us(st.max_ns), st.max_ns.is_some()),
             stat(figures::us_f64(st.mean_ns), st.mean_ns.is_some()),
             stat(figures::us_f64(st.stddev_ns), st.stddev_ns.is_some()),
-            figures::us(stream.first_sample_ns),
+            stat(
+                figures::us(stream.first_sample_ns),
+                stream.first_sample_ns.is_some(),
+            ),
             figures::cell(stream.missed_periods, |m| m.to_string()),
             figures::cell(stream.early_wakes, |e| e.to_string()),
         ]);
