@@ -89,8 +89,15 @@ fn temp_owner(name: &str) -> Option<u32> {
 }
 
 impl OutputFile {
-    /// Creates the temporary file for `path`.
+    /// Creates the temporary file for `path`. An existing destination keeps what it
+    /// was: a symbolic link stays one (its target is replaced), and a file keeps its
+    /// permissions.
     pub fn create(path: &Path) -> io::Result<OutputFile> {
+        let link_target = fs::symlink_metadata(path)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| fs::canonicalize(path).ok())
+            .flatten();
+        let path = link_target.as_deref().unwrap_or(path);
         let temp = temp_name(path, std::process::id())
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "it names no file"))?;
         let create = || OpenOptions::new().write(true).create_new(true).open(&temp);
@@ -103,6 +110,9 @@ impl OutputFile {
             }
             other => other?,
         };
+        if let Ok(existing) = fs::metadata(path) {
+            file.set_permissions(existing.permissions())?;
+        }
         Ok(OutputFile {
             path: path.to_path_buf(),
             temp,
@@ -334,12 +344,60 @@ pub fn refuse_store_path(flag: &str, target: &Path, stores: &[&Path]) -> Result<
             ));
         }
     }
+    // Another store (or any SQLite database) is no output file either.
+    let mut head = [0u8; 16];
+    let is_database = File::open(target)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|_| &head == b"SQLite format 3\0");
+    if is_database {
+        return Err(CliError::usage(
+            flag,
+            format!(
+                "{} is an SQLite database (another run store?): writing there would destroy \
+                 it; choose another file",
+                target.display()
+            ),
+        ));
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewritten_file_keeps_its_permissions_and_a_link_stays_a_link() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("report.html");
+        fs::write(&real, "old").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
+        OutputFile::create(&real).unwrap().commit(b"new").unwrap();
+        let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let link = dir.path().join("link.html");
+        symlink(&real, &link).unwrap();
+        OutputFile::create(&link).unwrap().commit(b"newer").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&real).unwrap(), "newer");
+    }
+
+    #[test]
+    fn another_sqlite_database_is_no_output_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other.sqlite");
+        fs::write(&other, b"SQLite format 3\0and the rest").unwrap();
+        let e = refuse_store_path("-o", &other, &[]).unwrap_err();
+        assert_eq!(e.code, exit::USAGE);
+        assert!(e.message.contains("SQLite database"), "{}", e.message);
+        let text = dir.path().join("out.csv");
+        fs::write(&text, "run,phase\n").unwrap();
+        assert!(refuse_store_path("-o", &text, &[]).is_ok());
+    }
 
     #[test]
     fn temporary_names_give_back_their_owner() {
