@@ -103,7 +103,7 @@ impl SystemSetup {
     ) -> SystemSetup {
         let mut notices = Vec::new();
         let mut conditions = Conditions {
-            euid: effective_uid(),
+            euid: latlab_rt::process::effective_uid(),
             ..Conditions::default()
         };
         let memory_lock = match lock_memory {
@@ -176,17 +176,6 @@ fn lock_within_limit(
             None
         }
     }
-}
-
-fn effective_uid() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().nth(1).and_then(|u| u.parse().ok()))
-        })
-        .unwrap_or(u32::MAX)
 }
 
 /// The kernel policy for a spec.

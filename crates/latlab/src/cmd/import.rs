@@ -65,6 +65,7 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
     let mut store = SqliteStore::open(&path)?;
     let plan = plan_imports(&store, read_files)?;
     let mut text = String::new();
+    let mut saved = 0;
     for import in &plan {
         match import {
             Import::Skip(why) => {
@@ -73,6 +74,7 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
             Import::Save(file) => {
                 let run = &file.run;
                 store.save_imported(run, &file.sha256)?;
+                saved += 1;
                 let samples: u64 = run.streams.iter().map(|s| s.samples).sum();
                 let _ = writeln!(
                     text,
@@ -91,7 +93,14 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
             }
         }
     }
-    let _ = writeln!(text, "saved in {}", store.path().display());
+    match saved {
+        0 => {
+            let _ = writeln!(text, "nothing new to save in {}", store.path().display());
+        }
+        _ => {
+            let _ = writeln!(text, "saved in {}", store.path().display());
+        }
+    }
     Human::Stdout.write(&text)?;
     Ok(exit::OK)
 }
