@@ -79,6 +79,43 @@ pub fn is_alive(pid: u32) -> bool {
     !matches!(state.as_deref(), Some("Z" | "X"))
 }
 
+/// What a latlab process that no longer runs left in a directory: an entry named after
+/// its owner's pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    /// The entry.
+    pub path: std::path::PathBuf,
+    /// The pid its name gives.
+    pub owner: u32,
+}
+
+/// The entries of `dir` that a latlab which no longer runs left behind: those whose
+/// name gives an owner pid (`owner_of`) that is not running ([`is_alive`]), that
+/// belong to this user, and whose own type (not a link's target) is what latlab made
+/// there (`made`). The one rule for every sweep of what a killed latlab left.
+pub fn leftovers(
+    dir: &std::path::Path,
+    owner_of: impl Fn(&str) -> Option<u32>,
+    made: impl Fn(&std::fs::FileType) -> bool,
+) -> Vec<Leftover> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = effective_uid();
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let owner = entry.file_name().to_str().and_then(&owner_of)?;
+            let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+            (made(&meta.file_type()) && meta.uid() == me && !is_alive(owner)).then(|| Leftover {
+                path: entry.path(),
+                owner,
+            })
+        })
+        .collect()
+}
+
 /// The effective user id of the calling process: whose leftovers it may clear.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no arguments and cannot fail.

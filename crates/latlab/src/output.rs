@@ -149,27 +149,16 @@ impl Drop for OutputFile {
 /// left behind: those of this user whose owner's pid is no longer running. Returns
 /// what was removed.
 pub fn sweep_stale_temps(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let me = latlab_rt::process::effective_uid();
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let Some(owner) = entry.file_name().to_str().and_then(temp_owner) else {
-            continue;
-        };
-        let ours = fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_file() && m.uid() == me);
-        if ours && !latlab_rt::process::is_alive(owner) && fs::remove_file(entry.path()).is_ok() {
-            removed.push(entry.path());
-        }
-    }
-    removed
+    latlab_rt::process::leftovers(dir, temp_owner, |t| t.is_file())
+        .into_iter()
+        .filter(|left| fs::remove_file(&left.path).is_ok())
+        .map(|left| left.path)
+        .collect()
 }
 
 /// Says on standard error what was removed of what killed latlab runs left behind.

@@ -271,24 +271,11 @@ fn dir_owner(name: &str) -> Option<u32> {
 /// pid is no longer running. A directory of a running latlab is never touched.
 /// Returns what was removed.
 pub fn sweep_stale_dirs(base: &Path) -> Vec<std::path::PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return Vec::new();
-    };
-    let me = process::effective_uid();
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let Some(owner) = entry.file_name().to_str().and_then(dir_owner) else {
-            continue;
-        };
-        // Not followed: a link is never what a load made.
-        let ours =
-            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
-        if ours && !process::is_alive(owner) && std::fs::remove_dir_all(entry.path()).is_ok() {
-            removed.push(entry.path());
-        }
-    }
-    removed
+    process::leftovers(base, dir_owner, |t| t.is_dir())
+        .into_iter()
+        .filter(|left| std::fs::remove_dir_all(&left.path).is_ok())
+        .map(|left| left.path)
+        .collect()
 }
 
 /// Reads the worker's reports until it closes its output.

@@ -12,7 +12,7 @@
 
 use crate::process;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -153,27 +153,12 @@ pub(super) fn forget(kind: Kind, id: i32) {
 /// (killed before they could clean up), and their records; only this user's. Returns
 /// what was removed, in words.
 pub fn sweep_stale() -> Vec<String> {
-    let dir = record_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
     let me = process::effective_uid();
+    let owner_of = |name: &str| name.strip_prefix(PREFIX)?.parse::<u32>().ok();
     let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let ours =
-            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_file() && m.uid() == me);
-        if !ours || process::is_alive(owner) {
-            continue;
-        }
-        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+    for left in process::leftovers(&record_dir(), owner_of, |t| t.is_file()) {
+        let owner = left.owner;
+        let text = std::fs::read_to_string(&left.path).unwrap_or_default();
         for line in text.lines() {
             let mut words = line.split_whitespace();
             let (Some(kind), Some(id), Some(ctime)) = (
@@ -190,7 +175,7 @@ pub fn sweep_stale() -> Vec<String> {
                 removed.push(format!("{} {id} (of latlab pid {owner})", kind.describe()));
             }
         }
-        let _ = std::fs::remove_file(entry.path());
+        let _ = std::fs::remove_file(&left.path);
     }
     removed
 }
