@@ -14,6 +14,7 @@
 pub mod affinity;
 pub mod clock;
 pub mod cpuid;
+pub mod delivery;
 pub mod dma;
 mod error;
 pub mod icmp;

@@ -20,6 +20,17 @@ pub struct Kept {
     pub errors: String,
 }
 
+/// True unless standard output is a pipe whose every reader closed it with part of
+/// what was written still unread; a reader still reading after a second is taken to
+/// read the rest.
+fn read_from_stdout() -> bool {
+    use latlab_rt::delivery::{delivery, Delivery};
+    !matches!(
+        delivery(libc::STDOUT_FILENO, std::time::Duration::from_secs(1)),
+        Delivery::Unread(_)
+    )
+}
+
 /// Saves `run` in `store` and writes it to `json`; if the store failed, or (without a
 /// store) the JSON could not be written whole, writes it to a fallback file next to
 /// the store, else in the working directory, else in the temporary directory.
@@ -54,6 +65,15 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
     let mut json_file = None;
     if let Some(target) = json {
         match target.write(format!("{}\n", run.to_json_pretty()).as_bytes()) {
+            // Written into a pipe's buffer is not read: without the store, the Run is
+            // lost when the reader leaves without it (`| head -c1`).
+            Ok(()) if !stored && target.path().is_none() && !read_from_stdout() => {
+                let _ = writeln!(
+                    kept.errors,
+                    "latlab: error: --json -: the reader of standard output left without \
+                     reading the whole Run"
+                );
+            }
             Ok(()) => {
                 json_whole = true;
                 if let Some(path) = target.path() {

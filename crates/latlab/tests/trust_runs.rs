@@ -840,6 +840,43 @@ fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
 }
 
 #[test]
+fn a_json_pipe_whose_reader_leaves_after_one_byte_keeps_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let _guard = serial();
+    // `latlab run --no-store --json - | head -c1`: the whole Run fits in the pipe's
+    // buffer, so writing it succeeds; the reader takes one byte and leaves.
+    let mut child = std::process::Command::new(latlab_path())
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "300ms",
+            "-q",
+            "--no-audit",
+            "--no-store",
+        ])
+        .args(["--json", "-"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"{");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("left without reading the whole Run"), "{err}");
+    let fallback = fallback_in(dir.path());
+    Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
+}
+
+#[test]
 fn what_a_killed_run_left_is_swept_at_the_next_start() {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
