@@ -1073,9 +1073,11 @@ fn compare_finds_a_regression_and_an_improvement() {
             .unwrap();
         assert!(out.status.success());
     }
+    // The verdicts on p50, which the 200 µs decide; the maximum is one sample, which a
+    // host's millisecond preemption of this VM may put in either run.
     let compare = |base: &str, new: &str| {
         latlab()
-            .args(["compare", base, new, "--metric", "p50", "--metric", "max"])
+            .args(["compare", base, new, "--metric", "p50"])
             .args(["--tolerance", "10%", "--store", store_arg])
             .output()
             .unwrap()
@@ -1092,6 +1094,14 @@ fn compare_finds_a_regression_and_an_improvement() {
     let text = String::from_utf8_lossy(&better.stdout);
     assert_eq!(better.status.code(), Some(0), "{text}");
     assert!(text.contains("improvement"), "{text}");
+    let max = latlab()
+        .args([
+            "compare", "last~1", "last", "--metric", "max", "--store", store_arg,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&max.stdout);
+    assert!(text.contains("max: base"), "{text}");
     let bad = latlab()
         .args([
             "compare", "last", "last~1", "--metric", "p200", "--store", store_arg,
