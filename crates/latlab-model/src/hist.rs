@@ -192,9 +192,22 @@ impl LatencyHistogram {
         &self.overflows
     }
 
-    /// Samples recorded at a bound: overflows, and those clamped to [`HIGHEST_NS`].
+    /// Every sample recorded at a bound rather than at its value: the overflows, and
+    /// those clamped to [`HIGHEST_NS`] (at least that).
+    pub fn bounds(&self) -> impl Iterator<Item = Overflow> + '_ {
+        self.overflows
+            .iter()
+            .copied()
+            .chain(std::iter::once(Overflow {
+                at_least_ns: HIGHEST_NS,
+                count: self.clamped,
+            }))
+            .filter(|o| o.count > 0)
+    }
+
+    /// How many samples are recorded at a bound ([`bounds`](Self::bounds)).
     pub fn bounded(&self) -> u64 {
-        self.overflows.iter().map(|o| o.count).sum::<u64>() + self.clamped
+        self.bounds().map(|o| o.count).sum()
     }
 
     /// Records one sample. Negative values are recorded as 0 (the caller counts them as
@@ -320,12 +333,9 @@ impl LatencyHistogram {
         }
         let (value, at_or_below) = self.rank_value_and_count(rank);
         let bounded_at_or_below: u64 = self
-            .overflows
-            .iter()
-            .map(|o| (o.at_least_ns, o.count))
-            .chain(std::iter::once((HIGHEST_NS, self.clamped)))
-            .filter(|&(at, _)| self.inner.highest_equivalent(at) <= value)
-            .map(|(_, count)| count)
+            .bounds()
+            .filter(|o| self.inner.highest_equivalent(o.at_least_ns) <= value)
+            .map(|o| o.count)
             .sum();
         if at_or_below.saturating_sub(bounded_at_or_below) >= rank {
             let read = match edge {
@@ -384,15 +394,10 @@ impl LatencyHistogram {
     /// those recorded at a bound (overflows, and samples clamped to [`HIGHEST_NS`]).
     pub fn known_buckets(&self) -> Vec<(u64, u64)> {
         let mut buckets = self.buckets();
-        let bounds = self
-            .overflows
-            .iter()
-            .map(|o| (o.at_least_ns, o.count))
-            .chain(std::iter::once((HIGHEST_NS, self.clamped)));
-        for (at, count) in bounds {
-            let value = self.inner.highest_equivalent(at);
+        for bound in self.bounds() {
+            let value = self.inner.highest_equivalent(bound.at_least_ns);
             if let Some(bucket) = buckets.iter_mut().find(|b| b.0 == value) {
-                bucket.1 = bucket.1.saturating_sub(count);
+                bucket.1 = bucket.1.saturating_sub(bound.count);
             }
         }
         buckets.retain(|b| b.1 > 0);

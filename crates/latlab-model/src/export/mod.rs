@@ -98,19 +98,13 @@ pub(crate) fn microsecond_bins(stream: &Stream) -> Result<Option<MicrosecondBins
             (false, false) => *bins.entry(natural).or_insert(0) += count,
         }
     }
-    let bounds = histogram
-        .overflows()
-        .iter()
-        .map(|o| (o.at_least_ns, o.count))
-        .chain(std::iter::once((
-            crate::hist::HIGHEST_NS,
-            histogram.clamped(),
-        )))
-        .filter(|b| b.1 > 0);
     Ok(Some(MicrosecondBins {
         bins,
-        overflowed: bounds.clone().map(|b| b.1).sum(),
-        overflow_from_us: bounds.map(|b| (b.0 / 1_000) as i64).min(),
+        overflowed: histogram.bounded(),
+        overflow_from_us: histogram
+            .bounds()
+            .map(|b| (b.at_least_ns / 1_000) as i64)
+            .min(),
     }))
 }
 
