@@ -63,13 +63,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
         } else {
             status.to_string()
         };
-        // Without samples a figure does not exist (–); with samples a missing one is
-        // one the source did not have (?).
-        let stat = |value: String, known: bool| match (f.samples, known) {
-            (0, _) => figures::MISSING.to_string(),
-            (_, false) => figures::NOT_IN_SOURCE.to_string(),
-            (_, true) => value,
-        };
+        let stat = |value: String, known: bool| figures::stat(f.samples, value, known);
         let percentile = |p: f64| {
             let value = f.percentile(p);
             stat(figures::us_percentile(value), value.is_some())

@@ -119,13 +119,7 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
     let mut table = Table::new(&columns);
     for s in &decoded.streams {
         let (stream, st) = (s.stream, &s.stream.stats);
-        // Without samples a statistic does not exist (–); with samples a missing one is
-        // a figure the source did not have (?).
-        let stat = |value: String, known: bool| match (stream.samples, known) {
-            (0, _) => figures::MISSING.to_string(),
-            (_, false) => figures::NOT_IN_SOURCE.to_string(),
-            (_, true) => value,
-        };
+        let stat = |value: String, known: bool| figures::stat(stream.samples, value, known);
         let mut cells = vec![
             s.name.clone(),
             figures::cell(stream.policy, |p| p.to_string()),
