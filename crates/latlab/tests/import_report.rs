@@ -2,34 +2,11 @@
 //! back out, round trips through the cyclictest formats, all-or-nothing imports, and
 //! every report kind.
 
-use assert_cmd::Command;
+mod common;
+use common::{fixture, latlab, with_store};
+
 use latlab_model::run::Run;
-use std::path::{Path, PathBuf};
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latlab-model/tests/fixtures/import")
-        .join(name)
-}
-
-/// Runs latlab with `args` plus `--store store`; returns (exit code, stdout, stderr).
-fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = latlab()
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::path::Path;
 
 fn stored_ids(store: &Path) -> Vec<String> {
     let (code, text, err) = with_store(store, &["runs", "-n", "100"]);

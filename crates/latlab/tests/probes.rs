@@ -1,32 +1,10 @@
 //! The primitive probes through the command line: listing, specifications and their
 //! mistakes, and the clock probe measured for real (invariants only).
 
-use assert_cmd::Command;
-use latlab_model::run::{ProbePlan, Run};
+mod common;
+use common::{latlab, measure};
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
-
-/// `latlab run ARGS -q --no-store --json FILE`: exit code, the Run, stdout.
-fn measure(args: &[&str]) -> (i32, Run, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = latlab()
-        .arg("run")
-        .args(args)
-        .args(["-q", "--no-store", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&json)
-        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-    (
-        out.status.code().unwrap_or(-1),
-        Run::from_json(&text).unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
+use latlab_model::run::ProbePlan;
 
 #[test]
 fn probes_are_listed_with_their_definitions() {

@@ -3,49 +3,12 @@
 //! where they apply, and every wait outside the measured loop stoppable. Invariants and
 //! ground truths created here only, never absolute latencies (these are noisy VMs).
 
-use assert_cmd::Command;
+mod common;
+use common::{latlab, measure, serial};
+
 use latlab_model::run::{Run, Stream};
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Measurements share two CPUs; running them one at a time keeps each within its span.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
-
-/// Runs `latlab run` with `args` plus quiet/no-store/JSON to a temp file; returns the
-/// exit code, the parsed Run and the human output.
-fn measure(args: &[&str]) -> (i32, Run, String) {
-    let _guard = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = latlab()
-        .arg("run")
-        .args(args)
-        .args(["-q", "--no-store", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no JSON ({e}); stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let parsed = Run::from_json(&text).expect("the Run parses back into the model");
-    (
-        out.status.code().unwrap_or(-1),
-        parsed,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
 
 /// What an interrupted run left.
 struct Interrupted {

@@ -3,37 +3,14 @@
 //! source's own figures are kept as it printed them, and a Run file that latlab could
 //! not have written is refused, naming the field.
 
-use assert_cmd::Command;
+mod common;
+use common::{fixture, with_store};
+
 use latlab_model::run::{Percentile, Run};
 use std::path::{Path, PathBuf};
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latlab-model/tests/fixtures/import")
-        .join(name)
-}
-
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-run.json")
-}
-
-/// Runs latlab with `args` plus `--store store`; returns (exit code, stdout, stderr).
-fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = latlab()
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// Imports `files` (as given) into `store`; returns the new runs' ids in file order.

@@ -3,32 +3,14 @@
 //! second or two and assert ground truths the tests create (files, pids, ids), never
 //! latencies.
 
-use assert_cmd::Command;
+mod common;
+use common::{fixture, latlab, latlab_path, serial, text};
+
 use latlab_model::run::Run;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Measurements share two CPUs; running them one at a time keeps each within its span.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
-
-fn latlab_path() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// True while process `pid` exists and is not a zombie.
 fn running(pid: u32) -> bool {
@@ -552,12 +534,6 @@ fn a_report_that_cannot_be_written_whole_leaves_the_old_file() {
         std::fs::read_to_string(&report).unwrap(),
         "the report reviewed yesterday\n"
     );
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latlab-model/tests/fixtures/import")
-        .join(name)
 }
 
 fn export_json(store: &Path) -> String {
