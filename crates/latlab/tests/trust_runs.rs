@@ -783,11 +783,9 @@ fn a_failed_save_keeps_the_run_in_a_file_to_import() {
     assert_eq!(Run::from_json(&export_json(&store)).unwrap().id, run.id);
 }
 
-#[test]
-fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let _guard = serial();
-    let mut child = std::process::Command::new(latlab_path())
+/// `latlab run --no-store --json -` in `dir`, its standard output a pipe to this test.
+fn json_to_a_pipe(dir: &Path) -> std::process::Child {
+    std::process::Command::new(latlab_path())
         .args([
             "run",
             "-c",
@@ -799,11 +797,18 @@ fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
             "--no-store",
         ])
         .args(["--json", "-"])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let _guard = serial();
+    let mut child = json_to_a_pipe(dir.path());
     let _cleanup = KillOnDrop(vec![child.id()]);
     // The reader takes nothing and goes away, as `head -c1` does after one byte.
     drop(child.stdout.take());
@@ -821,23 +826,7 @@ fn a_json_pipe_whose_reader_leaves_after_one_byte_keeps_the_run() {
     let _guard = serial();
     // `latlab run --no-store --json - | head -c1`: the whole Run fits in the pipe's
     // buffer, so writing it succeeds; the reader takes one byte and leaves.
-    let mut child = std::process::Command::new(latlab_path())
-        .args([
-            "run",
-            "-c",
-            "0",
-            "-d",
-            "300ms",
-            "-q",
-            "--no-audit",
-            "--no-store",
-        ])
-        .args(["--json", "-"])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = json_to_a_pipe(dir.path());
     let _cleanup = KillOnDrop(vec![child.id()]);
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 1];
