@@ -79,6 +79,8 @@ pub(crate) fn microsecond_bins(stream: &Stream) -> Result<Option<MicrosecondBins
     let high = max.unwrap_or(i64::MAX).max(low);
     let mut buckets = histogram.known_buckets();
     if let Some(zero) = buckets.first_mut().filter(|b| b.0 == 0) {
+        // Early wakes not known (an import whose source could not tell them apart):
+        // its first bucket is written as the source had it.
         zero.1 = zero.1.saturating_sub(stream.early_wakes.unwrap_or(0));
     }
     buckets.retain(|b| b.1 > 0);
