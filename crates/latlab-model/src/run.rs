@@ -675,6 +675,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_run_written_before_phases_were_planned_reads_with_none() {
+        let run = Run::from_json(include_str!("../../../docs/example-run.json")).unwrap();
+        assert!(run.plan.phases.is_empty());
+        assert!(!run.plan.probes.is_empty());
+    }
+
+    #[test]
     fn percentile_keys() {
         assert_eq!(percentile_key(50.0), "50");
         assert_eq!(percentile_key(99.9), "99.9");
