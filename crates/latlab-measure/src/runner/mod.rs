@@ -190,7 +190,7 @@ fn measuring_thread(
         // cut short, they do not sleep.
         shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
         worker
-            .rehearse(live, &shared.halt)
+            .rehearse(live, shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
         // A stop request reaches the thread as the wake signal: run its handler once
         // now, so its code is resident (and locked) before measuring instead of being
@@ -227,7 +227,7 @@ fn measuring_thread(
     }
     let window = window_of(shared.request, start);
     drop(usual_slack); // the requested slack again
-    let measured = worker.measure(&window, &shared.halt, live);
+    let measured = worker.measure(&window, shared.halt, live);
     let stopped_at = shared.probe.clock().now_ns();
     live.finish();
     drop(guards);
