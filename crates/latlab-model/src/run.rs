@@ -190,7 +190,7 @@ pub struct Plan {
     pub memory_lock: Option<MemoryLockPlan>,
     /// Every phase as planned, in order (empty in Runs written before phases were
     /// recorded, and in imported Runs).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PlannedPhase>,
 }
 
