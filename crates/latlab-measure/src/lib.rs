@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod breaktrace;
 pub mod check;
 pub mod facts;
 pub mod live;

@@ -525,7 +525,7 @@ impl fmt::Display for Notice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::catalogue::{self, Measured};
+    use crate::probe::info::{self, Measured};
     use crate::probe::{clock, Placement};
 
     const MS: i64 = 1_000_000;
@@ -533,7 +533,7 @@ mod tests {
     /// A timer stream at `policy` that missed `missed` periods, its latest wake-up
     /// `latest` late, with `page_faults`.
     fn timer_stream(policy: SchedSpec, missed: u64, latest: i64, page_faults: u64) -> Stream {
-        let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+        let setup = info::test_setup(&clock::INFO, &[], &[0]);
         let mut recorder = setup.recorder();
         recorder.record(latest, 1);
         let placement = Placement {
@@ -542,7 +542,7 @@ mod tests {
             policy,
             timer_slack_ns: 0,
         };
-        let mut stream = catalogue::stream_of(
+        let mut stream = info::stream_of(
             Measured {
                 info: &clock::INFO,
                 setup: &setup,

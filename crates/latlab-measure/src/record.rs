@@ -11,9 +11,11 @@
 //! interval `i` therefore holds the samples due in `(i·interval, (i+1)·interval]`, so
 //! a span of N whole intervals has N of them.
 
+use crate::breaktrace::Tripwire;
 use latlab_model::hist::{LatencyHistogram, RecordingHistogram};
 use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
 use latlab_model::Nanos;
+use std::sync::Arc;
 
 /// Timeline slots kept before intervals are merged pairwise (and doubled).
 pub const TIMELINE_SLOTS: usize = 4096;
@@ -49,6 +51,9 @@ pub struct SampleRecorder {
     initial_timeline_interval: i64,
     timeline_max: Vec<i64>,
     timeline_count: Vec<u64>,
+    /// `i64::MAX` without a break-trace limit, so the check costs one comparison.
+    break_limit: i64,
+    breaktrace: Option<Arc<Tripwire>>,
 }
 
 const NO_SAMPLE: i64 = i64::MIN;
@@ -77,7 +82,16 @@ impl SampleRecorder {
             initial_timeline_interval: limits.timeline_interval.max(1),
             timeline_max,
             timeline_count,
+            break_limit: i64::MAX,
+            breaktrace: None,
         }
+    }
+
+    /// The recorder, stopping the phase at the first sample over `wire`'s limit.
+    pub fn breaking_at(mut self, wire: Option<Arc<Tripwire>>) -> SampleRecorder {
+        self.break_limit = wire.as_ref().map_or(i64::MAX, |w| w.limit().0);
+        self.breaktrace = wire;
+        self
     }
 
     /// Records one sample due at `at` (ns since the start of the measured span, in
@@ -103,6 +117,11 @@ impl SampleRecorder {
             }
         }
         self.note_in_timeline(sample, at);
+        if sample > self.break_limit {
+            if let Some(wire) = &self.breaktrace {
+                wire.trip(sample, at);
+            }
+        }
     }
 
     /// Keeps a sample among the largest. Out of line: it runs for a few samples only
@@ -332,6 +351,23 @@ mod tests {
         );
         assert_eq!(t.count, vec![10, 10, 10, 10]);
         assert_eq!(t.count.iter().sum::<u64>(), r.samples());
+    }
+
+    #[test]
+    fn a_sample_over_the_break_trace_limit_halts_the_phase() {
+        let wire = Arc::new(Tripwire::new(Nanos(50)));
+        let mut r = SampleRecorder::new(limits()).breaking_at(Some(wire.clone()));
+        r.record(70, 1);
+        assert_eq!(wire.tripped(), None, "not armed while rehearsing");
+        r.reset();
+        wire.arm();
+        r.record(50, 1);
+        assert!(!wire.halt().load(std::sync::atomic::Ordering::Relaxed));
+        r.record(51, 2);
+        r.record(60, 3);
+        let trip = wire.tripped().unwrap();
+        assert_eq!((trip.value, trip.at), (Nanos(51), Nanos(2)));
+        assert!(wire.halt().load(std::sync::atomic::Ordering::Relaxed));
     }
 
     #[test]

@@ -188,6 +188,23 @@ pub struct Plan {
     /// What memory is locked before measuring (`null`: an imported Run whose source
     /// did not say).
     pub memory_lock: Option<MemoryLockPlan>,
+    /// Every phase as planned, in order (empty in Runs written before phases were
+    /// recorded, and in imported Runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PlannedPhase>,
+}
+
+/// One phase as planned: the span and CPUs it measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedPhase {
+    /// The phase's name, as its streams give it.
+    pub name: String,
+    /// Its measured span (`null` = until stopped).
+    pub duration_ns: Option<Nanos>,
+    /// Span discarded before it.
+    pub warm_up_ns: Nanos,
+    /// The CPUs measured, one thread each.
+    pub cpus: Vec<usize>,
 }
 
 /// What memory a run locks in RAM.
@@ -656,6 +673,13 @@ fn is_zero(n: &u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_written_before_phases_were_planned_reads_with_none() {
+        let run = Run::from_json(include_str!("../../../docs/example-run.json")).unwrap();
+        assert!(run.plan.phases.is_empty());
+        assert!(!run.plan.probes.is_empty());
+    }
 
     #[test]
     fn percentile_keys() {

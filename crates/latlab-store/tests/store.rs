@@ -45,6 +45,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             })],
             dma_latency_us: Some(0),
             memory_lock: Some(MemoryLockPlan::Touched),
+            phases: Vec::new(),
         },
         host: Some(HostFacts {
             hostname: "rig".into(),

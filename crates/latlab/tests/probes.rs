@@ -92,3 +92,165 @@ fn the_clock_probe_measures_each_clock_as_a_distribution() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Every probe in `latlab probes`, by name.
+fn probe_names() -> Vec<String> {
+    let out = latlab().arg("probes").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Puts `tracing_on` back as it was: `--breaktrace` stops tracing at the event.
+struct TracingOnRestore(Option<String>);
+
+impl TracingOnRestore {
+    const PATH: &'static str = "/sys/kernel/tracing/tracing_on";
+
+    fn capture() -> Self {
+        TracingOnRestore(std::fs::read_to_string(Self::PATH).ok())
+    }
+}
+
+impl Drop for TracingOnRestore {
+    fn drop(&mut self) {
+        if let Some(on) = &self.0 {
+            let _ = std::fs::write(Self::PATH, on.trim());
+        }
+    }
+}
+
+type Honoured = fn(&latlab_model::run::Run) -> bool;
+
+/// The timer's settings in the Run's plan, when the probe is the timer.
+fn timer_plan(run: &latlab_model::run::Run) -> Option<&latlab_model::run::TimerSettings> {
+    match run.plan.probes.first()? {
+        ProbePlan::Timer(t) => Some(t),
+        ProbePlan::Primitive(_) => None,
+    }
+}
+
+/// Every `latlab run` flag that shapes a measurement, and how the Run shows it was
+/// honoured. Flags that do not depend on the probe (--json, --store, -q, --load,
+/// thresholds' spelling) are tested on their own elsewhere.
+const FLAGS: &[(&[&str], Honoured)] = &[
+    (&["-c", "1"], |r| {
+        r.plan.cpus == [1] && r.streams.iter().all(|s| s.cpu == Some(1))
+    }),
+    (&["-P", "r:90"], |r| {
+        r.streams
+            .iter()
+            .all(|s| s.policy == Some(latlab_model::spec::SchedSpec::Rr { priority: 90 }))
+    }),
+    (&["-p", "2ms"], |r| {
+        r.streams
+            .iter()
+            .all(|s| s.period_ns == Some(latlab_model::Nanos(2_000_000)))
+    }),
+    (&["-d", "120ms"], |r| {
+        r.plan.phases[0].duration_ns == Some(latlab_model::Nanos(120_000_000))
+    }),
+    (&["--warm-up", "20ms"], |r| {
+        r.plan.phases[0].warm_up_ns == latlab_model::Nanos(20_000_000)
+    }),
+    (&["--method", "rel"], |r| {
+        r.streams.iter().all(|s| s.method.as_deref() == Some("rel"))
+    }),
+    (&["--clock", "boottime"], |r| {
+        timer_plan(r).is_some_and(|t| t.clock == latlab_model::spec::ClockName::Boottime)
+    }),
+    (&["--hybrid-margin", "100us"], |r| {
+        timer_plan(r).is_some_and(|t| t.hybrid_margin_ns == latlab_model::Nanos(100_000))
+    }),
+    // A real-time thread has no timer slack: the kernel reads it as 0.
+    (&["--timer-slack", "1us", "-P", "o:0"], |r| {
+        r.streams.iter().all(|s| s.timer_slack_ns == Some(1_000))
+    }),
+    (&["-b", "1ns", "-d", "2s"], |r| {
+        r.interrupted
+            && r.events.iter().filter(|e| e.kind == "breaktrace").count() == 1
+            && r.events[0].value_ns.is_some_and(|v| v.0 > 1)
+    }),
+    (&["--spike", "1ns", "--spike-nodes", "5"], |r| {
+        r.streams.iter().all(|s| {
+            s.spikes.threshold_ns == Some(latlab_model::Nanos(1))
+                && s.spikes.above_threshold.len() as u64 == s.samples.min(5)
+        })
+    }),
+    (&["--top", "3"], |r| {
+        r.streams
+            .iter()
+            .all(|s| s.spikes.top.len() as u64 == s.samples.min(3))
+    }),
+    (&["--interval", "10ms"], |r| {
+        r.streams
+            .iter()
+            .all(|s| s.timeline.interval_ns == latlab_model::Nanos(10_000_000))
+    }),
+    (&["--no-mlock"], |r| {
+        r.plan.memory_lock == Some(latlab_model::run::MemoryLockPlan::None)
+    }),
+    (&["--dma-latency", "10"], |r| {
+        r.plan.dma_latency_us == Some(10)
+    }),
+    (&["--max", "1h"], |r| {
+        r.thresholds.len() == 1 && r.verdict.status == latlab_model::threshold::Status::Pass
+    }),
+];
+
+#[test]
+fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
+    let _tracing = TracingOnRestore::capture();
+    let probes = probe_names();
+    assert!(
+        probes.len() >= 10 && probes.contains(&"timer".to_string()),
+        "{probes:?}"
+    );
+    let mut refused = Vec::new();
+    for probe in &probes {
+        for (flag, honoured) in FLAGS {
+            let mut args = vec!["--probe", probe, "--no-audit"];
+            for (name, default) in [("-c", "0"), ("-d", "60ms")] {
+                if !flag.contains(&name) {
+                    args.extend([name, default]);
+                }
+            }
+            args.extend_from_slice(flag);
+            let dir = tempfile::tempdir().unwrap();
+            let json = dir.path().join("run.json");
+            let out = latlab()
+                .arg("run")
+                .args(&args)
+                .args(["-q", "--no-store", "--json"])
+                .arg(&json)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() == Some(2) {
+                assert!(
+                    stderr.contains(&format!("probe {probe} ")) && stderr.contains(flag[0]),
+                    "{probe} {flag:?} refused without naming both: {stderr}"
+                );
+                assert!(!json.exists(), "a refused run writes no Run");
+                refused.push(format!("{probe} {}", flag[0]));
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(0), "{probe} {flag:?}: {stderr}");
+            let run = latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap())
+                .unwrap();
+            assert!(honoured(&run), "{probe} {flag:?} was accepted and ignored");
+        }
+    }
+    // The ground truth: only the timer-only settings, and noise's period, are refused.
+    let mut expected: Vec<String> = probes
+        .iter()
+        .filter(|p| *p != "timer")
+        .flat_map(|p| ["--method", "--clock", "--hybrid-margin"].map(|f| format!("{p} {f}")))
+        .collect();
+    expected.push("noise -p".to_string());
+    refused.sort();
+    expected.sort();
+    assert_eq!(refused, expected);
+}

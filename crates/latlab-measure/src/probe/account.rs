@@ -2,7 +2,7 @@
 //! its cycles: the samples, the measured cycles without one, the warm-up samples, the
 //! measured span and its page faults — and the stream they make.
 
-use super::catalogue::{self, Measured, ProbeInfo, ProbeSetup};
+use super::info::{self, Measured, ProbeInfo, ProbeSetup};
 use super::Placement;
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
@@ -68,7 +68,7 @@ impl Account {
         placement: &Placement,
         phase: &str,
     ) -> Stream {
-        catalogue::stream_of(
+        info::stream_of(
             Measured {
                 info,
                 setup,

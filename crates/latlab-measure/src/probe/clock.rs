@@ -8,7 +8,9 @@
 //! read with RDTSC and converted with a rate measured against CLOCK_MONOTONIC_RAW
 //! during the rehearsal.
 
-use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{
+    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::notice::Notice;
@@ -53,23 +55,31 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "reads per period",
         },
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::Any,
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let source = match setup.param("clock") {
         "tsc" if clock::tsc().is_some() => Source::Tsc,
-        "tsc" => return Err("clock=tsc: this CPU architecture has no TSC".to_string()),
-        name => Source::Posix(
-            clock::read_id(name)
-                .ok_or_else(|| format!("clock={name}: not a clock this probe reads"))?,
-        ),
+        "tsc" => {
+            return Err(BuildError::param(
+                INFO.name,
+                "clock",
+                setup,
+                "this CPU architecture has no TSC: choose another clock",
+            ))
+        }
+        name => Source::Posix(clock::read_id(name).ok_or_else(|| {
+            BuildError::param(INFO.name, "clock", setup, "not a clock this probe reads")
+        })?),
     };
     let burst = setup
         .param("burst")
         .parse()
-        .map_err(|_| format!("burst={}: give a number", setup.param("burst")))?;
+        .map_err(|_| BuildError::param(INFO.name, "burst", setup, "give a number"))?;
     Ok(Box::new(ClockProbe {
         setup: setup.clone(),
         source,
@@ -218,7 +228,7 @@ impl Worker for ClockWorker {
     }
 
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = catalogue::stream_of(
+        let stream = info::stream_of(
             Measured {
                 info: &INFO,
                 setup: &self.setup,

@@ -12,11 +12,13 @@
 //!    stop flag is raised;
 //! 4. [`Worker::finish`] to turn what was kept into a Run stream.
 //!
-//! Adding a probe means one new file here plus one line where probes are built.
+//! Adding a probe means one new file here (its `INFO` and `build`, see [`info`]) plus
+//! one line in [`catalogue::CATALOGUE`].
 
 mod account;
 pub mod catalogue;
 pub mod clock;
+pub mod info;
 pub mod msg;
 pub mod noise;
 mod pair;

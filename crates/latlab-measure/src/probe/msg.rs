@@ -13,7 +13,7 @@
 //! transport), so a stop or a dead sender is noticed. A period whose message never
 //! arrived (or, for an eventfd, arrived summed with another) is counted as missed.
 
-use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::pair::{self, Pairing, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -50,14 +50,19 @@ pub const INFO: ProbeInfo = ProbeInfo {
         pair::TASK,
         pair::CPU,
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::NoDeadline,
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let transport = Transport::from_name(setup.param("transport"))
-        .ok_or_else(|| format!("transport={}: not a transport", setup.param("transport")))?;
-    let pairing = Pairing::from_setup(setup)?;
+        .ok_or_else(|| BuildError::param(INFO.name, "transport", setup, "not a transport"))?;
+    let pairing = Pairing::from_setup(setup).map_err(|why| BuildError::Unsupported {
+        probe: INFO.name,
+        why,
+    })?;
     Ok(Box::new(MsgProbe {
         setup: setup.clone(),
         transport,

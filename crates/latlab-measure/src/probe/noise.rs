@@ -15,7 +15,9 @@
 //! named in the summary rather than fought. There is no partner: no thread/process
 //! variant, no cross-CPU placement.
 
-use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{
+    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
@@ -63,32 +65,51 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "how many gaps above the threshold to keep as events per CPU (0 to 100000)",
         },
     ],
+    honours: &[Setting::Breaktrace],
     policies: |_| Policies::Any,
     build,
+    plan: None,
 };
 
 /// Most events a stream may keep.
 const MAX_EVENTS: usize = 100_000;
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let tsc = match setup.param("clock") {
         "tsc" if clock::tsc().is_some() => true,
-        "tsc" => return Err("clock=tsc: this CPU architecture has no TSC".to_string()),
+        "tsc" => {
+            return Err(BuildError::param(
+                INFO.name,
+                "clock",
+                setup,
+                "this CPU architecture has no TSC: use clock=monotonic",
+            ))
+        }
         _ => false,
     };
-    let text = setup.param("threshold");
-    let threshold = parse_duration(text).map_err(|e| format!("threshold={text}: {e}"))?;
+    let threshold = parse_duration(setup.param("threshold"))
+        .map_err(|e| BuildError::param(INFO.name, "threshold", setup, e.to_string()))?;
     if threshold.0 <= 0 {
-        return Err(format!(
-            "threshold={text}: give a duration above zero, e.g. 5us"
+        return Err(BuildError::param(
+            INFO.name,
+            "threshold",
+            setup,
+            "give a duration above zero, e.g. 5us",
         ));
     }
-    let text = setup.param("events");
-    let events = text
+    let events = setup
+        .param("events")
         .parse::<usize>()
         .ok()
         .filter(|&n| n <= MAX_EVENTS)
-        .ok_or_else(|| format!("events={text}: give a number from 0 to {MAX_EVENTS}"))?;
+        .ok_or_else(|| {
+            BuildError::param(
+                INFO.name,
+                "events",
+                setup,
+                format!("give a number from 0 to {MAX_EVENTS}"),
+            )
+        })?;
     Ok(Box::new(NoiseProbe {
         setup: setup.clone(),
         tsc,
@@ -385,7 +406,7 @@ impl Worker for NoiseWorker {
     }
 
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = catalogue::stream_of(
+        let stream = info::stream_of(
             Measured {
                 info: &INFO,
                 setup: &self.setup,
@@ -439,14 +460,14 @@ mod tests {
     use super::*;
 
     fn setup(params: &[(&str, &str)]) -> ProbeSetup {
-        catalogue::test_setup(&INFO, params, &[0])
+        info::test_setup(&INFO, params, &[0])
     }
 
     #[test]
     fn parameters_are_checked_with_the_fix() {
         assert!(build(&setup(&[])).is_ok());
         assert!(build(&setup(&[("threshold", "20us")])).is_ok());
-        let err = |p: &[(&str, &str)]| build(&setup(p)).err().unwrap();
+        let err = |p: &[(&str, &str)]| build(&setup(p)).err().unwrap().to_string();
         assert!(err(&[("threshold", "5")]).contains("unit"));
         assert!(err(&[("threshold", "0us")]).contains("above zero"));
         assert!(err(&[("events", "lots")]).contains("0 to 100000"));

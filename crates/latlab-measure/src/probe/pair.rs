@@ -3,7 +3,7 @@
 //! sample belongs to, which were warm-up, which passed without a sample.
 
 use super::account::Account;
-use super::catalogue::{ParamInfo, ProbeSetup};
+use super::info::{ParamInfo, ProbeSetup};
 use super::Placement;
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;

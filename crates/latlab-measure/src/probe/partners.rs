@@ -3,7 +3,7 @@
 //! of their cycles, and the tally of samples, missed cycles and events.
 
 use super::account::Account;
-use super::catalogue::ProbeSetup;
+use super::info::ProbeSetup;
 use super::{Placement, Window};
 use crate::live::LiveStats;
 use latlab_model::run::Event;

@@ -15,7 +15,7 @@
 //! the mutex then `PTHREAD_PROCESS_SHARED` in a `MAP_SHARED` mapping); either way they
 //! run the sealed loops of [`Inversion`], which a forked child may run.
 
-use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -72,11 +72,13 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "all three on the measuring thread's CPU (an inversion needs one CPU)",
         },
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::LevelsBelow(2),
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     Ok(Box::new(PiProbe {
         setup: setup.clone(),
         kind: partners::task_kind(setup),

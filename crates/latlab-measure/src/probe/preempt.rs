@@ -12,7 +12,7 @@
 //! cycle in which it did not stamp inside the window gives no sample and is counted as
 //! missed.
 
-use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::partners::{self, Periodic, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -51,11 +51,13 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "the spinner shares the measuring thread's CPU (preemption needs it)",
         },
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::LevelsBelow(1),
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     Ok(Box::new(PreemptProbe {
         setup: setup.clone(),
         kind: partners::task_kind(setup),

@@ -13,7 +13,7 @@
 //! counted and reported as an event; a round in which not every waiter ran within
 //! 100 ms is missed.
 
-use super::catalogue::{self, ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{self, BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -64,23 +64,32 @@ pub const INFO: ProbeInfo = ProbeInfo {
     ],
     // The highest waiter sits one level below the measuring thread, the others below
     // it; an unreadable `tasks` is refused by `build`.
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |params| {
         Policies::LevelsBelow(
-            catalogue::param(params, "tasks")
+            info::param(params, "tasks")
                 .parse()
                 .unwrap_or(MAX_WAITERS as i32),
         )
     },
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let tasks = setup
         .param("tasks")
         .parse::<usize>()
         .ok()
         .filter(|t| (2..=MAX_WAITERS).contains(t))
-        .ok_or_else(|| format!("tasks={}: give 2 to {MAX_WAITERS}", setup.param("tasks")))?;
+        .ok_or_else(|| {
+            BuildError::param(
+                INFO.name,
+                "tasks",
+                setup,
+                format!("give 2 to {MAX_WAITERS}"),
+            )
+        })?;
     Ok(Box::new(PrioWakeProbe {
         setup: setup.clone(),
         tasks,

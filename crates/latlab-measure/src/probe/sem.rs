@@ -15,7 +15,7 @@
 //! Acquires are bounded by 100 ms; a period in which H timed out, or acquired without
 //! L's release for that period, is counted as missed.
 
-use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::pair::{self, Pairing, Tally};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -53,14 +53,19 @@ pub const INFO: ProbeInfo = ProbeInfo {
         pair::TASK,
         pair::CPU,
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::NoDeadline,
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let kind = SemKind::from_name(setup.param("kind"))
-        .ok_or_else(|| format!("kind={}: not a semaphore kind", setup.param("kind")))?;
-    let pairing = Pairing::from_setup(setup)?;
+        .ok_or_else(|| BuildError::param(INFO.name, "kind", setup, "not a semaphore kind"))?;
+    let pairing = Pairing::from_setup(setup).map_err(|why| BuildError::Unsupported {
+        probe: INFO.name,
+        why,
+    })?;
     Ok(Box::new(SemProbe {
         setup: setup.clone(),
         kind,

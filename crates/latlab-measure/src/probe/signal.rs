@@ -27,7 +27,9 @@
 //! write to each page then takes one minor fault (counted in `page_faults`; a warm-up
 //! absorbs it).
 
-use super::catalogue::{self, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{
+    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
@@ -85,11 +87,13 @@ pub const INFO: ProbeInfo = ProbeInfo {
         },
     ],
     // A timer's signal has no sending task to start.
-    policies: |params| match catalogue::param(params, "kind") {
+    honours: &[Setting::Period, Setting::Breaktrace],
+    policies: |params| match info::param(params, "kind") {
         "timer" => Policies::Any,
         _ => Policies::NoDeadline,
     },
     build,
+    plan: None,
 };
 
 /// The longest a blocking wait lasts before the loop looks at the stop flag again.
@@ -103,16 +107,17 @@ enum Kind {
     Queue { process: bool, cross: bool },
 }
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let process = setup.param("task") == "process";
     let cross = setup.param("cpu") == "cross";
     let kind = match setup.param("kind") {
         "timer" if process || cross => {
-            return Err(
-                "kind=timer: task and cpu apply to kind=queue only (a timer's \
-                        signal has no sending task); leave them at task=thread,cpu=same"
+            return Err(BuildError::Unsupported {
+                probe: INFO.name,
+                why: "kind=timer: task and cpu apply to kind=queue only (a timer's signal \
+                      has no sending task); leave them at task=thread,cpu=same"
                     .to_string(),
-            )
+            })
         }
         "timer" => Kind::Timer,
         _ => Kind::Queue { process, cross },
@@ -502,7 +507,7 @@ impl Worker for SignalWorker {
     }
 
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = catalogue::stream_of(
+        let stream = info::stream_of(
             Measured {
                 info: &INFO,
                 setup: &self.setup,
@@ -525,7 +530,7 @@ mod tests {
     use super::*;
 
     fn setup(params: &[(&str, &str)]) -> ProbeSetup {
-        catalogue::test_setup(&INFO, params, &[0, 1])
+        info::test_setup(&INFO, params, &[0, 1])
     }
 
     #[test]
@@ -533,7 +538,8 @@ mod tests {
         assert!(build(&setup(&[("kind", "timer")])).is_ok());
         let err = build(&setup(&[("kind", "timer"), ("task", "process")]))
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("kind=queue only"));
         assert!(build(&setup(&[("kind", "timer"), ("cpu", "cross")])).is_err());
         assert!(build(&setup(&[("task", "process"), ("cpu", "cross")])).is_ok());

@@ -12,7 +12,7 @@
 //! thread wakes each period (absolute `clock_nanosleep`), starts a burst of `burst`
 //! hand-overs, sleeps on a futex until the burst ends, and records its samples.
 
-use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::partners::{self, Periodic, Tally, WAIT_NS};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
@@ -69,16 +69,18 @@ pub const INFO: ProbeInfo = ProbeInfo {
             help: "every member on the measuring thread's CPU (a switch needs one CPU)",
         },
     ],
+    honours: &[Setting::Period, Setting::Breaktrace],
     policies: |_| Policies::LevelsBelow(1),
     build,
+    plan: None,
 };
 
-fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, String> {
-    let number = |key: &str| {
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
+    let number = |key: &'static str| {
         setup
             .param(key)
             .parse::<usize>()
-            .map_err(|_| format!("{key}={}: give a number", setup.param(key)))
+            .map_err(|_| BuildError::param(INFO.name, key, setup, "give a number"))
     };
     Ok(Box::new(SwitchProbe {
         setup: setup.clone(),

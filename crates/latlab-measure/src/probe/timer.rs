@@ -16,43 +16,109 @@
 //! loop's own time between sleeps) is the drift, so each period of the measured span
 //! is accounted once: `samples + missed_periods + drift / period` = periods elapsed.
 
+use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
-use crate::record::{RecorderLimits, SampleRecorder, TIMELINE_SLOTS};
-use latlab_model::run::{EncodedHistogram, Event, Statistics, Stream, TimerSettings};
+use crate::record::SampleRecorder;
+use latlab_model::run::{EncodedHistogram, Event, ProbePlan, Statistics, Stream, TimerSettings};
 use latlab_model::spec::{ClockName, TimerMethod};
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::memory;
-use latlab_rt::trace::BreakTrace;
 use latlab_rt::wake::{Method, ReplayStep, Sleeper, WaitError, WakeSource};
 use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+
+/// The timer probe in the catalogue: the default probe of `latlab run`.
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "timer",
+    summary: "periodic wake-up latency (the default; latlab methods lists the sleep methods)",
+    definition: "Each period (--period, default 1 ms) the measuring thread sleeps until its \
+                 next deadline with the chosen method and reads the clock (--clock) as soon \
+                 as it runs again; a sample is that read minus the deadline, signed (an \
+                 early wake is negative). With method=rel the deadline is the clock read \
+                 before a relative sleep plus the period, and the schedule's lag is the \
+                 drift. A wake past the next deadline counts the periods it passed as \
+                 missed. --method is short for method=.",
+    params: &[ParamInfo {
+        key: "method",
+        choices: &["abs", "rel", "timerfd", "posix-timer", "spin", "hybrid"],
+        default: "abs",
+        help: "how the thread sleeps to its deadline (latlab methods)",
+    }],
+    honours: &[
+        Setting::Period,
+        Setting::Clock,
+        Setting::Method,
+        Setting::HybridMargin,
+        Setting::Breaktrace,
+    ],
+    policies: |_| Policies::Any,
+    build,
+    // A parsed spec's method is one of the parameter's choices, so it always parses.
+    plan: Some(|setup| {
+        ProbePlan::Timer(settings_of(
+            setup,
+            method_of_param(setup).unwrap_or(TimerMethod::Abs),
+        ))
+    }),
+};
+
+/// The `method` parameter.
+fn method_of_param(setup: &ProbeSetup) -> Result<TimerMethod, BuildError> {
+    TimerMethod::parse(setup.param("method"))
+        .map_err(|e| BuildError::param(INFO.name, "method", setup, e.to_string()))
+}
+
+/// The timer's settings (as the Run's plan records them) from a setup.
+pub fn settings_of(setup: &ProbeSetup, method: TimerMethod) -> TimerSettings {
+    TimerSettings {
+        method,
+        period_ns: setup.period,
+        clock: setup.clock,
+        policy: setup.policy,
+        hybrid_margin_ns: setup.hybrid_margin,
+        timer_slack_ns: setup.timer_slack,
+        top_spikes: setup.top_spikes,
+        spike_threshold_ns: setup.spike_threshold,
+        spike_capacity: setup.spike_capacity,
+        timeline_interval_ns: setup.timeline_interval,
+        breaktrace_ns: setup.breaktrace.as_ref().map(|wire| wire.limit()),
+    }
+}
+
+fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
+    let settings = settings_of(setup, method_of_param(setup)?);
+    if settings.method == TimerMethod::Timerfd && settings.clock == ClockName::Tai {
+        return Err(BuildError::Setting {
+            probe: INFO.name,
+            setting: Setting::Clock,
+            why: "timerfd cannot use the TAI clock: use --method posix-timer or abs with tai, \
+                  or timerfd with monotonic, realtime or boottime"
+                .to_string(),
+        });
+    }
+    if settings.method == TimerMethod::Hybrid && settings.hybrid_margin_ns >= settings.period_ns {
+        return Err(BuildError::Setting {
+            probe: INFO.name,
+            setting: Setting::HybridMargin,
+            why: format!(
+                "{} must be shorter than the period {}",
+                settings.hybrid_margin_ns, settings.period_ns
+            ),
+        });
+    }
+    Ok(Box::new(TimerProbe {
+        settings,
+        setup: setup.clone(),
+    }))
+}
 
 /// The timer probe with its settings.
 #[derive(Debug)]
 pub struct TimerProbe {
     settings: TimerSettings,
-    expected_span: Option<i64>,
-    breaktrace: Option<Arc<BreakTrace>>,
-}
-
-impl TimerProbe {
-    /// A probe for `settings`. `expected_span` (warm-up + duration) sizes the timeline.
-    /// A sample over the break-trace limit fires `breaktrace` (when given) and halts
-    /// every thread of the run.
-    pub fn new(
-        settings: TimerSettings,
-        expected_span: Option<Nanos>,
-        breaktrace: Option<Arc<BreakTrace>>,
-    ) -> TimerProbe {
-        TimerProbe {
-            settings,
-            expected_span: expected_span.map(|n| n.0),
-            breaktrace,
-        }
-    }
+    setup: ProbeSetup,
 }
 
 /// The kernel clock for a clock name.
@@ -88,27 +154,13 @@ impl Probe for TimerProbe {
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let s = &self.settings;
-        let interval = s.timeline_interval_ns.0.max(1);
-        let slots = match self.expected_span {
-            Some(span) => (span / interval + 2) as usize,
-            None => TIMELINE_SLOTS,
-        };
-        let recorder = SampleRecorder::new(RecorderLimits {
-            top: s.top_spikes,
-            spike_threshold: s.spike_threshold_ns.map(|n| n.0),
-            spike_capacity: s.spike_capacity,
-            timeline_interval: interval,
-            timeline_slots: slots,
-        });
         let sleeper = Sleeper::new(method_of(s.method), self.clock(), s.hybrid_margin_ns.0);
         Ok(Box::new(TimerWorker {
             settings: s.clone(),
             placement: placement.clone(),
             sleeper: Some(sleeper),
-            recorder,
+            recorder: self.setup.recorder(),
             summary: LoopSummary::default(),
-            breaktrace: self.breaktrace.clone(),
-            breaktrace_fired: false,
             page_faults: 0,
         }))
     }
@@ -122,26 +174,10 @@ struct TimerWorker {
     sleeper: Option<Sleeper>,
     recorder: SampleRecorder,
     summary: LoopSummary,
-    breaktrace: Option<Arc<BreakTrace>>,
-    /// This thread wrote the trace marker (the first over the limit does).
-    breaktrace_fired: bool,
     page_faults: u64,
 }
 
 impl TimerWorker {
-    /// The trace marker for a sample over the break-trace limit (without allocating).
-    fn marker(&self, sample: i64) -> MarkerBuf {
-        let mut marker = MarkerBuf::new();
-        marker.push(b"latlab breaktrace: thread ");
-        marker.push_int(self.placement.thread as i64);
-        marker.push(b" latency ");
-        marker.push_int(sample);
-        marker.push(b" ns > limit ");
-        marker.push_int(self.settings.breaktrace_ns.unwrap_or_default().0);
-        marker.push(b" ns\n");
-        marker
-    }
-
     /// Runs everything the measured loop will run before it starts: the loop itself on
     /// a replayed script that takes each of its branches (warm-up, on time, early,
     /// interrupted, late by several periods, a periodic timer's overrun count, a
@@ -179,7 +215,6 @@ impl TimerWorker {
                 warm_up_end: period,
                 end: Some(periods * period),
             },
-            breaktrace: None,
         };
         let mut replay = Sleeper::replay(&script);
         let mut summary = LoopSummary::default();
@@ -237,7 +272,6 @@ impl Worker for TimerWorker {
             period: self.settings.period_ns.0,
             relative: self.settings.method.is_relative(),
             window: *window,
-            breaktrace: self.settings.breaktrace_ns.map(|n| n.0),
         };
         let Some(mut sleeper) = self.sleeper.take() else {
             return Ok(()); // measured already
@@ -251,16 +285,7 @@ impl Worker for TimerWorker {
             stop,
             &mut self.summary,
         );
-        // Counted up to the last wake-up: the trace firing below runs code for the
-        // first time, after the last sample.
         self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
-        if let Some((_, sample)) = self.summary.breaktrace {
-            if let Some(bt) = &self.breaktrace {
-                self.breaktrace_fired = bt.fire(self.marker(sample).as_bytes());
-            }
-            // Halt every thread of the run, as cyclictest -b does.
-            stop.store(true, Ordering::Relaxed);
-        }
         drop(sleeper);
         result
     }
@@ -298,31 +323,7 @@ impl Worker for TimerWorker {
             spikes: rec.spikes(self.settings.spike_threshold_ns),
             timeline: rec.timeline(),
         };
-        let events = s
-            .breaktrace
-            .map(|(at, value)| Event {
-                kind: "breaktrace".to_string(),
-                at_ns: Nanos(at),
-                thread: self.placement.thread,
-                cpu: self.placement.cpu,
-                value_ns: Some(Nanos(value)),
-                message: format!(
-                    "{} woke {} late, above the break-trace limit of {}: run stopped{}",
-                    stream.label(),
-                    Nanos(value),
-                    self.settings.breaktrace_ns.unwrap_or_default(),
-                    match &self.breaktrace {
-                        Some(bt) if self.breaktrace_fired => format!(
-                            ", trace marker written and tracing stopped (read {}/trace)",
-                            bt.root().display()
-                        ),
-                        _ => String::new(),
-                    }
-                ),
-            })
-            .into_iter()
-            .collect();
-        (stream, events)
+        (stream, Vec::new())
     }
 }
 
@@ -335,8 +336,6 @@ pub struct LoopConfig {
     pub relative: bool,
     /// The span to measure.
     pub window: Window,
-    /// Stop when a sample exceeds this many ns.
-    pub breaktrace: Option<i64>,
 }
 
 /// What the loop counted besides the samples themselves.
@@ -355,8 +354,6 @@ pub struct LoopSummary {
     pub measured_from: i64,
     /// The last measured wake-up.
     pub last_wake: i64,
-    /// Offset and value of the sample over the break-trace limit.
-    pub breaktrace: Option<(i64, i64)>,
 }
 
 impl LoopSummary {
@@ -378,7 +375,7 @@ pub fn relative_drift(summary: &LoopSummary, samples: u64, period: i64) -> Optio
 ///
 /// Between `arm` and the end it allocates nothing, takes no lock, prints nothing and
 /// calls the kernel only to sleep and (through the vDSO) to read the clock. A sample
-/// over the break-trace limit ends it; the caller fires the trace.
+/// over the break-trace limit ends it: the recorder raises `stop`.
 pub fn measure_loop<S: WakeSource>(
     source: &mut S,
     config: &LoopConfig,
@@ -464,10 +461,6 @@ pub fn measure_loop<S: WakeSource>(
         let at = expected - measured_from;
         recorder.record(sample, at);
         live.publish(sample, missed);
-        if config.breaktrace.is_some_and(|limit| sample > limit) {
-            summary.breaktrace = Some((at, sample));
-            return Ok(());
-        }
     }
 }
 
@@ -487,55 +480,15 @@ fn missed_in_window(expected: i64, consumed: u64, period: i64, from: i64, to: i6
     (last - first + 1).max(0) as u64
 }
 
-/// A fixed buffer for the trace marker, so firing allocates nothing.
-struct MarkerBuf {
-    bytes: [u8; 128],
-    len: usize,
-}
-
-impl MarkerBuf {
-    fn new() -> Self {
-        MarkerBuf {
-            bytes: [0; 128],
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, s: &[u8]) {
-        let n = s.len().min(self.bytes.len() - self.len);
-        self.bytes[self.len..self.len + n].copy_from_slice(&s[..n]);
-        self.len += n;
-    }
-
-    fn push_int(&mut self, v: i64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut n = v.unsigned_abs();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        if v < 0 {
-            self.push(b"-");
-        }
-        self.push(&digits[i..]);
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::breaktrace::Tripwire;
+    use crate::record::RecorderLimits;
     use latlab_rt::wake::Wake;
     use std::cell::Cell;
     use std::collections::VecDeque;
+    use std::sync::Arc;
 
     /// A simulated clock: each wait wakes `latency` after the later of the expected
     /// instant and now, taking latencies from a script. With `periodic` it behaves like
@@ -613,7 +566,6 @@ mod tests {
                 warm_up_end: warm_up,
                 end: Some(warm_up + periods * P),
             },
-            breaktrace: None,
         };
         let mut recorder = SampleRecorder::new(RecorderLimits {
             top: 4,
@@ -736,7 +688,6 @@ mod tests {
                 warm_up_end: 0,
                 end: None,
             },
-            breaktrace: None,
         };
         let mut rec = SampleRecorder::new(RecorderLimits {
             top: 1,
@@ -770,27 +721,30 @@ mod tests {
                 warm_up_end: 0,
                 end: Some(100 * P),
             },
-            breaktrace: Some(1_000),
         };
-        let mut rec = SampleRecorder::new(RecorderLimits {
+        let rec = SampleRecorder::new(RecorderLimits {
             top: 1,
             spike_threshold: None,
             spike_capacity: 0,
             timeline_interval: P,
             timeline_slots: 200,
         });
+        let wire = Arc::new(Tripwire::new(Nanos(1_000)));
+        wire.arm();
+        let mut rec = rec.breaking_at(Some(wire.clone()));
         let mut summary = LoopSummary::default();
         measure_loop(
             &mut sim,
             &config,
             &mut rec,
             &LiveStats::default(),
-            &AtomicBool::new(false),
+            wire.halt(),
             &mut summary,
         )
         .unwrap();
         assert_eq!(rec.samples(), 3);
-        assert_eq!(summary.breaktrace, Some((3 * P, 5_000)));
+        let trip = wire.tripped().unwrap();
+        assert_eq!((trip.at, trip.value), (Nanos(3 * P), Nanos(5_000)));
     }
 
     #[test]
@@ -811,15 +765,5 @@ mod tests {
         assert_eq!(rec.samples(), 5);
         assert_eq!(sum.missed_periods, 0);
         assert_eq!(sum.overrun_wakes, 0);
-    }
-
-    #[test]
-    fn marker_formats_integers() {
-        let mut m = MarkerBuf::new();
-        m.push(b"x ");
-        m.push_int(-1203);
-        m.push(b" ");
-        m.push_int(0);
-        assert_eq!(m.as_bytes(), b"x -1203 0");
     }
 }

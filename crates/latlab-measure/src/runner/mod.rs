@@ -14,6 +14,7 @@ mod setup;
 
 pub use setup::{mapped_while_locked, policy_of, PhaseFootprint, SystemSetup};
 
+use crate::breaktrace::{Trip, Tripwire};
 use crate::facts::FactReader;
 use crate::live::LiveStats;
 use crate::notice::{Notice, RtThrottling, StreamContext};
@@ -24,10 +25,10 @@ use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::wake::{self, WaitError};
-use latlab_rt::{affinity, memory, sched, signal};
+use latlab_rt::{affinity, sched, signal};
 use setup::{set_up_thread, Ready};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,12 +57,11 @@ pub struct RunRequest {
     pub duration: Option<Nanos>,
     /// Discarded span before it.
     pub warm_up: Nanos,
-    /// How much memory to lock (`None` = none).
-    pub lock_memory: Option<memory::LockScope>,
-    /// `/dev/cpu_dma_latency` request in µs (`None` = leave the system alone).
-    pub dma_latency_us: Option<i32>,
     /// The phase name recorded in the streams.
     pub phase: String,
+    /// The break-trace limit the probe's recorders were built with: its halt flag is
+    /// the one the measuring loops stop at, and a trip is recorded as an event.
+    pub breaktrace: Option<Arc<Tripwire>>,
 }
 
 /// What a run produced.
@@ -87,6 +87,8 @@ pub struct RunOutcome {
     /// A measuring thread failed while measuring: the others were stopped and what
     /// every thread measured until then is kept (exit code 3).
     pub failure: Option<String>,
+    /// A sample went over the break-trace limit and stopped the run.
+    pub tripped: Option<Trip>,
 }
 
 /// Why a run could not happen.
@@ -154,7 +156,7 @@ struct Shared<'a> {
     request: &'a RunRequest,
     gate: StartGate,
     /// Raised to stop every thread: Ctrl-C, a break trace, a failing thread.
-    halt: AtomicBool,
+    halt: &'a AtomicBool,
     /// Each thread's id, once a stop request may interrupt it (0 before).
     tids: Vec<AtomicI32>,
 }
@@ -188,7 +190,7 @@ fn measuring_thread(
         // cut short, they do not sleep.
         shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
         worker
-            .rehearse(live, &shared.halt)
+            .rehearse(live, shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
         // A stop request reaches the thread as the wake signal: run its handler once
         // now, so its code is resident (and locked) before measuring instead of being
@@ -225,7 +227,7 @@ fn measuring_thread(
     }
     let window = window_of(shared.request, start);
     drop(usual_slack); // the requested slack again
-    let measured = worker.measure(&window, &shared.halt, live);
+    let measured = worker.measure(&window, shared.halt, live);
     let stopped_at = shared.probe.clock().now_ns();
     live.finish();
     drop(guards);
@@ -274,11 +276,19 @@ pub fn run_probe(
     let n = request.cpus.len();
     assert_eq!(live.len(), n, "one live entry per measured CPU");
     signal::install_wake_handler().map_err(|e| RunError::Runtime(e.to_string()))?;
+    let own_halt = AtomicBool::new(false);
+    let halt = match &request.breaktrace {
+        Some(wire) => {
+            wire.reset();
+            wire.halt()
+        }
+        None => &own_halt,
+    };
     let shared = Shared {
         probe,
         request,
         gate: StartGate::default(),
-        halt: AtomicBool::new(false),
+        halt,
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
     };
     let mut notices = setup.notices.clone();
@@ -300,6 +310,10 @@ pub fn run_probe(
         }
         drop(ready_tx);
         collect_ready(&ready_rx, &shared, stop, &mut notices)?;
+        // Every thread has rehearsed: from now on a sample over the limit counts.
+        if let Some(wire) = &request.breaktrace {
+            wire.arm();
+        }
         observer.ready(&notices);
         // Keep the coordinating thread off the measured CPUs when there are others
         // (only now: threads inherit the affinity of the thread that creates them).
@@ -453,6 +467,24 @@ fn finish(
     if let Some(f) = &failure {
         notices.push(Notice::MeasuringFailed { reason: f.clone() });
     }
+    let tripped = request.breaktrace.as_ref().and_then(|wire| {
+        let trip = wire.tripped()?;
+        // A sample is recorded on a measuring thread, so its id is one of theirs.
+        let thread = shared
+            .tids
+            .iter()
+            .position(|tid| tid.load(Ordering::Relaxed) == trip.tid)
+            .unwrap_or(0);
+        let (label, cpu) = match streams.iter().find(|s| s.thread == thread) {
+            Some(stream) => (stream.label(), stream.cpu),
+            None => (
+                format!("thread {thread}"),
+                request.cpus.get(thread).copied(),
+            ),
+        };
+        events.insert(0, wire.event(trip, &label, thread, cpu));
+        Some(trip)
+    });
     notices.extend(shared.probe.notices());
     let context = StreamContext {
         memory_locked: setup.conditions.memory_locked,
@@ -469,13 +501,14 @@ fn finish(
         measured,
         interrupted: stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed),
         failure,
+        tripped,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::catalogue::{self, Measured, ProbeSetup};
+    use crate::probe::info::{self, Measured, ProbeSetup};
     use crate::probe::{clock, Placement};
     use crate::record::SampleRecorder;
     use latlab_rt::clock::Clock;
@@ -513,7 +546,7 @@ mod tests {
         }
 
         fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
-            let setup = catalogue::test_setup(&clock::INFO, &[], &[0]);
+            let setup = info::test_setup(&clock::INFO, &[], &[0]);
             Ok(Box::new(FakeWorker {
                 rehearsal: self.rehearsal,
                 seen: self.seen.clone(),
@@ -554,7 +587,7 @@ mod tests {
                 elapsed: Nanos(0),
                 page_faults: 0,
             };
-            (catalogue::stream_of(measured, phase), Vec::new())
+            (info::stream_of(measured, phase), Vec::new())
         }
     }
 
@@ -577,8 +610,7 @@ mod tests {
             timer_slack_ns: None,
             duration: Some(Nanos(1_000_000)),
             warm_up: Nanos(0),
-            lock_memory: None,
-            dma_latency_us: None,
+            breaktrace: None,
             phase: "main".to_string(),
         };
         let setup = SystemSetup::apply(None, None);

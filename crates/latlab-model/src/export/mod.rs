@@ -187,6 +187,7 @@ pub(crate) mod fixture {
                 })],
                 dma_latency_us: Some(0),
                 memory_lock: Some(MemoryLockPlan::Touched),
+                phases: Vec::new(),
             },
             host: Some(HostFacts {
                 hostname: "rig".into(),

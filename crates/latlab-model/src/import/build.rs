@@ -151,6 +151,7 @@ pub(super) fn assemble(
             probes: Vec::new(),
             dma_latency_us: None,
             memory_lock: source.memory_lock,
+            phases: Vec::new(),
         },
         host: source.host,
         conditions: None,

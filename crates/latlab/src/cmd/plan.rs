@@ -8,16 +8,20 @@
 use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::scenarios;
+use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::load::LoadSpec;
-use latlab_measure::probe::catalogue::{self, PlanError, ProbeSetup, ProbeSpec};
+use latlab_measure::probe::catalogue::{self, ProbeSpec};
+use latlab_measure::probe::info::{BuildError, PlanError, Policies, ProbeSetup, Setting};
+use latlab_measure::probe::Probe;
 use latlab_measure::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
-use latlab_model::run::{MemoryLockPlan, PrimitiveSettings, ProbePlan, TimerSettings};
+use latlab_model::run::{MemoryLockPlan, PlannedPhase, ProbePlan};
 use latlab_model::scenario::{PhaseSection, Scenario};
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec, TimerMethod};
 use latlab_model::threshold::Threshold;
 use latlab_model::units::{parse_duration, Nanos};
 use latlab_rt::memory::{LockRequest, LockScope};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Shortest period accepted: below it no timer method can keep up and the loop would
 /// only count missed periods.
@@ -53,59 +57,63 @@ pub struct RunPlan {
 impl PhasePlan {
     /// The probe of this phase as the Run's plan records it.
     pub fn probe_plan(&self) -> ProbePlan {
-        match &self.primitive {
-            None => ProbePlan::Timer(self.settings.clone()),
-            Some((spec, setup)) => ProbePlan::Primitive(PrimitiveSettings {
-                name: spec.name.clone(),
-                params: setup.params.clone(),
-                period_ns: setup.period,
-                policy: setup.policy,
-            }),
+        self.spec.info().plan_of(&self.setup)
+    }
+
+    /// The phase as the Run's plan records it.
+    pub fn planned(&self) -> PlannedPhase {
+        PlannedPhase {
+            name: self.request.phase.clone(),
+            duration_ns: self.request.duration,
+            warm_up_ns: self.request.warm_up,
+            cpus: self.request.cpus.clone(),
         }
     }
 
     /// What the phase runs, to size the memory lock.
     pub fn footprint(&self) -> PhaseFootprint {
-        let spikes_kept = match &self.primitive {
-            None => self.settings.spike_capacity,
-            Some((_, setup)) => setup.recorder_limits().spike_capacity,
-        };
         PhaseFootprint {
             measuring_threads: self.request.cpus.len(),
-            spikes_kept: match self.settings.spike_threshold_ns {
-                Some(_) => spikes_kept,
+            spikes_kept: match self.setup.spike_threshold {
+                Some(_) => self.setup.spike_capacity,
                 None => 0,
             },
-            top_spikes: self.settings.top_spikes,
-            partners: self.primitive.is_some(),
+            top_spikes: self.setup.top_spikes,
+            // Only a probe that starts partner tasks is kept off SCHED_DEADLINE.
+            partners: (self.spec.info().policies)(&self.setup.params) != Policies::Any,
             loads: self.loads.len(),
         }
     }
 
     /// What the phase measures, for the live display's banner.
     pub fn describe(&self) -> String {
-        match &self.primitive {
-            None => format!(
-                "timer probe, {} sleep, period {}",
-                self.settings.method, self.settings.period_ns
-            ),
-            Some((spec, setup)) => format!("{spec} probe, period {}", setup.period),
-        }
+        format!("{} probe, period {}", self.spec, self.setup.period)
     }
 }
 
-/// One phase: what the runner gets, the probe's settings, the loads.
-#[derive(Debug, Clone)]
+/// One phase: what the runner gets, the probe, the loads.
 pub struct PhasePlan {
     /// What the runner gets (its `phase` is the phase's name).
     pub request: RunRequest,
-    /// The timer probe's settings in this phase (period, spikes and timeline apply to
-    /// a primitive probe too).
-    pub settings: TimerSettings,
-    /// The primitive probe measured instead of the timer probe, if any.
-    pub primitive: Option<(ProbeSpec, ProbeSetup)>,
+    /// The probe measured, with its parameters.
+    pub spec: ProbeSpec,
+    /// What the probe was built from.
+    pub setup: ProbeSetup,
+    /// The probe, built once while planning.
+    pub probe: Box<dyn Probe>,
     /// Loads during the phase.
     pub loads: Vec<LoadSpec>,
+}
+
+impl std::fmt::Debug for PhasePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhasePlan")
+            .field("request", &self.request)
+            .field("spec", &self.spec)
+            .field("setup", &self.setup)
+            .field("loads", &self.loads)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunPlan {
@@ -366,8 +374,9 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             (None, Some(v)) => pick("--method", None, sn, &key("method"), Some(v)),
             (None, None) => pick("--method", None, sn, "timer.method", t.method.as_deref()),
         };
-        let method = TimerMethod::parse(m.value.unwrap_or("abs"))
-            .map_err(|e| CliError::usage(&m.label, e))?;
+        if let Some(text) = m.value {
+            TimerMethod::parse(text).map_err(|e| CliError::usage(&m.label, e))?;
+        }
         let p = match (&args.period, &section.period) {
             (Some(v), _) => pick("--period", Some(v), sn, "", None),
             (None, Some(v)) => pick("--period", None, sn, &key("period"), Some(v)),
@@ -384,19 +393,6 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             return Err(CliError::usage(
                 &p.label,
                 format!("{period} is too long: the longest period is 1 h"),
-            ));
-        }
-        if method == TimerMethod::Timerfd && clock == ClockName::Tai {
-            return Err(CliError::usage(
-                &clock_pick.label,
-                "timerfd cannot use the TAI clock: use --method posix-timer or abs with tai, \
-                 or timerfd with monotonic, realtime or boottime",
-            ));
-        }
-        if method == TimerMethod::Hybrid && hybrid_margin >= period {
-            return Err(CliError::usage(
-                &margin.label,
-                format!("{hybrid_margin} must be shorter than the period {period}"),
             ));
         }
         let (duration_label, duration) = match (
@@ -451,57 +447,72 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
             })
             .collect::<Result<Vec<_>, _>>()?;
         loads.extend(extra_loads.iter().cloned());
-        let settings = TimerSettings {
-            method,
-            period_ns: period,
-            clock,
+        // Without a probe named, the phase measures the default one (the timer),
+        // with the scenario's method.
+        let (spec, spec_label, method) = match spec {
+            Some((spec, label)) => (spec.clone(), label.clone(), args.method.as_deref()),
+            None => (
+                catalogue::parse(catalogue::CATALOGUE[0].name).map_err(CliError::config)?,
+                "--probe".to_string(),
+                m.value,
+            ),
+        };
+        let info = spec.info();
+        refuse_unhonoured(args, &spec)?;
+        let mut params = spec.params.clone();
+        if let (Some(method), true) = (method, info.honours(Setting::Method)) {
+            // --method is short for the method parameter.
+            params.insert("method".to_string(), method.to_string());
+        }
+        let spec = ProbeSpec { params, ..spec };
+        let setup = ProbeSetup {
+            params: spec.params.clone(),
+            period,
+            span: duration.map(|d| Nanos(d.0 + warm_up.0)),
             policy,
-            hybrid_margin_ns: hybrid_margin,
-            timer_slack_ns: timer_slack,
-            top_spikes: top,
-            spike_threshold_ns: spike,
+            allowed_cpus: available_cpus.to_vec(),
+            clock,
+            hybrid_margin,
+            timer_slack,
+            spike_threshold: spike,
             spike_capacity: args.spike_nodes,
-            timeline_interval_ns: interval,
-            breaktrace_ns: breaktrace,
+            top_spikes: top,
+            timeline_interval: interval,
+            breaktrace: breaktrace.map(|limit| Arc::new(Tripwire::new(limit))),
         };
-        let primitive = match spec {
-            None => None,
-            Some((spec, label)) => {
-                let setup = ProbeSetup {
-                    params: spec.params.clone(),
-                    period,
-                    span: duration.map(|d| Nanos(d.0 + warm_up.0)),
-                    policy,
-                    allowed_cpus: available_cpus.to_vec(),
-                    spike_threshold: spike,
-                    top_spikes: top,
-                };
-                spec.info().check(&setup).map_err(|e| match e {
-                    PlanError::Policy(why) => CliError::usage(&prio.label, why),
-                    PlanError::Setup(why) => CliError::usage(label, why),
-                })?;
-                Some((spec.clone(), setup))
-            }
-        };
+        let probe = info.prepare(&setup).map_err(|e| {
+            let label = match &e {
+                PlanError::Policy { .. } => &prio.label,
+                PlanError::Build(BuildError::Setting { setting, .. }) => match setting {
+                    Setting::Clock => &clock_pick.label,
+                    Setting::HybridMargin => &margin.label,
+                    Setting::Period => &p.label,
+                    Setting::Method => &m.label,
+                    Setting::Breaktrace => &spec_label,
+                },
+                PlanError::Build(_) => &spec_label,
+            };
+            CliError::usage(label, e)
+        })?;
         phases.push(PhasePlan {
-            primitive,
             request: RunRequest {
                 cpus: placements,
                 policy,
                 timer_slack_ns: timer_slack,
                 duration,
                 warm_up,
-                lock_memory: None, // set per run from memory_lock
-                dma_latency_us: (!args.no_tune).then_some(args.dma_latency),
                 phase: section.name.clone(),
+                breaktrace: setup.breaktrace.clone(),
             },
-            settings,
+            spec,
+            setup,
+            probe,
             loads,
         });
     }
 
     let thresholds = thresholds_of(args, s)?;
-    let mut plan = RunPlan {
+    let plan = RunPlan {
         scenario: scenario.as_ref().map(|s| s.name.clone()),
         phases,
         memory_lock,
@@ -517,10 +528,6 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         load_cpus,
         load_dir: args.load_dir.clone(),
     };
-    let scope = plan.lock_scope();
-    for phase in &mut plan.phases {
-        phase.request.lock_memory = scope;
-    }
     // Every load of every phase is checked now (its directory, parameters, free space),
     // so a later phase cannot fail to start after earlier ones have measured.
     let base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -539,6 +546,39 @@ pub fn plan(args: &RunArgs, available_cpus: &[usize]) -> Result<RunPlan, CliErro
         }
     }
     Ok(plan)
+}
+
+/// Refuses a flag given for a shared setting the phase's probe does not use: it would
+/// be silently ignored.
+fn refuse_unhonoured(args: &RunArgs, spec: &ProbeSpec) -> Result<(), CliError> {
+    let info = spec.info();
+    for setting in Setting::ALL {
+        let given = match setting {
+            Setting::Period => args.period.is_some(),
+            Setting::Clock => args.clock.is_some(),
+            Setting::Method => args.method.is_some(),
+            Setting::HybridMargin => args.hybrid_margin.is_some(),
+            Setting::Breaktrace => args.breaktrace.is_some(),
+        };
+        if given && !info.honours(setting) {
+            let flag = setting.flag();
+            let used: Vec<&str> = info.honours.iter().map(|s| s.flag()).collect();
+            return Err(CliError::usage(
+                flag,
+                format!(
+                    "probe {} does not use {flag}: leave it out, or measure with a probe \
+                     that does (latlab probes --long); it uses {}",
+                    info.name,
+                    if used.is_empty() {
+                        "none of the settings only some probes use".to_string()
+                    } else {
+                        used.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The limits to judge by: the scenario's, with those the flags give replacing its
@@ -613,13 +653,13 @@ mod tests {
         let p = plan_of(&[]).unwrap();
         assert_eq!(p.phases[0].request.cpus, vec![0, 1]);
         assert_eq!(p.phases[0].request.policy, SchedSpec::Fifo { priority: 95 });
-        assert_eq!(p.phases[0].settings.period_ns, Nanos::MILLISECOND);
+        assert_eq!(p.phases[0].setup.period, Nanos::MILLISECOND);
         assert_eq!(p.phases[0].request.duration, Some(Nanos::from_secs(30)));
-        assert_eq!(p.phases[0].settings.method, TimerMethod::Abs);
-        assert_eq!(p.phases[0].request.dma_latency_us, Some(0));
+        assert_eq!(p.phases[0].spec.to_string(), "timer:method=abs");
+        assert_eq!(p.dma_latency_us, Some(0));
         assert_eq!(p.phases[0].request.phase, "main");
         assert_eq!(p.memory_lock, MemoryLockPlan::Touched);
-        assert_eq!(p.phases[0].request.lock_memory, Some(LockScope::Touched));
+        assert_eq!(p.lock_scope(), Some(LockScope::Touched));
     }
 
     #[test]
@@ -667,7 +707,7 @@ mod tests {
     fn zero_duration_means_until_stopped_and_no_tune_leaves_dma_alone() {
         let p = plan_of(&["-d", "0", "--no-tune"]).unwrap();
         assert_eq!(p.phases[0].request.duration, None);
-        assert_eq!(p.phases[0].request.dma_latency_us, None);
+        assert_eq!(p.dma_latency_us, None);
     }
 
     #[test]
@@ -682,11 +722,11 @@ mod tests {
         assert_eq!(names, ["idle", "load"]);
         for ph in &p.phases {
             assert_eq!(ph.request.duration, Some(Nanos::from_secs(2)));
-            assert_eq!(ph.settings.period_ns, Nanos::MILLISECOND);
+            assert_eq!(ph.setup.period, Nanos::MILLISECOND);
         }
         assert_eq!(p.phases[1].loads.len(), 2);
         let p = plan_of(&["osadl"]).unwrap();
-        assert_eq!(p.phases[0].settings.period_ns, Nanos(200_000));
+        assert_eq!(p.phases[0].setup.period, Nanos(200_000));
         assert_eq!(p.phases[0].request.duration, Some(Nanos::from_secs(30)));
         assert_eq!(p.phases[1].request.duration, Some(Nanos::from_secs(60)));
     }

@@ -1,8 +1,9 @@
-//! `latlab probes`: the primitive probes, with their definitions and parameters.
+//! `latlab probes`: every probe of the registry, with its definition and parameters.
 
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use latlab_measure::probe::catalogue::{self, ProbeInfo, CATALOGUE};
+use latlab_measure::probe::catalogue::{self, CATALOGUE};
+use latlab_measure::probe::info::ProbeInfo;
 use std::fmt::Write as _;
 
 /// Lists the probes: one line each, or (`long`) what a sample spans and the parameters.
@@ -11,11 +12,6 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
     // Names in one column, as wide as the longest.
     let width = CATALOGUE.iter().map(|p| p.name.len()).fold(8, usize::max);
     let indent = " ".repeat(width + 1);
-    let _ = writeln!(
-        text,
-        "{:<width$} periodic wake-up latency (the default; see latlab methods)",
-        "timer"
-    );
     for info in CATALOGUE {
         let _ = writeln!(text, "{:<width$} {}", info.name, info.summary);
         if !long {
@@ -31,6 +27,10 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
                 format!(" ({})", p.choices.join("|"))
             };
             let _ = writeln!(text, "{indent}{}={}{values}: {}", p.key, p.default, p.help);
+        }
+        if !info.honours.is_empty() {
+            let flags: Vec<&str> = info.honours.iter().map(|s| s.flag()).collect();
+            let _ = writeln!(text, "{indent}also uses {}", flags.join(", "));
         }
         for line in policies(info) {
             let _ = writeln!(text, "{indent}{line}");

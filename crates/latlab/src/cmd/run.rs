@@ -9,21 +9,19 @@ use crate::keep::keep;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use crate::stamp::{rfc3339, run_id};
 use crate::summary;
+use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
-use latlab_measure::probe::timer::TimerProbe;
-use latlab_measure::probe::Probe;
 use latlab_measure::runner::{self, RunError, SystemSetup};
 use latlab_model::audit::Audit;
 use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
 use latlab_model::threshold::{Status, Verdict};
-use latlab_model::units::Nanos;
 use latlab_rt::trace::BreakTrace;
 use latlab_store::SqliteStore;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +39,7 @@ struct Measured {
     started_at: Option<SystemTime>,
     ended_at: Option<SystemTime>,
     interrupted: bool,
+    /// A phase could not measure, or a measuring thread failed: exit code 3.
     failed: bool,
 }
 
@@ -89,7 +88,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             .iter()
             .flat_map(|p| p.request.cpus.clone())
             .collect();
-        let policy = plan.phases[0].settings.policy;
+        let policy = plan.phases[0].setup.policy;
         check::audit(&CheckContext::new(
             FactReader::system(),
             Some(&cpus),
@@ -98,13 +97,20 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     });
     let setup = SystemSetup::apply(plan.lock_request(), plan.dma_latency_us);
     let mut measured = Measured::default();
-    let breaktrace = match plan
+    let wires: Vec<&Arc<Tripwire>> = plan
         .phases
         .iter()
-        .any(|p| p.settings.breaktrace_ns.is_some())
-    {
+        .filter_map(|p| p.request.breaktrace.as_ref())
+        .collect();
+    let breaktrace = match !wires.is_empty() {
         true => match BreakTrace::open() {
-            Ok(bt) => Some(Arc::new(bt)),
+            Ok(bt) => {
+                let bt = Arc::new(bt);
+                for wire in &wires {
+                    wire.attach_trace(bt.clone());
+                }
+                Some(bt)
+            }
             Err(e) => {
                 measured.notices.push(Notice::BreakTraceUnavailable {
                     reason: e.to_string(),
@@ -118,15 +124,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         if stop.load(Ordering::Relaxed) || measured.interrupted || measured.failed {
             break;
         }
-        let result = run_phase(
-            &plan,
-            phase,
-            &setup,
-            &stop,
-            breaktrace.as_ref(),
-            human,
-            &mut measured,
-        );
+        let result = run_phase(&plan, phase, &setup, &stop, human, &mut measured);
         match result {
             Ok(()) => {}
             // Nothing measured yet: a plain error.
@@ -141,9 +139,11 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         }
     }
     let breaktrace_armed = breaktrace.is_some();
+    drop(wires);
     drop(breaktrace);
     drop(setup);
 
+    let failed = measured.failed;
     let run = assemble(&plan, host, audit, measured, breaktrace_armed);
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
@@ -152,7 +152,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         Status::Undecided => exit::USAGE,
         Status::Pass | Status::None => exit::OK,
     };
-    if run.warnings.iter().any(|w| w.code == "measuring-failed") {
+    if failed {
         code = exit::RUNTIME;
     }
     // Keep the run before anything else can go wrong.
@@ -190,22 +190,10 @@ fn run_phase(
     phase: &PhasePlan,
     setup: &SystemSetup,
     stop: &AtomicBool,
-    breaktrace: Option<&Arc<BreakTrace>>,
     human: Human,
     measured: &mut Measured,
 ) -> Result<(), CliError> {
     let loads = start_loads(plan, phase)?;
-    let probe: Box<dyn Probe> = match &phase.primitive {
-        None => Box::new(TimerProbe::new(
-            phase.settings.clone(),
-            phase
-                .request
-                .duration
-                .map(|d| Nanos(d.0 + phase.request.warm_up.0)),
-            breaktrace.cloned(),
-        )),
-        Some((spec, setup)) => (spec.info().build)(setup).map_err(CliError::config)?,
-    };
     let live: Vec<LiveStats> = phase
         .request
         .cpus
@@ -217,7 +205,14 @@ fn run_phase(
     // reason to lose the measurement.
     display.start();
     let started = SystemTime::now();
-    let outcome = runner::run_probe(&*probe, &phase.request, setup, stop, &live, &mut display);
+    let outcome = runner::run_probe(
+        &*phase.probe,
+        &phase.request,
+        setup,
+        stop,
+        &live,
+        &mut display,
+    );
     display.finish();
     let records: Vec<LoadRecord> = RunningLoad::stop_all(loads);
     let outcome = outcome.map_err(|e| match e {
@@ -313,6 +308,7 @@ fn assemble(
             probes: plan.phases.iter().map(PhasePlan::probe_plan).collect(),
             dma_latency_us: plan.dma_latency_us,
             memory_lock: Some(plan.memory_lock),
+            phases: plan.phases.iter().map(PhasePlan::planned).collect(),
         },
         host: Some(host),
         audit,
