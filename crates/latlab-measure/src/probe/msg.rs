@@ -19,8 +19,7 @@ use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
-use latlab_rt::ipc::partner::Plan;
-use latlab_rt::ipc::{Channel, Partner, Received, Transport, MAX_WAIT_NS};
+use latlab_rt::ipc::{Channel, Plan, PlannedPartner, Received, Transport, MAX_WAIT_NS};
 use latlab_rt::{ipc::channel::Receiver, memory, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -79,7 +78,8 @@ impl Probe for MsgProbe {
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let channel = Arc::new(Channel::open(self.transport)?);
         let receiver = Receiver::new(channel.clone())?;
-        let partner = Partner::sender(&self.pairing.partner(&self.setup, placement), channel)?;
+        let partner =
+            PlannedPartner::sender(&self.pairing.partner(&self.setup, placement), channel)?;
         pair::after_spawn(self.pairing.task);
         Ok(Box::new(MsgWorker {
             partner,
@@ -94,7 +94,7 @@ impl Probe for MsgProbe {
 
 /// Field order is drop order: the partner stops before the channel goes.
 struct MsgWorker {
-    partner: Partner,
+    partner: PlannedPartner,
     receiver: Receiver,
     transport: Transport,
     setup: ProbeSetup,

@@ -10,9 +10,9 @@ use crate::record::SampleRecorder;
 use crate::runner::policy_of;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
-use latlab_rt::ipc::partner::Plan;
-use latlab_rt::ipc::{PartnerSpec, Task};
+use latlab_rt::ipc::{PartnerSpec, Plan};
 use latlab_rt::memory;
+use latlab_rt::partner::{PartnerPlace, TaskKind};
 use latlab_rt::sched::Policy;
 
 /// The `task` parameter.
@@ -38,14 +38,14 @@ const REHEARSAL_PERIOD: i64 = 1_000_000;
 /// The two-task settings of a probe, checked.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pairing {
-    pub task: Task,
+    pub task: TaskKind,
     pub cross: bool,
 }
 
 impl Pairing {
     /// Reads `task` and `cpu`; `cpu=cross` needs a second CPU.
     pub(super) fn from_setup(setup: &ProbeSetup) -> Result<Pairing, String> {
-        let task = Task::from_name(setup.param("task"))
+        let task = TaskKind::from_name(setup.param("task"))
             .ok_or_else(|| format!("task={}: choose thread or process", setup.param("task")))?;
         let cross = setup.param("cpu") == "cross";
         if cross && setup.allowed_cpus.len() < 2 {
@@ -64,8 +64,10 @@ impl Pairing {
     pub(super) fn partner(&self, setup: &ProbeSetup, placement: &Placement) -> PartnerSpec {
         PartnerSpec {
             task: self.task,
-            cpu: setup.partner_cpu(placement, self.cross),
-            policy: Some(partner_policy(placement.policy)),
+            place: PartnerPlace {
+                cpu: setup.partner_cpu(placement, self.cross),
+                policy: Some(partner_policy(placement.policy)),
+            },
             idle_poll_ns: (setup.period.0 / 4).clamp(10_000, 1_000_000),
         }
     }
@@ -93,8 +95,8 @@ pub(super) fn partner_policy(measuring: SchedSpec) -> Policy {
 /// After forking a partner, the measuring thread's stack pages are shared
 /// copy-on-write with the child: write them again so the first write in the
 /// measurement does not fault.
-pub(super) fn after_spawn(task: Task) {
-    if task == Task::Process {
+pub(super) fn after_spawn(task: TaskKind) {
+    if task == TaskKind::Process {
         memory::prefault_stack::<{ crate::runner::PREFAULT_BYTES }>();
     }
 }

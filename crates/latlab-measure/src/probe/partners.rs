@@ -1,6 +1,7 @@
 //! What the scheduling probes (`preempt`, `switch`, `pi`, `prio-wake`) share: the
-//! priorities of their partner tasks, derived from the measuring thread's, the pacing
-//! of their cycles, and the tally of samples, missed cycles and events.
+//! priorities of their partner tasks, derived from the measuring thread's (`signal`'s
+//! sender too), the pacing of their cycles, and the tally of samples, missed cycles
+//! and events.
 
 use super::account::Account;
 use super::catalogue::ProbeSetup;
@@ -43,9 +44,8 @@ pub(super) fn task_kind(setup: &ProbeSetup) -> TaskKind {
     }
 }
 
-/// A partner on the measuring thread's CPU, `below` priority levels under it (the same
-/// policy when it is not a real-time one: then priorities mean nothing, and the
-/// runner has already said the run is not real-time).
+/// A partner on the measuring thread's CPU, `below` priority levels under it (see
+/// [`policy_below`]).
 pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<PartnerPlace, RtError> {
     let cpu = placement.cpu.ok_or_else(|| {
         RtError::new(
@@ -53,7 +53,18 @@ pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<Partner
             std::io::Error::other("the measuring thread is not pinned to a CPU"),
         )
     })?;
-    let policy = match placement.policy {
+    Ok(PartnerPlace {
+        cpu: Some(cpu),
+        policy: Some(policy_below(placement.policy, below)),
+    })
+}
+
+/// The policy `below` real-time priority levels under `measuring` (never below 1);
+/// the same policy when it is not a real-time one (then priorities mean nothing, and
+/// the runner has already said the run is not real-time); SCHED_OTHER under a
+/// deadline task.
+pub(super) fn policy_below(measuring: SchedSpec, below: i32) -> Policy {
+    match measuring {
         SchedSpec::Fifo { priority } => Policy::Fifo {
             priority: (priority - below).max(1),
         },
@@ -64,8 +75,7 @@ pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<Partner
         SchedSpec::Idle => Policy::Idle,
         SchedSpec::Other { nice } => Policy::Other { nice },
         SchedSpec::Deadline { .. } => Policy::Other { nice: 0 },
-    };
-    Ok(PartnerPlace { cpu, policy })
+    }
 }
 
 /// Sleeps until `at` on `CLOCK_MONOTONIC`; false when interrupted (a stop request).
@@ -316,8 +326,16 @@ mod tests {
             timer_slack_ns: 0,
         };
         let p = partner_place(&at(SchedSpec::Fifo { priority: 95 }), 2).unwrap();
-        assert_eq!((p.cpu, p.policy), (1, Policy::Fifo { priority: 93 }));
+        assert_eq!(
+            (p.cpu, p.policy),
+            (Some(1), Some(Policy::Fifo { priority: 93 }))
+        );
         let p = partner_place(&at(SchedSpec::Other { nice: 0 }), 2).unwrap();
-        assert_eq!(p.policy, Policy::Other { nice: 0 });
+        assert_eq!(p.policy, Some(Policy::Other { nice: 0 }));
+        assert_eq!(
+            policy_below(SchedSpec::Fifo { priority: 1 }, 1),
+            Policy::Fifo { priority: 1 },
+            "never below priority 1"
+        );
     }
 }

@@ -112,6 +112,17 @@ struct Shared {
     tasks: u32,
 }
 
+impl Shared {
+    /// Stops the waiters, waking them past the condition variable.
+    fn stop_waiters(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Ok(true) = self.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS) {
+            self.cond.broadcast();
+            self.mutex.unlock();
+        }
+    }
+}
+
 /// Waiter `index` (priority rises with it).
 fn waiter(shared: &Shared, index: usize) {
     let mut held = false;
@@ -176,10 +187,12 @@ impl Probe for PrioWakeProbe {
         for index in 0..self.tasks {
             // Waiter `tasks - 1` is the highest, one level below the measuring thread.
             let place = partners::partner_place(placement, (self.tasks - index) as i32)?;
-            let shared = shared.clone();
-            worker.partners.push(partner::spawn_thread(place, move || {
-                waiter(&shared, index)
-            })?);
+            let (waiting, stopping) = (shared.clone(), shared.clone());
+            worker.partners.push(partner::spawn_thread(
+                place,
+                move || waiter(&waiting, index),
+                Arc::new(move || stopping.stop_waiters()),
+            )?);
         }
         Ok(Box::new(worker))
     }
@@ -291,17 +304,9 @@ impl Periodic for PrioWakeWorker {
         &mut self.tally
     }
 
-    /// Stops the waiters (waking them past the condition variable) and waits for them.
+    /// Stops the waiters and waits for them.
     fn release(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        if let Ok(true) = self
-            .shared
-            .mutex
-            .lock_until(Clock::Monotonic.now_ns() + WAIT_NS)
-        {
-            self.shared.cond.broadcast();
-            self.shared.mutex.unlock();
-        }
+        self.shared.stop_waiters();
         self.partners.clear();
     }
 }

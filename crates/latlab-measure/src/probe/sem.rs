@@ -21,8 +21,8 @@ use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
-use latlab_rt::ipc::partner::Plan;
-use latlab_rt::ipc::{Acquired, Partner, SemKind, Semaphore, SleepWatch, Task, MAX_WAIT_NS};
+use latlab_rt::ipc::{Acquired, Plan, PlannedPartner, SemKind, Semaphore, SleepWatch, MAX_WAIT_NS};
+use latlab_rt::partner::TaskKind;
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{memory, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,7 +82,7 @@ impl Probe for SemProbe {
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let semaphore = Arc::new(Semaphore::new(
             self.kind,
-            self.pairing.task == Task::Process,
+            self.pairing.task == TaskKind::Process,
         )?);
         // On one CPU below a real-time H, L runs only once H has blocked: reading H's
         // state (a /proc read, which fills L's caches) is needed only otherwise.
@@ -92,7 +92,7 @@ impl Probe for SemProbe {
         } else {
             None
         };
-        let partner = Partner::holder(
+        let partner = PlannedPartner::holder(
             &self.pairing.partner(&self.setup, placement),
             semaphore.clone(),
             watch,
@@ -111,7 +111,7 @@ impl Probe for SemProbe {
 
 /// Field order is drop order: the partner stops before the semaphore goes.
 struct SemWorker {
-    partner: Partner,
+    partner: PlannedPartner,
     semaphore: Arc<Semaphore>,
     kind: SemKind,
     setup: ProbeSetup,
