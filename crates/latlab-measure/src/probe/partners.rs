@@ -4,10 +4,10 @@
 //! and events.
 
 use super::account::Account;
-use super::catalogue::ProbeSetup;
-use super::{Placement, Window};
+use super::catalogue::{ProbeInfo, ProbeSetup};
+use super::{Placement, Window, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::Event;
+use latlab_model::run::{Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
@@ -104,9 +104,46 @@ pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
     }
 }
 
+/// What a periodic worker's stream is made of: its probe's settings, where it runs,
+/// and its tally.
+pub(super) struct Parts<'a> {
+    pub(super) setup: &'a ProbeSetup,
+    pub(super) placement: &'a Placement,
+    pub(super) tally: &'a mut Tally,
+}
+
 /// A scheduling probe's worker as [`measure_periodic`] and [`rehearse_periodic`] pace
-/// it: one cycle per period, each tallied by the worker itself.
-pub(super) trait Periodic {
+/// it: one cycle per period, each tallied by the worker itself. Every `Periodic` is a
+/// [`Worker`] (see the implementation below): only the cycle differs between them.
+pub(super) trait Periodic: Send {
+    /// The probe the worker belongs to.
+    const INFO: &'static ProbeInfo;
+
+    /// Cycles the rehearsal runs, paced as when measuring.
+    const REHEARSAL_CYCLES: usize = 3;
+
+    /// The settings, placement and tally, borrowed at once.
+    fn parts(&mut self) -> Parts<'_>;
+
+    /// The worker's tally.
+    fn tally(&mut self) -> &mut Tally {
+        self.parts().tally
+    }
+
+    /// Runs the cycle's code without measuring (see [`Worker::rehearse`]).
+    fn rehearse_cycles(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError>
+    where
+        Self: Sized,
+    {
+        let period = self.parts().setup.period.0.max(1);
+        rehearse_periodic(self, period, Self::REHEARSAL_CYCLES, stop, live)
+    }
+
+    /// Events to report beside the stream, once the partners are released.
+    fn events(&mut self) -> Vec<Event> {
+        Vec::new()
+    }
+
     /// How long before each due instant a cycle begins, ns: the pacing sleeps to
     /// `due - lead`, and the cycle does what comes before `due` itself.
     fn lead(&self) -> i64 {
@@ -125,11 +162,32 @@ pub(super) trait Periodic {
         live: &LiveStats,
     ) -> Result<bool, RtError>;
 
-    /// The worker's tally.
-    fn tally(&mut self) -> &mut Tally;
-
     /// Stops the partner tasks and waits for them to end.
     fn release(&mut self);
+}
+
+impl<W: Periodic> Worker for W {
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        self.rehearse_cycles(live, stop)
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let period = self.parts().setup.period.0.max(1);
+        measure_periodic(self, period, window, stop, live)
+    }
+
+    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        self.release();
+        let events = self.events();
+        let parts = self.parts();
+        let stream = (parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase);
+        (stream, events)
+    }
 }
 
 /// The measuring loop of a scheduling probe: a cycle every `period` ns from the

@@ -14,10 +14,10 @@
 //! 100 ms is missed.
 
 use super::catalogue::{self, ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
-use super::{Placement, Probe, Window, Worker};
+use super::partners::{self, Mark, Parts, Periodic, Tally, WAIT_NS};
+use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::{Event, Stream};
+use latlab_model::run::Event;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::futex;
 use latlab_rt::partner::{self, Partner};
@@ -271,6 +271,16 @@ impl PrioWakeWorker {
 }
 
 impl Periodic for PrioWakeWorker {
+    const INFO: &'static ProbeInfo = &INFO;
+
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            setup: &self.setup,
+            placement: &self.placement,
+            tally: &mut self.tally,
+        }
+    }
+
     fn run(
         &mut self,
         _due: i64,
@@ -300,19 +310,7 @@ impl Periodic for PrioWakeWorker {
         Ok(true)
     }
 
-    fn tally(&mut self) -> &mut Tally {
-        &mut self.tally
-    }
-
-    /// Stops the waiters and waits for them.
-    fn release(&mut self) {
-        self.shared.stop_waiters();
-        self.partners.clear();
-    }
-}
-
-impl Worker for PrioWakeWorker {
-    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
+    fn rehearse_cycles(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
         self.wait_ready()?;
         for _ in 0..3 {
             if let Round::Woke { latency, .. } = self.round()? {
@@ -324,17 +322,7 @@ impl Worker for PrioWakeWorker {
         Ok(())
     }
 
-    fn measure(
-        &mut self,
-        window: &Window,
-        stop: &AtomicBool,
-        live: &LiveStats,
-    ) -> Result<(), RtError> {
-        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
-    }
-
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        self.release();
+    fn events(&mut self) -> Vec<Event> {
         let t = &self.tally;
         let tasks = self.shared.tasks as usize;
         let order_text = |order: u64| {
@@ -376,8 +364,13 @@ impl Worker for PrioWakeWorker {
                 t.account.missed,
             ),
         ));
-        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, events)
+        events
+    }
+
+    /// Stops the waiters and waits for them.
+    fn release(&mut self) {
+        self.shared.stop_waiters();
+        self.partners.clear();
     }
 }
 
