@@ -14,7 +14,8 @@
 //! arrived (or, for an eventfd, arrived summed with another) is counted as missed.
 
 use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::pair::{self, Pairing, Tally};
+use super::pair::{self, Pairing};
+use super::tally::Tally;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
@@ -112,7 +113,7 @@ impl MsgWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<i64, RtError> {
-        self.tally.begin(plan, warm_up_end);
+        self.tally.begin_plan(plan, warm_up_end);
         self.partner.follow(plan);
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -124,8 +125,8 @@ impl MsgWorker {
                 // A stamp far ahead of the clock is a sum of stamps (an eventfd read
                 // after two writes): the periods it stood for count as missed.
                 Ok(Received::Message(t1)) if t1 - t2 <= MAX_WAIT_NS => {
-                    self.tally.sample(plan.index_at(t1), t2 - t1, live);
-                    if self.tally.done() {
+                    self.tally.sample_cycle(plan.index_at(t1), t2 - t1, live);
+                    if self.tally.plan_done() {
                         return Ok(t2);
                     }
                 }
@@ -136,7 +137,7 @@ impl MsgWorker {
                     }
                     self.partner.check()?;
                     if t2 > plan.end.saturating_add(MAX_WAIT_NS) {
-                        self.tally.close(live);
+                        self.tally.close_plan(live);
                         return Ok(t2);
                     }
                 }
@@ -167,7 +168,7 @@ impl Worker for MsgWorker {
         let received = self.receive_through(plan, window.warm_up_end, stop, live);
         self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = received {
-            self.tally.set_elapsed(at);
+            self.tally.set_plan_elapsed(at);
         }
         // The watchdog timer is bound to this thread, and a partner process dies with
         // the thread that forked it: release both here.

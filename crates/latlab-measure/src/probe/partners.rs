@@ -3,8 +3,8 @@
 //! sender too), the pacing of their cycles, and the tally of samples, missed cycles
 //! and events.
 
-use super::account::Account;
 use super::catalogue::{ProbeInfo, ProbeSetup};
+use super::tally::Tally;
 use super::{Placement, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
@@ -20,21 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Longest any wait of a scheduling probe blocks before it looks again (at the stop
 /// flag, or at whether its partners are still there).
 pub(super) const WAIT_NS: i64 = 100_000_000;
-
-/// Most marks (events to report) a worker keeps; [`Tally::marks_total`] counts all.
-pub(super) const MAX_MARKS: usize = 10;
-
-/// Something worth an event, kept without allocating while measuring and turned into
-/// an [`Event`] when the stream is finished.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Mark {
-    /// Offset into the measured span, ns.
-    pub(super) at: i64,
-    /// The sample or wait it concerns, ns.
-    pub(super) value: i64,
-    /// Probe-specific detail (e.g. a wake-up order).
-    pub(super) detail: u64,
-}
 
 /// `task=thread|process`.
 pub(super) fn task_kind(setup: &ProbeSetup) -> TaskKind {
@@ -254,112 +239,6 @@ pub(super) fn rehearse_periodic(
     }
     worker.tally().reset(live);
     Ok(())
-}
-
-/// Samples, missed cycles and events of one worker.
-#[derive(Debug)]
-pub(super) struct Tally {
-    pub(super) account: Account,
-    /// Cycles run in the measured span, with or without a sample.
-    pub(super) cycles: u64,
-    pub(super) marks: Vec<Mark>,
-    pub(super) marks_total: u64,
-}
-
-impl Tally {
-    pub(super) fn new(setup: &ProbeSetup) -> Tally {
-        Tally {
-            account: Account::new(setup.recorder()),
-            cycles: 0,
-            marks: Vec::with_capacity(MAX_MARKS),
-            marks_total: 0,
-        }
-    }
-
-    /// Takes a sample at `at` (ns into the measured span); warm-up samples only count.
-    #[inline(always)]
-    pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
-        if !measured {
-            self.account.warm_up_samples += 1;
-            return;
-        }
-        self.account.record(sample, at, 0, live);
-    }
-
-    /// Counts a cycle without a sample (only in the measured span).
-    #[inline(always)]
-    pub(super) fn miss(&mut self, measured: bool, live: &LiveStats) {
-        self.skip(1, measured, live);
-    }
-
-    /// Counts `cycles` without a sample at once: the period boundaries an overrunning
-    /// cycle passed ([`next_due`] skips them so cycles never pile up; they are counted
-    /// here, never lost).
-    #[inline(always)]
-    pub(super) fn skip(&mut self, cycles: u64, measured: bool, live: &LiveStats) {
-        if measured && cycles > 0 {
-            self.account.miss(cycles, live);
-        }
-    }
-
-    /// Counts a mark (in the measured span), keeping the first [`MAX_MARKS`].
-    #[inline(always)]
-    pub(super) fn mark(&mut self, mark: Mark, measured: bool) {
-        if !measured {
-            return;
-        }
-        self.marks_total += 1;
-        if self.marks.len() < MAX_MARKS {
-            self.marks.push(mark);
-        }
-    }
-
-    /// An event of this worker's thread.
-    pub(super) fn event(
-        &self,
-        placement: &Placement,
-        kind: &str,
-        mark: Option<Mark>,
-        message: String,
-    ) -> Event {
-        Event {
-            kind: kind.to_string(),
-            at_ns: Nanos(mark.map_or(self.account.elapsed.0, |m| m.at)),
-            thread: placement.thread,
-            cpu: placement.cpu,
-            value_ns: mark.map(|m| Nanos(m.value)),
-            message,
-        }
-    }
-
-    /// Touches again, at the start of the measured span, every page the measuring loop
-    /// writes: another measuring thread's partner process may have been forked after
-    /// this thread's rehearsal, and a fork leaves every private page copy-on-write, so
-    /// the first write to each would be a page fault inside the measurement. Returns
-    /// the thread's page-fault count to measure from.
-    pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
-        memory::prefault_stack::<{ 32 * 1024 }>();
-        self.account.recorder.reset();
-        let blank = Mark {
-            at: 0,
-            value: 0,
-            detail: 0,
-        };
-        self.marks.clear();
-        self.marks.spare_capacity_mut().iter_mut().for_each(|m| {
-            m.write(blank);
-        });
-        live.reset();
-        memory::thread_page_faults()
-    }
-
-    /// Forgets what the rehearsal left.
-    pub(super) fn reset(&mut self, live: &LiveStats) {
-        self.cycles = 0;
-        self.marks.clear();
-        self.marks_total = 0;
-        self.account.reset(live);
-    }
 }
 
 #[cfg(test)]

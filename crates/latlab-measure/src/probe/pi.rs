@@ -16,7 +16,8 @@
 //! run the sealed loops of [`Inversion`], which a forked child may run.
 
 use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::partners::{self, Mark, Parts, Periodic, Tally, WAIT_NS};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::{Mark, Tally};
 use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::Event;
@@ -112,7 +113,7 @@ impl Probe for PiProbe {
             shared: shared.clone(),
             partners: Vec::with_capacity(2),
             cycle: 0,
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         // Member 0 is L (two levels below H), member 1 is M (one level below). A failed
         // spawn drops the worker, which stops and reaps the partners already started.

@@ -13,7 +13,8 @@
 //! missed.
 
 use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::partners::{self, Parts, Periodic, Tally};
+use super::partners::{self, Parts, Periodic};
+use super::tally::Tally;
 use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
 use latlab_rt::clock::Clock;
@@ -82,7 +83,7 @@ impl Probe for PreemptProbe {
             window: (period / 4).max(50_000).min(period / 2),
             spinner,
             partner: Some(partner),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         }))
     }
 }

@@ -14,7 +14,8 @@
 //! 100 ms is missed.
 
 use super::catalogue::{self, ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::partners::{self, Mark, Parts, Periodic, Tally, WAIT_NS};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::{Mark, Tally};
 use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::Event;
@@ -182,7 +183,7 @@ impl Probe for PrioWakeProbe {
             placement: placement.clone(),
             shared: shared.clone(),
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         for index in 0..self.tasks {
             // Waiter `tasks - 1` is the highest, one level below the measuring thread.

@@ -16,7 +16,8 @@
 //! L's release for that period, is counted as missed.
 
 use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::pair::{self, Pairing, Tally};
+use super::pair::{self, Pairing};
+use super::tally::Tally;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
@@ -128,7 +129,7 @@ impl SemWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<i64, RtError> {
-        self.tally.begin(plan, warm_up_end);
+        self.tally.begin_plan(plan, warm_up_end);
         self.partner.follow(plan);
         let mut k = 1;
         while plan.due(k) <= plan.end {
@@ -152,9 +153,9 @@ impl SemWorker {
                     self.partner.announce_acquired(due);
                     let released = self.semaphore.release();
                     if released_for == due {
-                        self.tally.sample(k, t2 - t1, live);
+                        self.tally.sample_cycle(k, t2 - t1, live);
                     } else {
-                        self.tally.no_sample(k, live);
+                        self.tally.no_sample_until(k, live);
                     }
                     released.map_err(|e| e.context(self.operation("release")))?;
                 }
@@ -162,7 +163,7 @@ impl SemWorker {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    self.tally.no_sample(k, live);
+                    self.tally.no_sample_until(k, live);
                     self.partner.check()?;
                 }
                 Err(e) => return Err(e.context(self.operation("acquire"))),
@@ -170,7 +171,7 @@ impl SemWorker {
             k += 1;
         }
         if !stop.load(Ordering::Relaxed) {
-            self.tally.close(live);
+            self.tally.close_plan(live);
         }
         Ok(Clock::Monotonic.now_ns())
     }
@@ -199,7 +200,7 @@ impl Worker for SemWorker {
         let shuffled = self.shuffle_through(plan, window.warm_up_end, stop, live);
         self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = shuffled {
-            self.tally.set_elapsed(at);
+            self.tally.set_plan_elapsed(at);
         }
         // The partner is stopped here, on the thread it was started from.
         let stopped = self.partner.stop();

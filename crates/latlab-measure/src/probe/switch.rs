@@ -13,7 +13,8 @@
 //! hand-overs, sleeps on a futex until the burst ends, and records its samples.
 
 use super::catalogue::{ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::partners::{self, Parts, Periodic, Tally, WAIT_NS};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::Tally;
 use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
 use latlab_rt::partner::{self, Partner, PipeRing, SharedRegion, TaskKind, YieldRing, NO_SAMPLE};
@@ -121,7 +122,7 @@ impl Probe for SwitchProbe {
             hand_overs: self.burst + if self.pipe { 1 } else { self.tasks },
             ring,
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         for index in 0..self.tasks {
             let spawned = match &worker.ring {
