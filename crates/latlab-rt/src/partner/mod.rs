@@ -134,10 +134,7 @@ impl Partner {
     pub fn ended(&mut self) -> Option<Ended> {
         if self.ended.is_none() {
             self.ended = match &mut self.task {
-                Task::Thread(handle) => match handle.take_if(|h| h.is_finished()) {
-                    Some(h) => Some(join(h)),
-                    None => None,
-                },
+                Task::Thread(handle) => handle.take_if(|h| h.is_finished()).map(join),
                 Task::Process(pid) => try_reap(*pid),
             };
         }
