@@ -18,12 +18,6 @@ pub fn pin_task(tid: i32, cpu: usize) -> Result<(), RtError> {
     })
 }
 
-/// Pins the calling thread to one CPU, returning the bare `errno` on failure: it
-/// allocates nothing, so a child forked from a multithreaded process may call it.
-pub(crate) fn try_pin_current_thread(cpu: usize) -> Result<(), i32> {
-    try_pin_task(0, cpu)
-}
-
 /// [`pin_task`] without allocating: the bare `errno` on failure.
 fn try_pin_task(tid: i32, cpu: usize) -> Result<(), i32> {
     if cpu >= libc::CPU_SETSIZE as usize {

@@ -165,12 +165,6 @@ pub fn set_task(tid: i32, policy: Policy) -> Result<(), RtError> {
     })
 }
 
-/// Sets the calling thread's policy, returning the bare `errno` on failure: it
-/// allocates nothing, so a child forked from a multithreaded process may call it.
-pub(crate) fn try_set_current_thread(policy: Policy) -> Result<(), i32> {
-    try_set_task(0, policy)
-}
-
 /// [`set_task`] without allocating: the bare `errno` on failure.
 fn try_set_task(tid: i32, policy: Policy) -> Result<(), i32> {
     let attr = policy.to_attr();

@@ -1,4 +1,6 @@
-//! Memory shared between a process and the children it forks, and forking itself.
+//! Memory shared between a process and the children it forks: raw C objects
+//! ([`SharedMapping`]), one Rust value ([`SharedRegion`]) and counters
+//! ([`SharedCounters`]), all in anonymous `MAP_SHARED` mappings.
 
 use crate::RtError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,6 +68,56 @@ unsafe impl<T> Send for SharedMapping<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for SharedMapping<T> {}
 
+/// A value in an anonymous shared mapping: a forked child sees (and changes) the same
+/// memory as its parent. Dropped and unmapped with the last owner in the parent.
+///
+/// `T` must keep the state it shares inline (atomics, arrays, plain numbers): memory
+/// it points to elsewhere is copied, not shared, into a child.
+pub struct SharedRegion<T> {
+    memory: SharedMapping<T>,
+}
+
+impl<T> std::fmt::Debug for SharedRegion<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedRegion").finish_non_exhaustive()
+    }
+}
+
+impl<T> SharedRegion<T> {
+    /// Maps a region and moves `value` into it.
+    pub fn new(value: T) -> Result<SharedRegion<T>, RtError> {
+        let memory: SharedMapping<T> =
+            SharedMapping::zeroed(1, "memory shared with partner processes")?;
+        // SAFETY: the mapping is valid for writes of one T and page aligned (any
+        // alignment of T); what it holds is not yet a T, so nothing is dropped.
+        unsafe { memory.get(0).write(value) };
+        Ok(SharedRegion { memory })
+    }
+}
+
+impl<T> std::ops::Deref for SharedRegion<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: initialised in `new`, mapped until drop, and only shared as `&T`.
+        unsafe { &*self.memory.get(0) }
+    }
+}
+
+impl<T> Drop for SharedRegion<T> {
+    fn drop(&mut self) {
+        // SAFETY: the value was initialised in `new` and is dropped once, here; the
+        // mapping is unmapped after, when `memory` drops.
+        unsafe { std::ptr::drop_in_place(self.memory.get(0)) };
+    }
+}
+
+// SAFETY: the region only hands out `&T`, so sharing or sending it across threads is
+// as safe as sharing a `&T`, which `T: Sync` allows.
+unsafe impl<T: Sync> Send for SharedRegion<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for SharedRegion<T> {}
+
 /// Counters in an anonymous shared mapping: a forked child's increments are seen by
 /// its parent. Unmapped on drop.
 pub struct SharedCounters {
@@ -100,74 +152,6 @@ impl SharedCounters {
         (0..self.memory.len)
             .map(|i| self.get(i).load(Ordering::Relaxed))
             .sum()
-    }
-}
-
-/// Whether `fork_child` returned in the parent or the child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Forked {
-    /// In the parent, with the child's pid.
-    Parent(i32),
-    /// In the child.
-    Child,
-}
-
-/// Forks the calling process.
-///
-/// # Safety
-///
-/// The caller must be single-threaded at the time of the call (after a fork only the
-/// calling thread exists in the child, and any lock another thread held stays locked
-/// forever), and the child must leave with [`exit_child`].
-pub unsafe fn fork_child() -> Result<Forked, RtError> {
-    // SAFETY: the caller guarantees the process is single-threaded.
-    match unsafe { libc::fork() } {
-        -1 => Err(RtError::last("fork")),
-        0 => Ok(Forked::Child),
-        pid => Ok(Forked::Parent(pid)),
-    }
-}
-
-/// Forks the calling process, which must have a single thread: checked, so this is
-/// safe to call (a process with other threads is refused with EBUSY).
-pub fn fork_single_threaded() -> Result<Forked, RtError> {
-    let threads = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:"))
-                .and_then(|v| v.trim().parse::<u32>().ok())
-        });
-    if threads != Some(1) {
-        return Err(RtError::new(
-            "fork (the process has more than one thread)",
-            std::io::Error::from_raw_os_error(libc::EBUSY),
-        ));
-    }
-    // SAFETY: the process has exactly one thread, checked just above; the callers in
-    // latlab end their children with `exit_child`.
-    unsafe { fork_child() }
-}
-
-/// Ends a forked child at once, without running the parent's exit handlers twice.
-pub fn exit_child(code: i32) -> ! {
-    // SAFETY: _exit takes a status and never returns.
-    unsafe { libc::_exit(code) }
-}
-
-/// Waits for a child (any status); returns its raw wait status.
-pub fn wait_child(pid: i32) -> Result<i32, RtError> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid on our own child with a valid status pointer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc == pid {
-            return Ok(status);
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(RtError::new("wait for a child", err));
-        }
     }
 }
 

@@ -10,15 +10,16 @@
 //! lives; dropping it drains what is still pending and restores the thread's mask.
 //! No signal disposition is changed.
 //!
-//! The sender loop ([`run_sender`]) is written for a forked child of a multithreaded
-//! process: it uses atomics in a shared mapping, clock reads, `clock_nanosleep` and
-//! raw system calls only — no allocation, no lock, nothing that can panic.
+//! The sender ([`SignalSender`]) is a [`crate::partner`] body, written for a forked
+//! child of a multithreaded process: it uses atomics in a shared mapping, clock reads,
+//! `clock_nanosleep` and raw system calls only — no allocation, no lock, nothing that
+//! can panic.
 
 use crate::clock::{ns_to_timespec, Clock};
-use crate::shared::SharedCounters;
+use crate::partner::{self, sealed, Partner, PartnerBody, PartnerPlace, SharedRegion, TaskKind};
 use crate::signal;
 use crate::RtError;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The signal the `signal` probe measures: a real-time signal latlab uses for nothing
@@ -280,11 +281,30 @@ mod slot {
     pub const COUNT: usize = 10;
 }
 
-/// A sender's plan and its report, in a shared mapping so that a forked child reads
-/// and writes it as a thread would.
+/// The sender: its target, and its plan and report in words a forked child reads and
+/// writes as a thread would (the body lives in a [`SharedRegion`]).
+#[derive(Debug)]
+pub struct SignalSender {
+    slots: [AtomicU64; slot::COUNT],
+    target: Target,
+}
+
+impl sealed::Sealed for SignalSender {}
+
+impl PartnerBody for SignalSender {
+    fn run(&self, _index: usize) {
+        self.run_sender();
+    }
+
+    fn stop(&self) {
+        self.store(slot::QUIT, 1);
+    }
+}
+
+/// The measuring side's handle on a sender's plan and report.
 #[derive(Debug, Clone)]
 pub struct SenderLink {
-    slots: Arc<SharedCounters>,
+    sender: Arc<SharedRegion<SignalSender>>,
 }
 
 /// What a sender reports about a plan it finished.
@@ -308,19 +328,29 @@ impl SenderReport {
 }
 
 impl SenderLink {
-    /// A new, empty link.
-    pub fn new() -> Result<SenderLink, RtError> {
+    /// A new link to a sender aimed at `target`, without a plan.
+    pub fn new(target: Target) -> Result<SenderLink, RtError> {
+        let sender = SignalSender {
+            slots: Default::default(),
+            target,
+        };
         Ok(SenderLink {
-            slots: Arc::new(SharedCounters::new(slot::COUNT)?),
+            sender: Arc::new(SharedRegion::new(sender)?),
         })
     }
 
+    /// Starts the sender as a thread or a forked process at `place`. Call it from the
+    /// thread that will receive: a child process dies with that thread.
+    pub fn start(&self, kind: TaskKind, place: PartnerPlace) -> Result<Partner, RtError> {
+        partner::spawn(kind, &self.sender, 0, place)
+    }
+
     fn load(&self, i: usize) -> i64 {
-        self.slots.get(i).load(Ordering::Acquire) as i64
+        self.sender.load(i)
     }
 
     fn store(&self, i: usize, v: i64) {
-        self.slots.get(i).store(v as u64, Ordering::Release);
+        self.sender.store(i, v);
     }
 
     /// Starts a plan: one signal per period from `start_ns` (absolute, CLOCK_MONOTONIC)
@@ -360,15 +390,6 @@ impl SenderLink {
     pub fn sent_so_far(&self) -> u64 {
         self.load(slot::SENT) as u64
     }
-
-    /// Tells the sender to end.
-    pub fn quit(&self) {
-        self.store(slot::QUIT, 1);
-    }
-
-    fn quitting(&self) -> bool {
-        self.load(slot::QUIT) != 0
-    }
 }
 
 /// How long a sender sleeps at most before looking at its plan again.
@@ -391,164 +412,88 @@ fn nap_until(deadline: i64) {
     };
 }
 
-/// The sender: waits for a plan on `link`, then each period stamps t1 on
-/// CLOCK_MONOTONIC and at once queues the signal to `target` with t1 as its value;
-/// reports when the plan ends; returns when told to quit. Async-signal-safe (see the
-/// module documentation).
-pub fn run_sender(link: &SenderLink, target: Target) {
-    let mut seen = 0;
-    loop {
-        if link.quitting() {
-            return;
-        }
-        let generation = link.load(slot::GENERATION);
-        if generation == seen {
-            // Idle between plans (a few ms around each): look often, so that a plan
-            // published at its own start instant loses no period.
-            nap_until(Clock::Monotonic.now_ns().saturating_add(IDLE_POLL_NS));
-            continue;
-        }
-        seen = generation;
-        let period = link.load(slot::PERIOD).max(1);
-        let end = match link.load(slot::END) {
-            0 => i64::MAX,
-            e => e,
-        };
-        let from = link.load(slot::MEASURED_FROM);
-        let (mut sent, mut skipped, mut errno) = (0i64, 0i64, 0i64);
-        link.store(slot::SENT, 0);
-        let mut due = link.load(slot::START);
-        let mut queuer = Queuer::new(target);
-        while due < end && !link.quitting() && link.load(slot::GENERATION) == generation {
-            let now = Clock::Monotonic.now_ns();
-            if now < due {
-                nap_until(due.min(now.saturating_add(SENDER_POLL_NS)));
+impl SignalSender {
+    fn load(&self, i: usize) -> i64 {
+        self.slots[i].load(Ordering::Acquire) as i64
+    }
+
+    fn store(&self, i: usize, v: i64) {
+        self.slots[i].store(v as u64, Ordering::Release);
+    }
+
+    fn quitting(&self) -> bool {
+        self.load(slot::QUIT) != 0
+    }
+
+    /// The sender: waits for a plan, then each period stamps t1 on CLOCK_MONOTONIC and
+    /// at once queues the signal to its target with t1 as its value; reports when the
+    /// plan ends; returns when told to quit. Async-signal-safe (see the module
+    /// documentation).
+    fn run_sender(&self) {
+        let (link, target) = (self, self.target);
+        let mut seen = 0;
+        loop {
+            if link.quitting() {
+                return;
+            }
+            let generation = link.load(slot::GENERATION);
+            if generation == seen {
+                // Idle between plans (a few ms around each): look often, so that a plan
+                // published at its own start instant loses no period.
+                nap_until(Clock::Monotonic.now_ns().saturating_add(IDLE_POLL_NS));
                 continue;
             }
-            // More than a period late: the periods that passed get no signal.
-            let late_periods = (now - due) / period;
-            if late_periods > 0 {
-                // Count the skipped periods due at or after `from`.
-                let first_measured = if from <= due {
-                    0
-                } else {
-                    (from - due + period - 1) / period
-                };
-                skipped += (late_periods - first_measured).max(0);
-                due += late_periods * period;
-            }
-            let t1 = Clock::Monotonic.now_ns();
-            match queuer.send(t1 as usize) {
-                Ok(()) if t1 >= from => {
-                    sent += 1;
-                    link.store(slot::SENT, sent);
+            seen = generation;
+            let period = link.load(slot::PERIOD).max(1);
+            let end = match link.load(slot::END) {
+                0 => i64::MAX,
+                e => e,
+            };
+            let from = link.load(slot::MEASURED_FROM);
+            let (mut sent, mut skipped, mut errno) = (0i64, 0i64, 0i64);
+            link.store(slot::SENT, 0);
+            let mut due = link.load(slot::START);
+            let mut queuer = Queuer::new(target);
+            while due < end && !link.quitting() && link.load(slot::GENERATION) == generation {
+                let now = Clock::Monotonic.now_ns();
+                if now < due {
+                    nap_until(due.min(now.saturating_add(SENDER_POLL_NS)));
+                    continue;
                 }
-                Ok(()) => {}
-                Err(e) => {
-                    errno = e as i64;
-                    if due >= from {
-                        skipped += 1;
-                    }
-                    if e == libc::ESRCH || e == libc::EPERM {
-                        break; // the receiver is gone or out of reach
-                    }
+                // More than a period late: the periods that passed get no signal.
+                let late_periods = (now - due) / period;
+                if late_periods > 0 {
+                    // Count the skipped periods due at or after `from`.
+                    let first_measured = if from <= due {
+                        0
+                    } else {
+                        (from - due + period - 1) / period
+                    };
+                    skipped += (late_periods - first_measured).max(0);
+                    due += late_periods * period;
                 }
-            }
-            due += period;
-        }
-        link.store(slot::SKIPPED, skipped);
-        link.store(slot::ERRNO, errno);
-        link.store(slot::DONE, generation);
-    }
-}
-
-/// A sender in a forked child process, stopped and reaped on drop.
-#[derive(Debug)]
-pub struct SenderProcess {
-    pid: i32,
-    link: SenderLink,
-}
-
-impl SenderProcess {
-    /// Forks a child running [`run_sender`] for `target`, pinned to `cpu` at
-    /// `policy`. Call it from the thread that will receive: the child dies with that
-    /// thread (`PR_SET_PDEATHSIG`) should latlab end without stopping it.
-    pub fn spawn(
-        link: &SenderLink,
-        target: Target,
-        cpu: Option<usize>,
-        policy: crate::sched::Policy,
-    ) -> Result<SenderProcess, RtError> {
-        // SAFETY: getpid takes no arguments.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: fork in a multithreaded process: the child runs only code that is
-        // async-signal-safe (prctl, getppid, `run_sender`, _exit): no allocation, no
-        // lock, no unwinding; everything it touches was allocated before the fork.
-        match unsafe { libc::fork() } {
-            -1 => Err(RtError::last("fork the signal sender")),
-            0 => {
-                // SAFETY: prctl with an integer signal, getppid without arguments,
-                // mlockall with flags only.
-                unsafe {
-                    // Memory locks are not inherited: lock what the child touches (on
-                    // fault, so none of the parent's pages is copied), as the parent does.
-                    libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT);
-                    libc::prctl(
-                        libc::PR_SET_PDEATHSIG,
-                        libc::SIGKILL as libc::c_ulong,
-                        0,
-                        0,
-                        0,
-                    );
-                    if libc::getppid() != parent {
-                        libc::_exit(1);
+                let t1 = Clock::Monotonic.now_ns();
+                match queuer.send(t1 as usize) {
+                    Ok(()) if t1 >= from => {
+                        sent += 1;
+                        link.store(slot::SENT, sent);
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        errno = e as i64;
+                        if due >= from {
+                            skipped += 1;
+                        }
+                        if e == libc::ESRCH || e == libc::EPERM {
+                            break; // the receiver is gone or out of reach
+                        }
                     }
                 }
-                run_sender(link, target);
-                // SAFETY: _exit ends the child without running the parent's handlers.
-                unsafe { libc::_exit(0) }
+                due += period;
             }
-            pid => {
-                let child = SenderProcess {
-                    pid,
-                    link: link.clone(),
-                };
-                if let Some(cpu) = cpu {
-                    crate::affinity::pin_task(pid, cpu)?;
-                }
-                crate::sched::set_task(pid, policy)?;
-                Ok(child)
-            }
-        }
-    }
-
-    /// The child's process id.
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-}
-
-impl Drop for SenderProcess {
-    fn drop(&mut self) {
-        self.link.quit();
-        // It looks at its plan at least every SENDER_POLL_NS; give it a second.
-        let give_up = Clock::Monotonic.now_ns() + 1_000_000_000;
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child, non-blocking, valid status pointer.
-            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-            if rc == self.pid || rc < 0 {
-                return;
-            }
-            if Clock::Monotonic.now_ns() > give_up {
-                // SAFETY: killing and reaping our own child, by its pid.
-                unsafe {
-                    libc::kill(self.pid, libc::SIGKILL);
-                    libc::waitpid(self.pid, &mut status, 0);
-                }
-                return;
-            }
-            nap_until(Clock::Monotonic.now_ns() + 1_000_000);
+            link.store(slot::SKIPPED, skipped);
+            link.store(slot::ERRNO, errno);
+            link.store(slot::DONE, generation);
         }
     }
 }

@@ -43,9 +43,6 @@ pub enum Command {
     Loads,
     /// List the built-in scenarios, or print one (scenarios show NAME).
     Scenarios(ScenariosArgs),
-    /// Run one load (started by `latlab run --load`; not for direct use).
-    #[command(name = "__load", hide = true)]
-    LoadWorker(LoadWorkerArgs),
 }
 
 /// `latlab probes`.
@@ -62,20 +59,6 @@ pub struct ScenariosArgs {
     /// `show NAME` prints a built-in scenario's TOML.
     #[arg(value_name = "show NAME", num_args = 0..=2)]
     pub words: Vec<String>,
-}
-
-/// `latlab __load`.
-#[derive(Debug, Args)]
-pub struct LoadWorkerArgs {
-    /// The load specification.
-    #[arg(long)]
-    pub spec: String,
-    /// Its private directory.
-    #[arg(long)]
-    pub dir: PathBuf,
-    /// CPUs to run on.
-    #[arg(long)]
-    pub cpus: String,
 }
 
 /// `latlab run`.

@@ -18,7 +18,13 @@ use error::exit;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::expand_percentile_flags(std::env::args_os());
+    let args: Vec<_> = std::env::args_os().collect();
+    // A load worker's threads allocate as they work: it keeps its own malloc arenas.
+    if let Some(code) = latlab_measure::load::worker::main_if_worker(&args) {
+        return ExitCode::from(code);
+    }
+    latlab_rt::memory::share_one_malloc_arena();
+    let args = cli::expand_percentile_flags(args);
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -31,10 +37,6 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    // A load worker's threads allocate as they work: they keep their own arenas.
-    if !matches!(cli.command, cli::Command::LoadWorker(_)) {
-        latlab_rt::memory::share_one_malloc_arena();
-    }
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
@@ -55,7 +57,6 @@ fn main() -> ExitCode {
                 "write `latlab scenarios` or `latlab scenarios show NAME`",
             )),
         },
-        cli::Command::LoadWorker(w) => Ok(cmd::loads::worker(&w)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

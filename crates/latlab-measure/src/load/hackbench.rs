@@ -8,7 +8,7 @@
 //! senders go on until the load is stopped, and every message received counts.
 
 use super::{param_u64, Load, LoadContext, LoadError, Param, Params, Work};
-use latlab_rt::shared::{exit_child, fork_single_threaded, wait_child, Forked};
+use latlab_rt::partner::{exit_child, fork_single_threaded, wait_child, Forked};
 use std::io::{Read, Write};
 use std::time::Duration;
 

@@ -2,9 +2,9 @@
 //! private directory, follow its reports, stop it within a second, and leave nothing
 //! behind — on a normal end, and from `Drop` on every other path.
 
+use super::worker::WorkerArgs;
 use super::{LoadError, LoadSpec};
 use latlab_model::run::LoadRecord;
-use latlab_model::spec::format_cpu_list;
 use latlab_model::Nanos;
 use latlab_rt::process;
 use std::io::{BufRead, BufReader};
@@ -70,14 +70,13 @@ impl RunningLoad {
                 ))
             })?;
         spec.load().check(&spec.params, dir.path())?;
+        let worker = WorkerArgs {
+            spec: spec.text.clone(),
+            dir: dir.path().to_path_buf(),
+            cpus: cpus.to_vec(),
+        };
         let child = Command::new(exe)
-            .arg("__load")
-            .arg("--spec")
-            .arg(&spec.text)
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--cpus")
-            .arg(format_cpu_list(cpus))
+            .args(worker.to_args())
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -1,14 +1,20 @@
 //! The load worker: what runs inside `latlab __load`, one process group per load.
 //!
-//! It speaks a line protocol on standard output, read by [`super::running`]:
-//! `ready` once set up, `count WORK ELAPSED_NS` every 200 ms, `note TEXT` when it has
-//! something to say, and finally `end ok` or `end failed MESSAGE`.
+//! Both ends of the worker's contract live here: [`WorkerArgs`] is the command line
+//! [`super::running`] starts it with and the one [`main_if_worker`] reads back, so the
+//! two cannot drift apart. It speaks a line protocol on standard output, read by
+//! [`super::running`]: `ready` once set up, `count WORK ELAPSED_NS` every 200 ms,
+//! `note TEXT` when it has something to say, and finally `end ok` or
+//! `end failed MESSAGE`.
 
 use super::{LoadContext, LoadSpec};
+use crate::facts::parse_kernel_cpu_list;
+use latlab_model::spec::format_cpu_list;
 use latlab_rt::shared::SharedCounters;
 use latlab_rt::{affinity, process};
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -19,6 +25,104 @@ pub const REPORT_EVERY: Duration = Duration::from_millis(200);
 /// How long the load's own processes get to end after SIGTERM before SIGKILL: well
 /// within the grace latlab gives the whole load.
 const CHILDREN_GRACE: Duration = Duration::from_millis(300);
+
+/// The first argument that makes latlab's executable a load worker (it also names
+/// the worker in `ps`, where the load's directory follows it).
+pub const WORKER_ARG: &str = "__load";
+
+/// A load worker's command line: what it runs, where, and on which CPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerArgs {
+    /// The load's specification (`NAME[:key=value,...]`), parsed by the worker.
+    pub spec: String,
+    /// The load's private directory.
+    pub dir: PathBuf,
+    /// The CPUs the load runs on (empty: wherever it is started).
+    pub cpus: Vec<usize>,
+}
+
+/// A worker's command line that [`WorkerArgs::parse`] cannot read: it was not written
+/// by [`WorkerArgs::to_args`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerArgsError {
+    /// A flag is missing, or has no value.
+    #[error(
+        "`latlab {WORKER_ARG}` needs {0} with a value: it is started by `latlab run --load`, \
+         use that instead"
+    )]
+    Missing(&'static str),
+    /// An argument the worker does not take.
+    #[error(
+        "`latlab {WORKER_ARG}` does not take {0:?} (only --spec, --dir and --cpus): it is \
+         started by `latlab run --load`, use that instead"
+    )]
+    Unexpected(String),
+    /// A value that is not UTF-8 where text is needed.
+    #[error("`latlab {WORKER_ARG}` {0}: the value is not UTF-8 text; give it in UTF-8")]
+    NotText(&'static str),
+}
+
+impl WorkerArgs {
+    /// The arguments (after the executable) that start this worker.
+    pub fn to_args(&self) -> Vec<OsString> {
+        vec![
+            WORKER_ARG.into(),
+            "--spec".into(),
+            self.spec.clone().into(),
+            "--dir".into(),
+            self.dir.clone().into(),
+            "--cpus".into(),
+            format_cpu_list(&self.cpus).into(),
+        ]
+    }
+
+    /// Reads the arguments after [`WORKER_ARG`], as [`to_args`](Self::to_args) wrote them.
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<WorkerArgs, WorkerArgsError> {
+        let (mut spec, mut dir, mut cpus) = (None, None, None);
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let (name, slot) = match flag.to_str() {
+                Some("--spec") => ("--spec", &mut spec),
+                Some("--dir") => ("--dir", &mut dir),
+                Some("--cpus") => ("--cpus", &mut cpus),
+                _ => {
+                    return Err(WorkerArgsError::Unexpected(
+                        flag.to_string_lossy().into_owned(),
+                    ))
+                }
+            };
+            *slot = Some(args.next().ok_or(WorkerArgsError::Missing(name))?);
+        }
+        let text = |value: Option<OsString>, flag| {
+            value
+                .ok_or(WorkerArgsError::Missing(flag))?
+                .into_string()
+                .map_err(|_| WorkerArgsError::NotText(flag))
+        };
+        Ok(WorkerArgs {
+            spec: text(spec, "--spec")?,
+            dir: dir.ok_or(WorkerArgsError::Missing("--dir"))?.into(),
+            cpus: parse_kernel_cpu_list(&text(cpus, "--cpus")?),
+        })
+    }
+}
+
+/// Runs the load worker when `args` (the process's, executable first) start one:
+/// `Some(exit code)` then, `None` for any other command line. The binary calls it
+/// before parsing its own arguments.
+pub fn main_if_worker(args: &[OsString]) -> Option<u8> {
+    if args.get(1).is_none_or(|a| a != WORKER_ARG) {
+        return None;
+    }
+    Some(match WorkerArgs::parse(args[2..].iter().cloned()) {
+        Ok(worker) => worker_main(&worker.spec, &worker.dir, &worker.cpus) as u8,
+        Err(e) => {
+            // A person typed it: `latlab run --load` writes only what parses.
+            eprintln!("latlab: error: {e}");
+            2
+        }
+    })
+}
 
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
@@ -105,5 +209,47 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
             say(&format!("end failed {e}"));
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_reads_back_the_command_line_it_is_started_with() {
+        let worker = WorkerArgs {
+            spec: "net:mode=udp,rate=5k".to_string(),
+            dir: PathBuf::from("/tmp/latlab-load-1 with space"),
+            cpus: vec![0, 1, 2, 5],
+        };
+        let args = worker.to_args();
+        assert_eq!(args[0], WORKER_ARG);
+        assert_eq!(WorkerArgs::parse(args[1..].to_vec()), Ok(worker.clone()));
+        let anywhere = WorkerArgs {
+            cpus: Vec::new(),
+            ..worker
+        };
+        let args = anywhere.to_args();
+        assert_eq!(WorkerArgs::parse(args[1..].to_vec()), Ok(anywhere));
+    }
+
+    #[test]
+    fn a_command_line_not_written_for_a_worker_is_refused() {
+        let parse = |args: &[&str]| WorkerArgs::parse(args.iter().map(OsString::from));
+        assert_eq!(
+            parse(&["--spec", "cpu", "--dir", "/tmp"]),
+            Err(WorkerArgsError::Missing("--cpus"))
+        );
+        assert_eq!(
+            parse(&["--spec", "cpu", "--dir"]),
+            Err(WorkerArgsError::Missing("--dir"))
+        );
+        assert_eq!(
+            parse(&["--spec", "cpu", "--dir", "/tmp", "--cpus", "0", "--x"]),
+            Err(WorkerArgsError::Unexpected("--x".to_string()))
+        );
+        let not_a_worker = [OsString::from("latlab"), OsString::from("run")];
+        assert_eq!(main_if_worker(&not_a_worker), None);
     }
 }

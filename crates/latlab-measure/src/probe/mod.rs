@@ -29,6 +29,7 @@ pub mod prio_wake;
 pub mod sem;
 pub mod signal;
 pub mod switch;
+mod tally;
 pub mod timer;
 
 use crate::live::LiveStats;

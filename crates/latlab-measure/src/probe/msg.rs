@@ -14,13 +14,13 @@
 //! arrived (or, for an eventfd, arrived summed with another) is counted as missed.
 
 use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::pair::{self, Pairing, Tally};
+use super::pair::{self, Pairing};
+use super::tally::Tally;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
-use latlab_rt::ipc::partner::Plan;
-use latlab_rt::ipc::{Channel, Partner, Received, Transport, MAX_WAIT_NS};
+use latlab_rt::ipc::{Channel, Plan, PlannedPartner, Received, Transport, MAX_WAIT_NS};
 use latlab_rt::{ipc::channel::Receiver, memory, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -84,7 +84,8 @@ impl Probe for MsgProbe {
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let channel = Arc::new(Channel::open(self.transport)?);
         let receiver = Receiver::new(channel.clone())?;
-        let partner = Partner::sender(&self.pairing.partner(&self.setup, placement), channel)?;
+        let partner =
+            PlannedPartner::sender(&self.pairing.partner(&self.setup, placement), channel)?;
         pair::after_spawn(self.pairing.task);
         Ok(Box::new(MsgWorker {
             partner,
@@ -99,7 +100,7 @@ impl Probe for MsgProbe {
 
 /// Field order is drop order: the partner stops before the channel goes.
 struct MsgWorker {
-    partner: Partner,
+    partner: PlannedPartner,
     receiver: Receiver,
     transport: Transport,
     setup: ProbeSetup,
@@ -117,7 +118,7 @@ impl MsgWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<i64, RtError> {
-        self.tally.begin(plan, warm_up_end);
+        self.tally.begin_plan(plan, warm_up_end);
         self.partner.follow(plan);
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -129,8 +130,8 @@ impl MsgWorker {
                 // A stamp far ahead of the clock is a sum of stamps (an eventfd read
                 // after two writes): the periods it stood for count as missed.
                 Ok(Received::Message(t1)) if t1 - t2 <= MAX_WAIT_NS => {
-                    self.tally.sample(plan.index_at(t1), t2 - t1, live);
-                    if self.tally.done() {
+                    self.tally.sample_cycle(plan.index_at(t1), t2 - t1, live);
+                    if self.tally.plan_done() {
                         return Ok(t2);
                     }
                 }
@@ -141,7 +142,7 @@ impl MsgWorker {
                     }
                     self.partner.check()?;
                     if t2 > plan.end.saturating_add(MAX_WAIT_NS) {
-                        self.tally.close(live);
+                        self.tally.close_plan(live);
                         return Ok(t2);
                     }
                 }
@@ -172,7 +173,7 @@ impl Worker for MsgWorker {
         let received = self.receive_through(plan, window.warm_up_end, stop, live);
         self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = received {
-            self.tally.set_elapsed(at);
+            self.tally.set_plan_elapsed(at);
         }
         // The watchdog timer is bound to this thread, and a partner process dies with
         // the thread that forked it: release both here.

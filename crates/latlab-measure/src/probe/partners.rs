@@ -1,12 +1,13 @@
 //! What the scheduling probes (`preempt`, `switch`, `pi`, `prio-wake`) share: the
-//! priorities of their partner tasks, derived from the measuring thread's, the pacing
-//! of their cycles, and the tally of samples, missed cycles and events.
+//! priorities of their partner tasks, derived from the measuring thread's (`signal`'s
+//! sender too), the pacing of their cycles, and the tally of samples, missed cycles
+//! and events.
 
-use super::account::Account;
-use super::info::ProbeSetup;
-use super::{Placement, Window};
+use super::info::{ProbeInfo, ProbeSetup};
+use super::tally::Tally;
+use super::{Placement, Window, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::Event;
+use latlab_model::run::{Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
@@ -20,21 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// flag, or at whether its partners are still there).
 pub(super) const WAIT_NS: i64 = 100_000_000;
 
-/// Most marks (events to report) a worker keeps; [`Tally::marks_total`] counts all.
-pub(super) const MAX_MARKS: usize = 10;
-
-/// Something worth an event, kept without allocating while measuring and turned into
-/// an [`Event`] when the stream is finished.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Mark {
-    /// Offset into the measured span, ns.
-    pub(super) at: i64,
-    /// The sample or wait it concerns, ns.
-    pub(super) value: i64,
-    /// Probe-specific detail (e.g. a wake-up order).
-    pub(super) detail: u64,
-}
-
 /// `task=thread|process`.
 pub(super) fn task_kind(setup: &ProbeSetup) -> TaskKind {
     match setup.param("task") {
@@ -43,9 +29,8 @@ pub(super) fn task_kind(setup: &ProbeSetup) -> TaskKind {
     }
 }
 
-/// A partner on the measuring thread's CPU, `below` priority levels under it (the same
-/// policy when it is not a real-time one: then priorities mean nothing, and the
-/// runner has already said the run is not real-time).
+/// A partner on the measuring thread's CPU, `below` priority levels under it (see
+/// [`policy_below`]).
 pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<PartnerPlace, RtError> {
     let cpu = placement.cpu.ok_or_else(|| {
         RtError::new(
@@ -53,7 +38,18 @@ pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<Partner
             std::io::Error::other("the measuring thread is not pinned to a CPU"),
         )
     })?;
-    let policy = match placement.policy {
+    Ok(PartnerPlace {
+        cpu: Some(cpu),
+        policy: Some(policy_below(placement.policy, below)),
+    })
+}
+
+/// The policy `below` real-time priority levels under `measuring` (never below 1);
+/// the same policy when it is not a real-time one (then priorities mean nothing, and
+/// the runner has already said the run is not real-time); SCHED_OTHER under a
+/// deadline task.
+pub(super) fn policy_below(measuring: SchedSpec, below: i32) -> Policy {
+    match measuring {
         SchedSpec::Fifo { priority } => Policy::Fifo {
             priority: (priority - below).max(1),
         },
@@ -64,8 +60,7 @@ pub(super) fn partner_place(placement: &Placement, below: i32) -> Result<Partner
         SchedSpec::Idle => Policy::Idle,
         SchedSpec::Other { nice } => Policy::Other { nice },
         SchedSpec::Deadline { .. } => Policy::Other { nice: 0 },
-    };
-    Ok(PartnerPlace { cpu, policy })
+    }
 }
 
 /// Sleeps until `at` on `CLOCK_MONOTONIC`; false when interrupted (a stop request).
@@ -94,9 +89,46 @@ pub(super) fn next_due(due: i64, period: i64, now: i64) -> i64 {
     }
 }
 
+/// What a periodic worker's stream is made of: its probe's settings, where it runs,
+/// and its tally.
+pub(super) struct Parts<'a> {
+    pub(super) setup: &'a ProbeSetup,
+    pub(super) placement: &'a Placement,
+    pub(super) tally: &'a mut Tally,
+}
+
 /// A scheduling probe's worker as [`measure_periodic`] and [`rehearse_periodic`] pace
-/// it: one cycle per period, each tallied by the worker itself.
-pub(super) trait Periodic {
+/// it: one cycle per period, each tallied by the worker itself. Every `Periodic` is a
+/// [`Worker`] (see the implementation below): only the cycle differs between them.
+pub(super) trait Periodic: Send {
+    /// The probe the worker belongs to.
+    const INFO: &'static ProbeInfo;
+
+    /// Cycles the rehearsal runs, paced as when measuring.
+    const REHEARSAL_CYCLES: usize = 3;
+
+    /// The settings, placement and tally, borrowed at once.
+    fn parts(&mut self) -> Parts<'_>;
+
+    /// The worker's tally.
+    fn tally(&mut self) -> &mut Tally {
+        self.parts().tally
+    }
+
+    /// Runs the cycle's code without measuring (see [`Worker::rehearse`]).
+    fn rehearse_cycles(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError>
+    where
+        Self: Sized,
+    {
+        let period = self.parts().setup.period.0.max(1);
+        rehearse_periodic(self, period, Self::REHEARSAL_CYCLES, stop, live)
+    }
+
+    /// Events to report beside the stream, once the partners are released.
+    fn events(&mut self) -> Vec<Event> {
+        Vec::new()
+    }
+
     /// How long before each due instant a cycle begins, ns: the pacing sleeps to
     /// `due - lead`, and the cycle does what comes before `due` itself.
     fn lead(&self) -> i64 {
@@ -115,11 +147,32 @@ pub(super) trait Periodic {
         live: &LiveStats,
     ) -> Result<bool, RtError>;
 
-    /// The worker's tally.
-    fn tally(&mut self) -> &mut Tally;
-
     /// Stops the partner tasks and waits for them to end.
     fn release(&mut self);
+}
+
+impl<W: Periodic> Worker for W {
+    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        self.rehearse_cycles(live, stop)
+    }
+
+    fn measure(
+        &mut self,
+        window: &Window,
+        stop: &AtomicBool,
+        live: &LiveStats,
+    ) -> Result<(), RtError> {
+        let period = self.parts().setup.period.0.max(1);
+        measure_periodic(self, period, window, stop, live)
+    }
+
+    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        self.release();
+        let events = self.events();
+        let parts = self.parts();
+        let stream = (parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase);
+        (stream, events)
+    }
 }
 
 /// The measuring loop of a scheduling probe: a cycle every `period` ns from the
@@ -188,112 +241,6 @@ pub(super) fn rehearse_periodic(
     Ok(())
 }
 
-/// Samples, missed cycles and events of one worker.
-#[derive(Debug)]
-pub(super) struct Tally {
-    pub(super) account: Account,
-    /// Cycles run in the measured span, with or without a sample.
-    pub(super) cycles: u64,
-    pub(super) marks: Vec<Mark>,
-    pub(super) marks_total: u64,
-}
-
-impl Tally {
-    pub(super) fn new(setup: &ProbeSetup) -> Tally {
-        Tally {
-            account: Account::new(setup.recorder()),
-            cycles: 0,
-            marks: Vec::with_capacity(MAX_MARKS),
-            marks_total: 0,
-        }
-    }
-
-    /// Takes a sample at `at` (ns into the measured span); warm-up samples only count.
-    #[inline(always)]
-    pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
-        if !measured {
-            self.account.warm_up_samples += 1;
-            return;
-        }
-        self.account.record(sample, at, 0, live);
-    }
-
-    /// Counts a cycle without a sample (only in the measured span).
-    #[inline(always)]
-    pub(super) fn miss(&mut self, measured: bool, live: &LiveStats) {
-        self.skip(1, measured, live);
-    }
-
-    /// Counts `cycles` without a sample at once: the period boundaries an overrunning
-    /// cycle passed ([`next_due`] skips them so cycles never pile up; they are counted
-    /// here, never lost).
-    #[inline(always)]
-    pub(super) fn skip(&mut self, cycles: u64, measured: bool, live: &LiveStats) {
-        if measured && cycles > 0 {
-            self.account.miss(cycles, live);
-        }
-    }
-
-    /// Counts a mark (in the measured span), keeping the first [`MAX_MARKS`].
-    #[inline(always)]
-    pub(super) fn mark(&mut self, mark: Mark, measured: bool) {
-        if !measured {
-            return;
-        }
-        self.marks_total += 1;
-        if self.marks.len() < MAX_MARKS {
-            self.marks.push(mark);
-        }
-    }
-
-    /// An event of this worker's thread.
-    pub(super) fn event(
-        &self,
-        placement: &Placement,
-        kind: &str,
-        mark: Option<Mark>,
-        message: String,
-    ) -> Event {
-        Event {
-            kind: kind.to_string(),
-            at_ns: Nanos(mark.map_or(self.account.elapsed.0, |m| m.at)),
-            thread: placement.thread,
-            cpu: placement.cpu,
-            value_ns: mark.map(|m| Nanos(m.value)),
-            message,
-        }
-    }
-
-    /// Touches again, at the start of the measured span, every page the measuring loop
-    /// writes: another measuring thread's partner process may have been forked after
-    /// this thread's rehearsal, and a fork leaves every private page copy-on-write, so
-    /// the first write to each would be a page fault inside the measurement. Returns
-    /// the thread's page-fault count to measure from.
-    pub(super) fn settle(&mut self, live: &LiveStats) -> u64 {
-        memory::prefault_stack::<{ 32 * 1024 }>();
-        self.account.recorder.reset();
-        let blank = Mark {
-            at: 0,
-            value: 0,
-            detail: 0,
-        };
-        self.marks.clear();
-        self.marks.spare_capacity_mut().iter_mut().for_each(|m| {
-            m.write(blank);
-        });
-        live.reset();
-        memory::thread_page_faults()
-    }
-
-    /// Forgets what the rehearsal left.
-    pub(super) fn reset(&mut self, live: &LiveStats) {
-        self.cycles = 0;
-        self.marks.clear();
-        self.marks_total = 0;
-        self.account.reset(live);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,8 +263,16 @@ mod tests {
             timer_slack_ns: 0,
         };
         let p = partner_place(&at(SchedSpec::Fifo { priority: 95 }), 2).unwrap();
-        assert_eq!((p.cpu, p.policy), (1, Policy::Fifo { priority: 93 }));
+        assert_eq!(
+            (p.cpu, p.policy),
+            (Some(1), Some(Policy::Fifo { priority: 93 }))
+        );
         let p = partner_place(&at(SchedSpec::Other { nice: 0 }), 2).unwrap();
-        assert_eq!(p.policy, Policy::Other { nice: 0 });
+        assert_eq!(p.policy, Some(Policy::Other { nice: 0 }));
+        assert_eq!(
+            policy_below(SchedSpec::Fifo { priority: 1 }, 1),
+            Policy::Fifo { priority: 1 },
+            "never below priority 1"
+        );
     }
 }

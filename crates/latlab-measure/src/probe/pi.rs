@@ -16,10 +16,11 @@
 //! run the sealed loops of [`Inversion`], which a forked child may run.
 
 use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
-use super::{Placement, Probe, Window, Worker};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::{Mark, Tally};
+use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::{Event, Stream};
+use latlab_model::run::Event;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Inversion, Partner, SharedRegion, TaskKind};
@@ -114,7 +115,7 @@ impl Probe for PiProbe {
             shared: shared.clone(),
             partners: Vec::with_capacity(2),
             cycle: 0,
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         // Member 0 is L (two levels below H), member 1 is M (one level below). A failed
         // spawn drops the worker, which stops and reaps the partners already started.
@@ -172,6 +173,16 @@ impl PiWorker {
 }
 
 impl Periodic for PiWorker {
+    const INFO: &'static ProbeInfo = &INFO;
+
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            setup: &self.setup,
+            placement: &self.placement,
+            tally: &mut self.tally,
+        }
+    }
+
     fn run(
         &mut self,
         _due: i64,
@@ -196,34 +207,7 @@ impl Periodic for PiWorker {
         Ok(true)
     }
 
-    fn tally(&mut self) -> &mut Tally {
-        &mut self.tally
-    }
-
-    /// Stops L and M and waits for them (a process that does not end is killed by its
-    /// pid and reaped).
-    fn release(&mut self) {
-        self.shared.stop();
-        self.partners.clear();
-    }
-}
-
-impl Worker for PiWorker {
-    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
-        partners::rehearse_periodic(self, self.setup.period.0.max(1), 3, stop, live)
-    }
-
-    fn measure(
-        &mut self,
-        window: &Window,
-        stop: &AtomicBool,
-        live: &LiveStats,
-    ) -> Result<(), RtError> {
-        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
-    }
-
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        self.release();
+    fn events(&mut self) -> Vec<Event> {
         let t = &self.tally;
         let protocol = self.setup.param("protocol");
         let mut events: Vec<Event> = t
@@ -260,8 +244,14 @@ impl Worker for PiWorker {
                 }
             ),
         ));
-        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, events)
+        events
+    }
+
+    /// Stops L and M and waits for them (a process that does not end is killed by its
+    /// pid and reaped).
+    fn release(&mut self) {
+        self.shared.stop();
+        self.partners.clear();
     }
 }
 

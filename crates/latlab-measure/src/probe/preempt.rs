@@ -13,10 +13,10 @@
 //! missed.
 
 use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::partners::{self, Periodic, Tally};
-use super::{Placement, Probe, Window, Worker};
+use super::partners::{self, Parts, Periodic};
+use super::tally::Tally;
+use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::{self, Partner, SharedRegion, Spinner, TaskKind};
 use latlab_rt::RtError;
@@ -85,7 +85,7 @@ impl Probe for PreemptProbe {
             window: (period / 4).max(50_000).min(period / 2),
             spinner,
             partner: Some(partner),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         }))
     }
 }
@@ -127,6 +127,17 @@ impl PreemptWorker {
 }
 
 impl Periodic for PreemptWorker {
+    const INFO: &'static ProbeInfo = &INFO;
+    const REHEARSAL_CYCLES: usize = 5;
+
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            setup: &self.setup,
+            placement: &self.placement,
+            tally: &mut self.tally,
+        }
+    }
+
     /// The window opens this long before each deadline.
     fn lead(&self) -> i64 {
         self.window
@@ -149,38 +160,10 @@ impl Periodic for PreemptWorker {
         Ok(true)
     }
 
-    fn tally(&mut self) -> &mut Tally {
-        &mut self.tally
-    }
-
     /// Stops the spinner and waits for it to end.
     fn release(&mut self) {
         self.spinner.stop();
         self.partner.take();
-    }
-}
-
-impl Worker for PreemptWorker {
-    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
-        partners::rehearse_periodic(self, self.setup.period.0.max(1), 5, stop, live)
-    }
-
-    fn measure(
-        &mut self,
-        window: &Window,
-        stop: &AtomicBool,
-        live: &LiveStats,
-    ) -> Result<(), RtError> {
-        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
-    }
-
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        self.release();
-        let stream = self
-            .tally
-            .account
-            .stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, Vec::new())
     }
 }
 

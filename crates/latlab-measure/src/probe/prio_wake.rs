@@ -14,10 +14,11 @@
 //! 100 ms is missed.
 
 use super::info::{self, BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::partners::{self, Mark, Periodic, Tally, WAIT_NS};
-use super::{Placement, Probe, Window, Worker};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::{Mark, Tally};
+use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::{Event, Stream};
+use latlab_model::run::Event;
 use latlab_rt::clock::Clock;
 use latlab_rt::partner::futex;
 use latlab_rt::partner::{self, Partner};
@@ -121,6 +122,17 @@ struct Shared {
     tasks: u32,
 }
 
+impl Shared {
+    /// Stops the waiters, waking them past the condition variable.
+    fn stop_waiters(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Ok(true) = self.mutex.lock_until(Clock::Monotonic.now_ns() + WAIT_NS) {
+            self.cond.broadcast();
+            self.mutex.unlock();
+        }
+    }
+}
+
 /// Waiter `index` (priority rises with it).
 fn waiter(shared: &Shared, index: usize) {
     let mut held = false;
@@ -180,15 +192,17 @@ impl Probe for PrioWakeProbe {
             placement: placement.clone(),
             shared: shared.clone(),
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         for index in 0..self.tasks {
             // Waiter `tasks - 1` is the highest, one level below the measuring thread.
             let place = partners::partner_place(placement, (self.tasks - index) as i32)?;
-            let shared = shared.clone();
-            worker.partners.push(partner::spawn_thread(place, move || {
-                waiter(&shared, index)
-            })?);
+            let (waiting, stopping) = (shared.clone(), shared.clone());
+            worker.partners.push(partner::spawn_thread(
+                place,
+                move || waiter(&waiting, index),
+                Arc::new(move || stopping.stop_waiters()),
+            )?);
         }
         Ok(Box::new(worker))
     }
@@ -267,6 +281,16 @@ impl PrioWakeWorker {
 }
 
 impl Periodic for PrioWakeWorker {
+    const INFO: &'static ProbeInfo = &INFO;
+
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            setup: &self.setup,
+            placement: &self.placement,
+            tally: &mut self.tally,
+        }
+    }
+
     fn run(
         &mut self,
         _due: i64,
@@ -296,27 +320,7 @@ impl Periodic for PrioWakeWorker {
         Ok(true)
     }
 
-    fn tally(&mut self) -> &mut Tally {
-        &mut self.tally
-    }
-
-    /// Stops the waiters (waking them past the condition variable) and waits for them.
-    fn release(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        if let Ok(true) = self
-            .shared
-            .mutex
-            .lock_until(Clock::Monotonic.now_ns() + WAIT_NS)
-        {
-            self.shared.cond.broadcast();
-            self.shared.mutex.unlock();
-        }
-        self.partners.clear();
-    }
-}
-
-impl Worker for PrioWakeWorker {
-    fn rehearse(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
+    fn rehearse_cycles(&mut self, live: &LiveStats, _stop: &AtomicBool) -> Result<(), RtError> {
         self.wait_ready()?;
         for _ in 0..3 {
             if let Round::Woke { latency, .. } = self.round()? {
@@ -328,17 +332,7 @@ impl Worker for PrioWakeWorker {
         Ok(())
     }
 
-    fn measure(
-        &mut self,
-        window: &Window,
-        stop: &AtomicBool,
-        live: &LiveStats,
-    ) -> Result<(), RtError> {
-        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
-    }
-
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        self.release();
+    fn events(&mut self) -> Vec<Event> {
         let t = &self.tally;
         let tasks = self.shared.tasks as usize;
         let order_text = |order: u64| {
@@ -380,8 +374,13 @@ impl Worker for PrioWakeWorker {
                 t.account.missed,
             ),
         ));
-        let stream = t.account.stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, events)
+        events
+    }
+
+    /// Stops the waiters and waits for them.
+    fn release(&mut self) {
+        self.shared.stop_waiters();
+        self.partners.clear();
     }
 }
 

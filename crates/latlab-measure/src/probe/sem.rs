@@ -16,13 +16,14 @@
 //! L's release for that period, is counted as missed.
 
 use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::pair::{self, Pairing, Tally};
+use super::pair::{self, Pairing};
+use super::tally::Tally;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use latlab_model::run::{Event, Stream};
 use latlab_rt::clock::Clock;
-use latlab_rt::ipc::partner::Plan;
-use latlab_rt::ipc::{Acquired, Partner, SemKind, Semaphore, SleepWatch, Task, MAX_WAIT_NS};
+use latlab_rt::ipc::{Acquired, Plan, PlannedPartner, SemKind, Semaphore, SleepWatch, MAX_WAIT_NS};
+use latlab_rt::partner::TaskKind;
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{memory, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,7 +88,7 @@ impl Probe for SemProbe {
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
         let semaphore = Arc::new(Semaphore::new(
             self.kind,
-            self.pairing.task == Task::Process,
+            self.pairing.task == TaskKind::Process,
         )?);
         // On one CPU below a real-time H, L runs only once H has blocked: reading H's
         // state (a /proc read, which fills L's caches) is needed only otherwise.
@@ -97,7 +98,7 @@ impl Probe for SemProbe {
         } else {
             None
         };
-        let partner = Partner::holder(
+        let partner = PlannedPartner::holder(
             &self.pairing.partner(&self.setup, placement),
             semaphore.clone(),
             watch,
@@ -116,7 +117,7 @@ impl Probe for SemProbe {
 
 /// Field order is drop order: the partner stops before the semaphore goes.
 struct SemWorker {
-    partner: Partner,
+    partner: PlannedPartner,
     semaphore: Arc<Semaphore>,
     kind: SemKind,
     setup: ProbeSetup,
@@ -133,7 +134,7 @@ impl SemWorker {
         stop: &AtomicBool,
         live: &LiveStats,
     ) -> Result<i64, RtError> {
-        self.tally.begin(plan, warm_up_end);
+        self.tally.begin_plan(plan, warm_up_end);
         self.partner.follow(plan);
         let mut k = 1;
         while plan.due(k) <= plan.end {
@@ -157,9 +158,9 @@ impl SemWorker {
                     self.partner.announce_acquired(due);
                     let released = self.semaphore.release();
                     if released_for == due {
-                        self.tally.sample(k, t2 - t1, live);
+                        self.tally.sample_cycle(k, t2 - t1, live);
                     } else {
-                        self.tally.no_sample(k, live);
+                        self.tally.no_sample_until(k, live);
                     }
                     released.map_err(|e| e.context(self.operation("release")))?;
                 }
@@ -167,7 +168,7 @@ impl SemWorker {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    self.tally.no_sample(k, live);
+                    self.tally.no_sample_until(k, live);
                     self.partner.check()?;
                 }
                 Err(e) => return Err(e.context(self.operation("acquire"))),
@@ -175,7 +176,7 @@ impl SemWorker {
             k += 1;
         }
         if !stop.load(Ordering::Relaxed) {
-            self.tally.close(live);
+            self.tally.close_plan(live);
         }
         Ok(Clock::Monotonic.now_ns())
     }
@@ -204,7 +205,7 @@ impl Worker for SemWorker {
         let shuffled = self.shuffle_through(plan, window.warm_up_end, stop, live);
         self.tally.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         if let Ok(at) = shuffled {
-            self.tally.set_elapsed(at);
+            self.tally.set_plan_elapsed(at);
         }
         // The partner is stopped here, on the thread it was started from.
         let stopped = self.partner.stop();

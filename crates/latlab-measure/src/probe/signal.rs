@@ -30,21 +30,18 @@
 use super::info::{
     self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
 };
+use super::partners;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
-use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
-use latlab_rt::sched::{self, Policy};
-use latlab_rt::sigwait::{
-    self, BlockedSignal, Received, SenderLink, SenderProcess, Target, ThreadTimer,
-};
-use latlab_rt::{affinity, memory, wake, RtError};
+use latlab_rt::partner::{Partner, PartnerPlace, TaskKind};
+use latlab_rt::sched;
+use latlab_rt::sigwait::{self, BlockedSignal, Received, SenderLink, Target, ThreadTimer};
+use latlab_rt::{memory, wake, RtError};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The signal probe in the catalogue.
@@ -133,25 +130,6 @@ struct SignalProbe {
     kind: Kind,
 }
 
-/// The partner's policy: one real-time priority below the measuring thread's (the
-/// receiver must preempt the sender on a shared CPU); the same non-real-time policy
-/// when the run is not real-time.
-fn partner_policy(measuring: SchedSpec) -> Policy {
-    match measuring {
-        SchedSpec::Fifo { priority } => Policy::Fifo {
-            priority: (priority - 1).max(1),
-        },
-        SchedSpec::Rr { priority } => Policy::RoundRobin {
-            priority: (priority - 1).max(1),
-        },
-        SchedSpec::Other { nice } => Policy::Other { nice },
-        SchedSpec::Batch { nice } => Policy::Batch { nice },
-        SchedSpec::Idle => Policy::Idle,
-        // A deadline receiver runs unpinned; its partner gets the default policy.
-        SchedSpec::Deadline { .. } => Policy::Other { nice: 0 },
-    }
-}
-
 impl Probe for SignalProbe {
     fn name(&self) -> &'static str {
         INFO.name
@@ -170,14 +148,19 @@ impl Probe for SignalProbe {
         let partner = match self.kind {
             Kind::Timer => None,
             Kind::Queue { process, cross } => {
-                let cpu = self.setup.partner_cpu(placement, cross);
-                let policy = partner_policy(placement.policy);
-                let link = SenderLink::new()?;
-                Some(if process {
-                    Partner::Process(SenderProcess::spawn(&link, target, cpu, policy)?, link)
+                // The receiver must preempt the sender on a shared CPU.
+                let place = PartnerPlace {
+                    cpu: self.setup.partner_cpu(placement, cross),
+                    policy: Some(partners::policy_below(placement.policy, 1)),
+                };
+                let kind = if process {
+                    TaskKind::Process
                 } else {
-                    Partner::thread(link, target, cpu, policy)?
-                })
+                    TaskKind::Thread
+                };
+                let link = SenderLink::new(target)?;
+                let task = link.start(kind, place)?;
+                Some(Sender { link, task })
             }
         };
         Ok(Box::new(SignalWorker {
@@ -196,78 +179,16 @@ impl Probe for SignalProbe {
     }
 }
 
-/// The sending partner of `kind=queue`.
-enum Partner {
-    Thread(PartnerThread),
-    Process(SenderProcess, SenderLink),
-}
-
-/// A sender thread, told to quit and joined on drop.
-struct PartnerThread {
+/// The sending partner of `kind=queue`: its plan and report, and the task sending.
+struct Sender {
     link: SenderLink,
-    handle: Option<JoinHandle<()>>,
+    task: Partner,
 }
 
-impl Drop for PartnerThread {
-    fn drop(&mut self) {
-        self.link.quit();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Partner {
-    /// Starts a sender thread on `cpu` at `policy`; waits until it is placed.
-    fn thread(
-        link: SenderLink,
-        target: Target,
-        cpu: Option<usize>,
-        policy: Policy,
-    ) -> Result<Partner, RtError> {
-        let (tx, rx) = mpsc::channel();
-        let thread_link = link.clone();
-        let handle = std::thread::Builder::new()
-            .name("latlab-sigsend".to_string())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                let placed = cpu
-                    .map_or(Ok(()), affinity::pin_current_thread)
-                    .and_then(|()| sched::set_current_thread(policy));
-                let ok = placed.is_ok();
-                let _ = tx.send(placed);
-                if ok {
-                    sigwait::run_sender(&thread_link, target);
-                }
-            })
-            .map_err(|e| RtError::new("start the signal sender thread", e))?;
-        let partner = PartnerThread {
-            link,
-            handle: Some(handle),
-        };
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(Ok(())) => Ok(Partner::Thread(partner)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(RtError::new(
-                "start the signal sender thread",
-                std::io::Error::from(std::io::ErrorKind::TimedOut),
-            )),
-        }
-    }
-
-    fn link(&self) -> &SenderLink {
-        match self {
-            Partner::Thread(t) => &t.link,
-            Partner::Process(_, link) => link,
-        }
-    }
-
+impl Sender {
     /// The pid queued signals from this partner carry.
     fn pid(&self, target: Target) -> i32 {
-        match self {
-            Partner::Thread(_) => target.pid,
-            Partner::Process(p, _) => p.pid(),
-        }
+        self.task.pid().unwrap_or(target.pid)
     }
 }
 
@@ -277,7 +198,7 @@ struct SignalWorker {
     target: Target,
     /// Released on the measuring thread when measuring ends (it is that thread's mask).
     blocked: Option<BlockedSignal>,
-    partner: Option<Partner>,
+    partner: Option<Sender>,
     recorder: SampleRecorder,
     missed: u64,
     warm_up_samples: u64,
@@ -373,7 +294,7 @@ impl SignalWorker {
         let Some(partner) = &self.partner else {
             return Ok(Pass::default());
         };
-        let link = partner.link().clone();
+        let link = partner.link.clone();
         let sender = partner.pid(self.target);
         let generation = link.plan(window.start, period, window.end, window.warm_up_end);
         let mut pass = Pass::default();
@@ -552,21 +473,5 @@ mod tests {
         assert_eq!(periods_due(0, 10, 10, 101), 10);
         assert_eq!(periods_due(0, 10, 50, 40), 0);
         assert_eq!(periods_due(1_000, 100, 1_000, 1_000), 0);
-    }
-
-    #[test]
-    fn the_partner_runs_one_priority_below() {
-        assert_eq!(
-            partner_policy(SchedSpec::Fifo { priority: 95 }),
-            Policy::Fifo { priority: 94 }
-        );
-        assert_eq!(
-            partner_policy(SchedSpec::Fifo { priority: 1 }),
-            Policy::Fifo { priority: 1 }
-        );
-        assert_eq!(
-            partner_policy(SchedSpec::Other { nice: 0 }),
-            Policy::Other { nice: 0 }
-        );
     }
 }

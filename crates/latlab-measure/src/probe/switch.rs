@@ -13,10 +13,10 @@
 //! hand-overs, sleeps on a futex until the burst ends, and records its samples.
 
 use super::info::{BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::partners::{self, Periodic, Tally, WAIT_NS};
-use super::{Placement, Probe, Window, Worker};
+use super::partners::{self, Parts, Periodic, WAIT_NS};
+use super::tally::Tally;
+use super::{Placement, Probe, Worker};
 use crate::live::LiveStats;
-use latlab_model::run::{Event, Stream};
 use latlab_rt::partner::{self, Partner, PipeRing, SharedRegion, TaskKind, YieldRing, NO_SAMPLE};
 use latlab_rt::RtError;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,7 +124,7 @@ impl Probe for SwitchProbe {
             hand_overs: self.burst + if self.pipe { 1 } else { self.tasks },
             ring,
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(&self.setup),
+            tally: Tally::new(self.setup.recorder()),
         };
         for index in 0..self.tasks {
             let spawned = match &worker.ring {
@@ -217,6 +217,16 @@ impl SwitchWorker {
 }
 
 impl Periodic for SwitchWorker {
+    const INFO: &'static ProbeInfo = &INFO;
+
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            setup: &self.setup,
+            placement: &self.placement,
+            tally: &mut self.tally,
+        }
+    }
+
     /// One burst; a stop request that cuts it short still lets it count.
     fn run(
         &mut self,
@@ -230,8 +240,12 @@ impl Periodic for SwitchWorker {
         Ok(true)
     }
 
-    fn tally(&mut self) -> &mut Tally {
-        &mut self.tally
+    fn rehearse_cycles(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
+        for _ in 0..3 {
+            self.burst(0, true, stop, live)?;
+        }
+        self.tally.reset(live);
+        Ok(())
     }
 
     /// Stops every member and waits for it to end.
@@ -241,34 +255,6 @@ impl Periodic for SwitchWorker {
             Ring::Pipe(r) => r.stop(),
         }
         self.partners.clear();
-    }
-}
-
-impl Worker for SwitchWorker {
-    fn rehearse(&mut self, live: &LiveStats, stop: &AtomicBool) -> Result<(), RtError> {
-        for _ in 0..3 {
-            self.burst(0, true, stop, live)?;
-        }
-        self.tally.reset(live);
-        Ok(())
-    }
-
-    fn measure(
-        &mut self,
-        window: &Window,
-        stop: &AtomicBool,
-        live: &LiveStats,
-    ) -> Result<(), RtError> {
-        partners::measure_periodic(self, self.setup.period.0.max(1), window, stop, live)
-    }
-
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        self.release();
-        let stream = self
-            .tally
-            .account
-            .stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, Vec::new())
     }
 }
 

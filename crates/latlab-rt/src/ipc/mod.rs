@@ -1,5 +1,6 @@
 //! Intertask communication for the `msg` and `sem` probes: message channels,
-//! semaphores, and the partner task (a thread, or a forked process) at the other end.
+//! semaphores, and what the partner task (a [`crate::partner`] thread or forked
+//! process) at the other end runs.
 //!
 //! A partner process is forked from a multithreaded program, so until it exits it may
 //! only do what is async-signal-safe: no allocation, no lock other than the primitive
@@ -37,7 +38,7 @@ mod unix;
 mod watchdog;
 
 pub use channel::{Channel, Received, Transport};
-pub use partner::{Partner, PartnerSpec, Task};
+pub use partner::{PartnerSpec, Plan, PlannedPartner};
 pub use semaphore::{Acquired, SemKind, Semaphore};
 pub use sleep_watch::SleepWatch;
 

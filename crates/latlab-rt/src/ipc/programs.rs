@@ -6,17 +6,15 @@
 //! saturates). Failures are recorded as a stage and an `errno` with [`fail`].
 
 use super::partner::{
-    Plan, Stage, ACQUIRED, END, FAILED, FAILURE, GO, IDLE_POLL, PERIOD, QUIT, RELEASED, STAMP,
-    START, WAITING,
+    Control, Plan, Stage, ACQUIRED, END, FAILED, FAILURE, GO, IDLE_POLL, PERIOD, QUIT, RELEASED,
+    STAMP, START, WAITING,
 };
 use super::sleep_watch::SleepWatch;
 use super::{nap_until, now, Acquired, Channel, Errno, Semaphore, MAX_WAIT_NS};
-use crate::shared::SharedCounters;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// Records a failure for the measuring side; returns the exit code.
-pub(super) fn fail(control: &SharedCounters, stage: Stage, e: Errno) -> i32 {
+pub(super) fn fail(control: &Control, stage: Stage, e: Errno) -> i32 {
     let word = ((stage as u64) << 32) | (e.0 as u32 as u64);
     let _ = control
         .get(FAILURE)
@@ -25,17 +23,17 @@ pub(super) fn fail(control: &SharedCounters, stage: Stage, e: Errno) -> i32 {
 }
 
 #[inline(always)]
-fn word(control: &SharedCounters, slot: usize) -> i64 {
+fn word(control: &Control, slot: usize) -> i64 {
     control.get(slot).load(Ordering::Acquire) as i64
 }
 
 #[inline(always)]
-fn quitting(control: &SharedCounters) -> bool {
+fn quitting(control: &Control) -> bool {
     word(control, QUIT) != 0
 }
 
 /// Idles until a new plan is published (`Some`) or the quit word is set (`None`).
-fn next_plan(control: &SharedCounters, seen: &mut i64) -> Option<Plan> {
+fn next_plan(control: &Control, seen: &mut i64) -> Option<Plan> {
     let poll = word(control, IDLE_POLL).clamp(1, MAX_WAIT_NS);
     loop {
         if quitting(control) {
@@ -56,7 +54,7 @@ fn next_plan(control: &SharedCounters, seen: &mut i64) -> Option<Plan> {
 
 /// Sleeps until `deadline` in steps of at most [`MAX_WAIT_NS`]; `Ok(true)` when told
 /// to quit meanwhile.
-fn nap_or_quit(control: &SharedCounters, deadline: i64) -> Result<bool, Errno> {
+fn nap_or_quit(control: &Control, deadline: i64) -> Result<bool, Errno> {
     loop {
         if quitting(control) {
             return Ok(true);
@@ -73,7 +71,7 @@ fn nap_or_quit(control: &SharedCounters, deadline: i64) -> Result<bool, Errno> {
 /// (false). After a short while it yields between looks, so a waited-for task of the
 /// same priority (or any task, under a non-real-time policy) on the same CPU can run.
 #[inline(always)]
-fn spin_until(control: &SharedCounters, limit_ns: i64, ready: impl Fn() -> bool) -> bool {
+fn spin_until(control: &Control, limit_ns: i64, ready: impl Fn() -> bool) -> bool {
     const SPIN_NS: i64 = 50_000;
     let begun = now();
     loop {
@@ -94,7 +92,7 @@ fn spin_until(control: &SharedCounters, limit_ns: i64, ready: impl Fn() -> bool)
 }
 
 /// The sender: one stamped message per instant of each plan.
-pub(super) fn sender_program(control: &SharedCounters, channel: &Arc<Channel>) -> i32 {
+pub(super) fn sender_program(control: &Control, channel: &Channel) -> i32 {
     let mut seen = 0;
     while let Some(plan) = next_plan(control, &mut seen) {
         let mut k = 1;
@@ -119,10 +117,10 @@ pub(super) fn sender_program(control: &SharedCounters, channel: &Arc<Channel>) -
 
 /// The holder: see the module documentation.
 pub(super) fn holder_program(
-    control: &SharedCounters,
-    args: &(Arc<Semaphore>, Option<Arc<SleepWatch>>),
+    control: &Control,
+    semaphore: &Semaphore,
+    watch: Option<&SleepWatch>,
 ) -> i32 {
-    let (semaphore, watch) = (&*args.0, args.1.as_deref());
     let mut seen = 0;
     while let Some(plan) = next_plan(control, &mut seen) {
         let mut holding = false;
@@ -143,7 +141,7 @@ pub(super) fn holder_program(
 }
 
 /// Acquires, retrying after timeouts; `Ok(false)` when told to quit first.
-fn acquire_or_quit(control: &SharedCounters, semaphore: &Semaphore) -> Result<bool, Errno> {
+fn acquire_or_quit(control: &Control, semaphore: &Semaphore) -> Result<bool, Errno> {
     loop {
         if quitting(control) {
             return Ok(false);
@@ -157,7 +155,7 @@ fn acquire_or_quit(control: &SharedCounters, semaphore: &Semaphore) -> Result<bo
 
 /// One plan of the holder; `Ok(true)` when told to quit.
 fn hold_through(
-    control: &SharedCounters,
+    control: &Control,
     semaphore: &Semaphore,
     watch: Option<&SleepWatch>,
     plan: &Plan,

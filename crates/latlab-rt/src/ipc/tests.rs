@@ -1,5 +1,5 @@
-use super::partner::Plan;
 use super::*;
+use crate::partner::{PartnerPlace, TaskKind};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -95,21 +95,23 @@ fn every_semaphore_kind_hands_over_and_times_out() {
     assert_eq!(sysv_ids("sem"), before, "every set removed");
 }
 
-fn spec(task: Task) -> PartnerSpec {
+fn spec(task: TaskKind) -> PartnerSpec {
     PartnerSpec {
         task,
-        cpu: None,
-        policy: None,
+        place: PartnerPlace {
+            cpu: None,
+            policy: None,
+        },
         idle_poll_ns: 100_000,
     }
 }
 
 #[test]
 fn a_sender_follows_its_plan_as_a_thread_and_as_a_process() {
-    for task in [Task::Thread, Task::Process] {
+    for task in [TaskKind::Thread, TaskKind::Process] {
         let channel = Arc::new(Channel::open(Transport::Pipe).unwrap());
         let mut receiver = channel::Receiver::new(channel.clone()).unwrap();
-        let mut partner = Partner::sender(&spec(task), channel).unwrap();
+        let mut partner = PlannedPartner::sender(&spec(task), channel).unwrap();
         // Leave the partner time to start; on a loaded machine it may still wake
         // late and skip instants, but never send twice for one or outside the plan.
         let start = now() + 20_000_000;
@@ -141,13 +143,17 @@ fn a_sender_follows_its_plan_as_a_thread_and_as_a_process() {
 }
 
 #[test]
-fn a_partner_that_fails_says_why() {
+fn a_partner_that_cannot_be_placed_says_where() {
     let channel = Arc::new(Channel::open(Transport::Pipe).unwrap());
-    let bad = PartnerSpec {
-        cpu: Some(libc::CPU_SETSIZE as usize - 1),
-        ..spec(Task::Process)
-    };
-    let mut partner = Partner::sender(&bad, channel).unwrap();
-    let err = partner.stop().unwrap_err().to_string();
-    assert!(err.contains("pin itself to its CPU"), "{err}");
+    for task in [TaskKind::Thread, TaskKind::Process] {
+        let mut bad = spec(task);
+        bad.place.cpu = Some(libc::CPU_SETSIZE as usize - 1);
+        let err = PlannedPartner::sender(&bad, channel.clone()).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains("pin a partner to CPU"),
+            "{}: {err}",
+            task.name()
+        );
+    }
 }

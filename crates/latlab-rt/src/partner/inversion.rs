@@ -221,6 +221,10 @@ impl super::PartnerBody for Inversion {
             _ => self.medium(),
         }
     }
+
+    fn stop(&self) {
+        Inversion::stop(self);
+    }
 }
 
 #[cfg(test)]
@@ -233,8 +237,8 @@ mod tests {
     #[test]
     fn a_holder_process_holds_the_shared_mutex_until_its_work_is_done() {
         let place = PartnerPlace {
-            cpu: affinity::allowed_cpus().unwrap()[0],
-            policy: sched::current_thread().unwrap(),
+            cpu: Some(affinity::allowed_cpus().unwrap()[0]),
+            policy: Some(sched::current_thread().unwrap()),
         };
         for protocol in [Protocol::Inherit, Protocol::None] {
             let state = Arc::new(Inversion::create(protocol, true, 20_000_000, 0).unwrap());

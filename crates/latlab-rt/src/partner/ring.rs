@@ -165,6 +165,10 @@ impl super::PartnerBody for YieldRing {
             }
         }
     }
+
+    fn stop(&self) {
+        YieldRing::stop(self);
+    }
 }
 
 /// Token values that carry no stamp.
@@ -311,5 +315,9 @@ impl super::PartnerBody for PipeRing {
                 return;
             }
         }
+    }
+
+    fn stop(&self) {
+        PipeRing::stop(self);
     }
 }

@@ -83,4 +83,8 @@ impl super::PartnerBody for Spinner {
             }
         }
     }
+
+    fn stop(&self) {
+        Spinner::stop(self);
+    }
 }

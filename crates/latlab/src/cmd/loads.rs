@@ -1,10 +1,8 @@
-//! `latlab loads`, and the hidden `latlab __load` that runs one load.
+//! `latlab loads`.
 
-use crate::cli::LoadWorkerArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use latlab_measure::facts::parse_kernel_cpu_list;
-use latlab_measure::load::{describe_params, registry, worker};
+use latlab_measure::load::{describe_params, registry};
 
 /// Lists every load with its description and parameters.
 pub fn execute() -> Result<u8, CliError> {
@@ -25,10 +23,4 @@ pub fn execute() -> Result<u8, CliError> {
     );
     Human::Stdout.write(&text)?;
     Ok(exit::OK)
-}
-
-/// Runs one load in this process until it is told to stop.
-pub fn worker(args: &LoadWorkerArgs) -> u8 {
-    let cpus = parse_kernel_cpu_list(&args.cpus);
-    worker::worker_main(&args.spec, &args.dir, &cpus) as u8
 }
