@@ -13,6 +13,7 @@
 //! escaped for the output's language: HTML/XML in pages and plots, Markdown in
 //! Markdown, and control characters are replaced in text.
 
+mod assemble;
 mod comparison;
 mod curves;
 mod document;
@@ -178,9 +179,9 @@ pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
         return Err(ReportError::NoRuns);
     }
     match kind {
-        ReportKind::Html => html::render(&document::Document::build(runs, true)?),
-        ReportKind::Markdown => Ok(markdown::render(&document::Document::build(runs, false)?)),
-        ReportKind::Text => Ok(text::render(&document::Document::build(runs, false)?)),
+        ReportKind::Html => html::render(&assemble::report(runs, true)?),
+        ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, false)?)),
+        ReportKind::Text => Ok(text::render(&assemble::report(runs, false)?)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
     }
 }
