@@ -1,10 +1,10 @@
 //! Which blocks each kind of report holds, in which order: the report of one run or of
-//! several (with their comparison first).
+//! several (with their comparison first), and the run summary.
 
 use super::curves;
 use super::document::{Block, Document, Severity};
-use super::figures::DecodedRun;
-use super::{comparison, run_section, PlotKind, ReportError};
+use super::figures::{self, DecodedRun};
+use super::{comparison, run_section, summary, PlotKind, ReportError};
 use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
 
@@ -64,6 +64,24 @@ pub(crate) fn report(runs: &[Run], with_figures: bool) -> Result<Document, Repor
     }
     Ok(Document {
         title: format!("latlab report: {} runs", runs.len()),
+        blocks,
+    })
+}
+
+/// The summary of each of `runs`, one after the other, each under a heading that
+/// names its run.
+pub(crate) fn summary(runs: &[Run]) -> Result<Document, ReportError> {
+    let mut blocks = Vec::new();
+    for run in runs {
+        let decoded = DecodedRun::decode(run)?;
+        blocks.push(Block::Heading {
+            level: 2,
+            text: format!("Run {}", figures::run_label(run)),
+        });
+        blocks.extend(summary::blocks(&decoded));
+    }
+    Ok(Document {
+        title: "latlab summary".to_string(),
         blocks,
     })
 }
