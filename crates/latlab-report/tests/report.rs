@@ -7,8 +7,9 @@ use latlab_model::run::{
     EncodedHistogram, ExactSums, ImportRecord, LoadRecord, Phase, Run, Spikes, Statistics, Stream,
     Timeline, Warning,
 };
+use latlab_model::threshold::{Metric, Threshold, Verdict};
 use latlab_model::Nanos;
-use latlab_report::report::{render, PlotKind, ReportKind};
+use latlab_report::report::{render, render_comparison, PlotKind, ReportKind};
 
 const SVG_NAMESPACE: &str = "http://www.w3.org/2000/svg";
 
@@ -135,21 +136,43 @@ fn the_html_page_is_self_contained_and_complete() {
     }
 }
 
+/// One kind of `run`, whole, for a snapshot.
+fn rendered(run: &Run, kind: ReportKind) -> String {
+    render(std::slice::from_ref(run), kind).unwrap()
+}
+
 #[test]
-fn markdown_and_text_have_the_same_tables() {
+fn the_example_as_markdown_text_and_summary() {
     let run = example();
-    let markdown = render(std::slice::from_ref(&run), ReportKind::Markdown).unwrap();
-    assert!(markdown.contains("| stream | policy | samples | min (µs) |"));
-    assert!(markdown.contains("| cpu 0 | fifo:95 | 4998 | 2.176 |"));
-    assert!(markdown.contains("**Verdict: FAIL**"));
-    assert!(!markdown.contains("<svg"));
-    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
-    assert!(text.contains("VERDICT: FAIL"));
-    assert!(text
-        .lines()
-        .any(|l| l.contains("cpu 0") && l.contains(" 4998 ") && l.contains(" 82.047 ")));
-    assert!(text.contains("p99.9") && text.contains("(µs)") && text.contains("82.047"));
-    assert!(!text.contains("<svg"));
+    insta::assert_snapshot!("example_markdown", rendered(&run, ReportKind::Markdown));
+    insta::assert_snapshot!("example_text", rendered(&run, ReportKind::Text));
+    insta::assert_snapshot!("example_summary", rendered(&run, ReportKind::Summary));
+}
+
+#[test]
+fn a_passing_run_with_a_relative_schedule_summarised() {
+    let mut run = example();
+    for s in &mut run.streams {
+        s.method = Some("rel".to_string());
+        s.drift_ns = Some(Nanos(4_998_000));
+    }
+    run.thresholds = vec![Threshold::parse("max=10ms").unwrap()];
+    run.verdict = Verdict::judge(&run.thresholds, &run.streams);
+    insta::assert_snapshot!(rendered(&run, ReportKind::Summary));
+}
+
+#[test]
+fn primitive_probes_are_named_in_the_statistics() {
+    let mut run = example();
+    for (stream, (probe, method)) in run
+        .streams
+        .iter_mut()
+        .zip([("clock", "monotonic"), ("mutex", "uncontended")])
+    {
+        stream.probe = probe.to_string();
+        stream.method = Some(method.to_string());
+    }
+    insta::assert_snapshot!(rendered(&run, ReportKind::Summary));
 }
 
 #[test]
@@ -193,8 +216,10 @@ fn several_runs_overlay_with_every_run_in_the_legend() {
         assert!(runs.iter().all(|r| svg.contains(&r.id)), "{plot}");
         roxmltree::Document::parse(&svg).unwrap();
     }
-    let markdown = render(&runs, ReportKind::Markdown).unwrap();
-    assert!(markdown.contains("p99.9: base 20261121T000000Z-000000"));
+    insta::assert_snapshot!(
+        "three_runs_markdown",
+        render(&runs, ReportKind::Markdown).unwrap()
+    );
 }
 
 #[test]
@@ -268,8 +293,7 @@ fn degraded_and_interrupted_runs_say_so_loudly() {
     assert!(page.contains("DEGRADED: these results are NOT real-time results"));
     assert!(page.contains("SCHED_FIFO not permitted"));
     assert!(page.contains("Stopped early"));
-    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
-    assert!(text.contains("!! DEGRADED"));
+    insta::assert_snapshot!("degraded_summary", rendered(&run, ReportKind::Summary));
 }
 
 #[test]
@@ -329,6 +353,7 @@ fn phases_are_reported_with_their_loads() {
     .unwrap();
     assert!(timeline.contains("time into the run (s)"));
     assert_eq!(polyline_points(&timeline).len(), 4);
+    insta::assert_snapshot!("phases_summary", rendered(&run, ReportKind::Summary));
 }
 
 /// 16 streams of 24 h at 1 s intervals: every plot stays bounded (the lead times the
@@ -401,6 +426,22 @@ fn imported_runs_say_where_from_and_what_is_unknown() {
         !page.contains("6.18.44-fc-v595"),
         "a stand-in shown as a value"
     );
-    let text = render(std::slice::from_ref(&run), ReportKind::Text).unwrap();
-    assert!(text.contains("Imported from <rig>/cyclictest.json (cyclictest-json)"));
+    insta::assert_snapshot!("imported_summary", rendered(&run, ReportKind::Summary));
+}
+
+#[test]
+fn the_comparison_of_two_runs() {
+    let base = example();
+    // The same run with its second CPU's samples left out: the first CPU's figures alone.
+    let mut narrower = base.clone();
+    narrower.id = "20261121T010000Z-000001".to_string();
+    narrower.streams.truncate(1);
+    let metrics = [
+        Metric::Percentile(99.0),
+        Metric::Percentile(99.9),
+        Metric::Max,
+    ];
+    let compared = render_comparison(&[base, narrower], &metrics, 0.05).unwrap();
+    insta::assert_snapshot!(compared.text);
+    assert_eq!((compared.regressions, compared.undecided), (0, 0));
 }

@@ -230,9 +230,10 @@ pub struct ReportArgs {
     /// The runs (ids, unique prefixes, last, last~1, ...); several are overlaid and compared.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<String>,
-    /// html, markdown, text, or one plot: svg-histogram, svg-profile, svg-timeline,
-    /// png-histogram, png-profile, png-timeline [default: from the --output file's
-    /// extension (.html, .md, .txt), else text].
+    /// html, markdown, text, summary (what `latlab run` prints), or one plot:
+    /// svg-histogram, svg-profile, svg-timeline, png-histogram, png-profile,
+    /// png-timeline [default: from the --output file's extension (.html, .md, .txt),
+    /// else text].
     #[arg(short, long, value_name = "KIND")]
     pub format: Option<String>,
     /// Write to FILE instead of standard output.

@@ -11,7 +11,6 @@ mod keep;
 mod output;
 mod scenarios;
 mod stamp;
-mod summary;
 
 use clap::Parser;
 use error::exit;

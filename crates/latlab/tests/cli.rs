@@ -95,7 +95,7 @@ fn hybrid_counts_every_period() {
 
 #[test]
 fn rel_reports_drift_and_loses_periods_to_it() {
-    let (code, run, out) = measure(&["-c", "1", "-p", "2ms", "-d", "1s", "--method", "rel"]);
+    let (code, run, _) = measure(&["-c", "1", "-p", "2ms", "-d", "1s", "--method", "rel"]);
     assert_eq!(code, 0);
     let s = &run.streams[0];
     let drift = s.drift_ns.expect("rel reports drift").0;
@@ -115,12 +115,11 @@ fn rel_reports_drift_and_loses_periods_to_it() {
         "{periods}"
     );
     assert_ordered(s);
-    assert!(out.contains("Drift of the relative schedule"), "{out}");
 }
 
 #[test]
 fn every_cpu_by_default_with_fifo_95() {
-    let (code, run, out) = measure(&["-d", "1s"]);
+    let (code, run, _) = measure(&["-d", "1s"]);
     assert_eq!(code, 0);
     let cpus: Vec<Option<usize>> = run.streams.iter().map(|s| s.cpu).collect();
     assert_eq!(cpus.len(), run.host.as_ref().unwrap().cpus_online.unwrap());
@@ -131,7 +130,6 @@ fn every_cpu_by_default_with_fifo_95() {
     assert!(run.conditions.as_ref().unwrap().memory_locked);
     assert!(run.conditions.as_ref().unwrap().realtime_policy);
     assert!(!run.degraded);
-    assert!(out.contains("samples") && out.contains("µs"));
 }
 
 #[test]
@@ -156,12 +154,10 @@ fn thresholds_decide_the_exit_code() {
     let (code, run, out) = measure(&["-c", "0", "-d", "1s", "--max", "1ns"]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(run.verdict.status, Status::Fail);
-    assert!(out.contains("FAIL"));
     let (code, run, out) = measure(&["-c", "0", "-d", "1s", "--max", "10s", "--p99.9", "10s"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(run.verdict.status, Status::Pass);
     assert_eq!(run.verdict.checks.len(), 2);
-    assert!(out.contains("PASS"));
 }
 
 #[test]

@@ -119,25 +119,9 @@ mod tests {
 
     #[test]
     fn writes_cyclictest_layout_as_valid_json() {
-        let run = fixture::run();
-        let text = CyclictestJson.export(&run).unwrap();
-        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(value["num_threads"], 2);
-        assert_eq!(value["resolution_in_ns"], 0);
-        let t1 = &value["thread"]["1"];
-        assert_eq!(t1["cycles"], 5);
-        assert_eq!(t1["min"], 1);
-        assert_eq!(t1["max"], 45);
-        assert_eq!(t1["avg"], 10.48);
-        assert_eq!(t1["histogram"]["1"], 2);
-        assert_eq!(t1["histogram"]["45"], 1);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "  \"file_version\": 1,");
-        assert_eq!(lines[2], "  \"cmdline:\": \"latlab run\",");
-        assert_eq!(
-            lines[5],
-            "  \"end_time\": \"Sat, 21 Nov 2026 00:00:01 +0000\","
-        );
-        assert!(text.contains("      \"histogram\": {\n        \"2\": 1,\n"));
+        let text = CyclictestJson.export(&fixture::run()).unwrap();
+        // Written by hand in cyclictest's layout, so whether it parses is checked too.
+        serde_json::from_str::<serde_json::Value>(&text).unwrap();
+        insta::assert_snapshot!(text);
     }
 }

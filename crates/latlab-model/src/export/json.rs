@@ -18,3 +18,14 @@ impl Exporter for Json {
         Ok(run.to_json_pretty() + "\n")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixture;
+
+    #[test]
+    fn writes_the_run_as_it_is() {
+        insta::assert_snapshot!(Json.export(&fixture::run()).unwrap());
+    }
+}

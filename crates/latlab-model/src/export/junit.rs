@@ -26,7 +26,12 @@ impl Exporter for Junit {
     fn export(&self, run: &Run) -> Result<String, ExportError> {
         let checks = &run.verdict.checks;
         let failures = checks.iter().filter(|c| c.failed()).count();
-        let skipped = checks.iter().filter(|c| c.passed.is_none()).count();
+        // A run without checks is written as one skipped case, and counted as one.
+        let skipped = if checks.is_empty() {
+            1
+        } else {
+            checks.iter().filter(|c| c.passed.is_none()).count()
+        };
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         // Facts the source lacked are left out, not filled in.
         let timestamp = run
@@ -97,18 +102,24 @@ mod tests {
 
     #[test]
     fn one_case_per_check_and_failures_counted() {
-        let text = Junit.export(&fixture::run()).unwrap();
-        assert!(text.contains("tests=\"2\" failures=\"1\""), "{text}");
-        assert!(
-            text.contains("name=\"max &lt;= 20 µs on cpu 0 [main]\"/>"),
-            "{text}"
-        );
-        assert!(
-            text.contains("<failure message=\"observed 45 µs\"/>"),
-            "{text}"
-        );
+        insta::assert_snapshot!(Junit.export(&fixture::run()).unwrap(), @r#"
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites><testsuite name="latlab 20261121T000000Z-abcdef" tests="2" failures="1" skipped="0" timestamp="2026-11-21T00:00:00.000Z" hostname="rig">
+              <testcase classname="latlab" name="max &lt;= 20 µs on cpu 0 [main]"/>
+              <testcase classname="latlab" name="max &lt;= 20 µs on cpu 1 [main]"><failure message="observed 45 µs"/></testcase>
+            </testsuite></testsuites>
+        "#);
+    }
+
+    #[test]
+    fn a_run_without_thresholds_counts_its_one_case_as_skipped() {
         let mut run = fixture::run();
         run.verdict.checks.clear();
-        assert!(Junit.export(&run).unwrap().contains("<skipped"));
+        insta::assert_snapshot!(Junit.export(&run).unwrap(), @r#"
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites><testsuite name="latlab 20261121T000000Z-abcdef" tests="1" failures="0" skipped="1" timestamp="2026-11-21T00:00:00.000Z" hostname="rig">
+              <testcase classname="latlab" name="no thresholds"><skipped message="the run set no thresholds"/></testcase>
+            </testsuite></testsuites>
+        "#);
     }
 }

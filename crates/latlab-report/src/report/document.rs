@@ -1,12 +1,11 @@
 //! What a report says, before it is written in any language: headings, facts, the
 //! verdict, alerts, tables and figures in reading order. The HTML, Markdown and text
 //! writers only lay these blocks out (and escape them), so every kind says the same.
+//! This module is the model only: `assemble.rs` chooses the blocks of each kind of
+//! report, from the sections that build on this model.
 
-use super::curves::{self, Chart};
-use super::figures::DecodedRun;
-use super::{comparison, run_section, PlotKind, ReportError};
-use latlab_model::run::Run;
-use latlab_model::threshold::{Metric, Status};
+use super::curves::Chart;
+use latlab_model::threshold::Status;
 
 /// A whole report.
 pub(crate) struct Document {
@@ -108,67 +107,5 @@ impl Table {
     /// Adds a row.
     pub fn push(&mut self, cells: Vec<String>, colour: Option<usize>) {
         self.rows.push(Row { cells, colour });
-    }
-}
-
-impl Document {
-    /// The report of `runs` (at least one); `with_figures` adds the plots.
-    pub fn build(runs: &[Run], with_figures: bool) -> Result<Document, ReportError> {
-        let decoded = runs
-            .iter()
-            .map(DecodedRun::decode)
-            .collect::<Result<Vec<_>, _>>()?;
-        if let [one] = decoded.as_slice() {
-            return Ok(Document {
-                title: format!("latlab report: run {}", one.run.id),
-                blocks: run_section::blocks(one, 1, with_figures),
-            });
-        }
-        let merged = curves::merged_figures(runs)?;
-        let mut blocks = vec![
-            Block::Heading {
-                level: 1,
-                text: format!("latlab report: {} runs", runs.len()),
-            },
-            Block::Paragraph(
-                "The runs side by side: the comparison table and overlaid plots (one line per \
-                 run, every stream of a run merged), then each run's own report."
-                    .to_string(),
-            ),
-        ];
-        let degraded: Vec<String> = runs
-            .iter()
-            .filter(|r| r.degraded)
-            .map(|r| r.id.clone())
-            .collect();
-        if !degraded.is_empty() {
-            blocks.push(Block::Alert {
-                severity: Severity::Degraded,
-                title: "DEGRADED runs: their results are NOT real-time results".to_string(),
-                lines: degraded,
-            });
-        }
-        blocks.push(Block::Heading {
-            level: 2,
-            text: "Comparison".to_string(),
-        });
-        let metrics = [Metric::Percentile(99.0), Metric::Percentile(99.9)];
-        blocks.extend(comparison::blocks(runs, &merged, &metrics, 0.0).blocks);
-        if with_figures {
-            blocks.push(Block::Heading {
-                level: 2,
-                text: "Plots".to_string(),
-            });
-            for plot in PlotKind::ALL {
-                blocks.push(Block::Figure(curves::overlay(&decoded, &merged, plot)));
-            }
-        }
-        for run in &decoded {
-            blocks.extend(run_section::blocks(run, 2, with_figures));
-        }
-        Ok(Document {
-            title: format!("latlab report: {} runs", runs.len()),
-            blocks,
-        })
     }
 }

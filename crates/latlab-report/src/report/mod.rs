@@ -13,6 +13,7 @@
 //! escaped for the output's language: HTML/XML in pages and plots, Markdown in
 //! Markdown, and control characters are replaced in text.
 
+mod assemble;
 mod comparison;
 mod curves;
 mod document;
@@ -23,6 +24,7 @@ mod plot;
 mod png;
 mod run_section;
 mod run_tables;
+mod summary;
 mod text;
 
 use latlab_model::hist::HistogramError;
@@ -30,6 +32,8 @@ use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
 use std::fmt;
 use std::str::FromStr;
+
+pub use text::Ansi;
 
 /// What [`render`] produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,28 +44,33 @@ pub enum ReportKind {
     Markdown,
     /// Plain text for a terminal: the facts and aligned tables, without plots.
     Text,
+    /// The run summary `latlab run` prints: what was measured, the warnings, the
+    /// statistics, the verdict; a shorter text report.
+    Summary,
     /// One plot as a standalone SVG document.
     Svg(PlotKind),
 }
 
 impl ReportKind {
     /// Every kind, in the order of [`ReportKind::name`]'s help text.
-    pub const ALL: [ReportKind; 6] = [
+    pub const ALL: [ReportKind; 7] = [
         ReportKind::Html,
         ReportKind::Markdown,
         ReportKind::Text,
+        ReportKind::Summary,
         ReportKind::Svg(PlotKind::Histogram),
         ReportKind::Svg(PlotKind::Profile),
         ReportKind::Svg(PlotKind::Timeline),
     ];
 
-    /// The kind's name, as [`FromStr`] reads it: `html`, `markdown`, `text`,
+    /// The kind's name, as [`FromStr`] reads it: `html`, `markdown`, `text`, `summary`,
     /// `svg-histogram`, `svg-profile`, `svg-timeline`.
     pub fn name(self) -> &'static str {
         match self {
             ReportKind::Html => "html",
             ReportKind::Markdown => "markdown",
             ReportKind::Text => "text",
+            ReportKind::Summary => "summary",
             ReportKind::Svg(PlotKind::Histogram) => "svg-histogram",
             ReportKind::Svg(PlotKind::Profile) => "svg-profile",
             ReportKind::Svg(PlotKind::Timeline) => "svg-timeline",
@@ -135,8 +144,8 @@ pub enum ReportError {
     NoRuns,
     /// A report kind's name was not recognised.
     #[error(
-        "unknown report kind '{0}': choose html, markdown, text, svg-histogram, svg-profile \
-         or svg-timeline"
+        "unknown report kind '{0}': choose html, markdown, text, summary, svg-histogram, \
+         svg-profile or svg-timeline"
     )]
     UnknownKind(String),
     /// A stream's histogram could not be decoded.
@@ -178,9 +187,10 @@ pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
         return Err(ReportError::NoRuns);
     }
     match kind {
-        ReportKind::Html => html::render(&document::Document::build(runs, true)?),
-        ReportKind::Markdown => Ok(markdown::render(&document::Document::build(runs, false)?)),
-        ReportKind::Text => Ok(text::render(&document::Document::build(runs, false)?)),
+        ReportKind::Html => html::render(&assemble::report(runs, true)?),
+        ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, false)?)),
+        ReportKind::Text => Ok(text::render(&assemble::report(runs, false)?, Ansi::Off)),
+        ReportKind::Summary => Ok(text::render(&assemble::summary(runs)?, Ansi::Off)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
     }
 }
@@ -207,15 +217,27 @@ pub fn render_comparison(
     }
     let merged = curves::merged_figures(runs)?;
     let compared = comparison::blocks(runs, &merged, metrics, tolerance);
-    let text = text::render(&document::Document {
-        title: "comparison".to_string(),
-        blocks: compared.blocks,
-    });
+    let text = text::render(
+        &document::Document {
+            title: "comparison".to_string(),
+            blocks: compared.blocks,
+        },
+        Ansi::Off,
+    );
     Ok(ComparisonText {
         text,
         regressions: compared.regressions,
         undecided: compared.undecided,
     })
+}
+
+/// The summary of `run` as `latlab run` prints it: [`ReportKind::Summary`], with ANSI
+/// emphasis when `ansi` is on (for a terminal).
+pub fn render_summary(run: &Run, ansi: Ansi) -> Result<String, ReportError> {
+    Ok(text::render(
+        &assemble::summary(std::slice::from_ref(run))?,
+        ansi,
+    ))
 }
 
 /// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its

@@ -9,7 +9,7 @@ use super::run_tables::{
 };
 use super::PlotKind;
 use latlab_model::run::{
-    Conditions, MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning, BARE_METAL,
+    Conditions, HostFacts, MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning, BARE_METAL,
 };
 use latlab_model::threshold::{Check, Status};
 
@@ -72,7 +72,7 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, with_figures: bool) -> 
 }
 
 /// What was measured, where and when, in one line.
-fn subtitle(run: &Run) -> String {
+pub(crate) fn subtitle(run: &Run) -> String {
     let probes = figures::distinct(run.streams.iter().map(|s| s.probe.clone()));
     // A figure unknown for one stream is unknown for the run.
     let distinct_known = |values: Vec<Option<String>>| {
@@ -114,12 +114,39 @@ fn subtitle(run: &Run) -> String {
         "{tool} · {probes} probe, method {methods}, period {periods}{clocks}{scenario} · \
          {measured} measured in {} phase(s) · host {} · {when}",
         run.phases.len(),
-        figures::fact(run.host.as_ref(), |h| h.hostname.clone()),
+        figures::fact(run.host.as_ref(), host),
+    )
+}
+
+/// The host with what decides its latencies most: `rig (6.18.0, PREEMPT_RT, bare
+/// metal)`.
+fn host(h: &HostFacts) -> String {
+    let preemption = match &h.preemption.dynamic_mode {
+        Some(mode) => format!("{} (mode {mode})", h.preemption.model),
+        None => h.preemption.model.clone(),
+    };
+    let virtualization = match h.virtualization.as_deref() {
+        Some(BARE_METAL) => "bare metal".to_string(),
+        Some(v) => v.to_string(),
+        None => "virtualisation unknown".to_string(),
+    };
+    let known = |v: &str| {
+        if v.is_empty() {
+            figures::UNKNOWN.to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    format!(
+        "{} ({}, {}, {virtualization})",
+        h.hostname,
+        known(&h.kernel_release),
+        known(&preemption)
     )
 }
 
 /// Where an imported Run came from and what its source did not have.
-fn import_note(run: &Run) -> Option<Block> {
+pub(crate) fn import_note(run: &Run) -> Option<Block> {
     let import = run.import.as_ref()?;
     let mut lines = import.lacks.clone();
     lines.push(format!(
@@ -138,7 +165,7 @@ fn import_note(run: &Run) -> Option<Block> {
 }
 
 /// The verdict: pass, fail with the failed checks, or no thresholds.
-fn verdict(run: &Run) -> Block {
+pub(crate) fn verdict(run: &Run) -> Block {
     let judged = || {
         run.thresholds
             .iter()
@@ -207,7 +234,7 @@ fn verdict(run: &Run) -> Block {
 }
 
 /// The degraded banner, warnings, and a note when the run stopped early.
-fn alerts(run: &Run) -> Vec<Block> {
+pub(crate) fn alerts(run: &Run) -> Vec<Block> {
     let line = |w: &Warning| format!("{} [{}]", w.message, w.code);
     let mut blocks = Vec::new();
     if run.degraded {

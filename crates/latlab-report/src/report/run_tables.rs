@@ -90,14 +90,25 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
 }
 
 /// One row per stream: samples, percentiles, extremes, first sample, missed periods
-/// and early wakes; the period too when streams differ in it.
+/// and early wakes; the period too when streams differ in it, and the probe and method
+/// unless every stream is the timer's with one method.
 fn statistics_table(decoded: &DecodedRun) -> Table {
     let periods_differ = decoded
         .run
         .streams
         .windows(2)
         .any(|w| w[0].period_ns != w[1].period_ns);
-    let mut columns = vec![("stream", false), ("policy", false)];
+    // The subtitle names one timer method; other probes, or several, need a column.
+    let streams = &decoded.run.streams;
+    let probes_differ = !streams.iter().all(|s| s.measures_wake_ups())
+        || streams
+            .windows(2)
+            .any(|w| (&w[0].probe, &w[0].method) != (&w[1].probe, &w[1].method));
+    let mut columns = vec![("stream", false)];
+    if probes_differ {
+        columns.extend([("probe", false), ("method", false)]);
+    }
+    columns.push(("policy", false));
     if periods_differ {
         columns.push(("period", true));
     }
@@ -120,10 +131,12 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
     for s in &decoded.streams {
         let (stream, st) = (s.stream, &s.stream.stats);
         let stat = |value: String, known: bool| figures::stat(stream.samples, value, known);
-        let mut cells = vec![
-            s.name.clone(),
-            figures::cell(stream.policy, |p| p.to_string()),
-        ];
+        let mut cells = vec![s.name.clone()];
+        if probes_differ {
+            cells.push(stream.probe.clone());
+            cells.push(figures::cell(stream.method.clone(), |m| m));
+        }
+        cells.push(figures::cell(stream.policy, |p| p.to_string()));
         if periods_differ {
             cells.push(figures::cell(stream.period_ns, |p| p.to_string()));
         }
@@ -288,6 +301,7 @@ pub(crate) fn loads_table(phase: &Phase) -> Table {
         ("work", true),
         ("ran (s)", true),
         ("ended", false),
+        ("stopped in", true),
         ("notes", false),
     ]);
     for load in &phase.loads {
@@ -302,6 +316,7 @@ pub(crate) fn loads_table(phase: &Phase) -> Table {
                 format!("{} {}", load.work, load.unit),
                 format!("{:.3}", load.elapsed_ns.as_secs_f64()),
                 load.ended.clone(),
+                load.stop_ns.to_string(),
                 load.notes.join("; "),
             ],
             None,

@@ -1,8 +1,10 @@
 //! The text writer: the report for a terminal or a plain-text attachment, with aligned
-//! tables and no colour. Plots are left out.
+//! tables and, for a terminal, ANSI emphasis on what must not be missed (the degraded
+//! banner, warnings, the verdict). Plots are left out.
 
 use super::document::{Block, Document, Severity, Table};
 use comfy_table::{presets, CellAlignment};
+use latlab_model::threshold::Status;
 use std::fmt::Write as _;
 
 /// Paragraphs are wrapped at this width.
@@ -13,16 +15,39 @@ fn clean(text: &str) -> String {
     latlab_model::text::terminal_safe(text).into_owned()
 }
 
+/// Whether text is emphasised with ANSI escape sequences (for a terminal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ansi {
+    /// Plain text: files, pipes, reports.
+    Off,
+    /// Bold and colour for a terminal.
+    On,
+}
+
+impl Ansi {
+    /// `text` in `style` (an SGR code: `1` bold, `1;31` bold red, `1;32` bold green).
+    fn emphasise(self, style: &str, text: &str) -> String {
+        match self {
+            Ansi::Off => text.to_string(),
+            Ansi::On => format!("\x1b[{style}m{text}\x1b[0m"),
+        }
+    }
+}
+
+const BOLD: &str = "1";
+const RED: &str = "1;31";
+const GREEN: &str = "1;32";
+
 /// Writes the report.
-pub(crate) fn render(document: &Document) -> String {
+pub(crate) fn render(document: &Document, ansi: Ansi) -> String {
     let mut out = String::new();
     for block in &document.blocks {
-        write_block(&mut out, block);
+        write_block(&mut out, block, ansi);
     }
     out
 }
 
-fn write_block(out: &mut String, block: &Block) {
+fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
     match block {
         Block::Heading { level, text } => {
             let text = clean(text);
@@ -43,7 +68,12 @@ fn write_block(out: &mut String, block: &Block) {
             headline,
             details,
         } => {
-            let word = status.word();
+            let style = match status {
+                Status::Pass => GREEN,
+                Status::Fail | Status::Undecided => RED,
+                Status::None => BOLD,
+            };
+            let word = ansi.emphasise(style, status.word());
             let _ = writeln!(out, "VERDICT: {word}: {}", clean(headline));
             write_list(out, "", details);
         }
@@ -52,12 +82,12 @@ fn write_block(out: &mut String, block: &Block) {
             title,
             lines,
         } => {
-            let prefix = match severity {
-                Severity::Degraded => "!! ",
-                Severity::Warning => "!  ",
-                Severity::Note => "   ",
+            let (prefix, style) = match severity {
+                Severity::Degraded => ("!! ", RED),
+                Severity::Warning => ("!  ", BOLD),
+                Severity::Note => ("   ", BOLD),
             };
-            let _ = writeln!(out, "{prefix}{}", clean(title));
+            let _ = writeln!(out, "{prefix}{}", ansi.emphasise(style, &clean(title)));
             write_list(out, prefix, lines);
         }
         Block::Facts(pairs) => {
@@ -144,6 +174,12 @@ fn write_table(out: &mut String, table: &Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_terminal_gets_escape_sequences() {
+        assert_eq!(Ansi::Off.emphasise(RED, "FAIL"), "FAIL");
+        assert_eq!(Ansi::On.emphasise(RED, "FAIL"), "\x1b[1;31mFAIL\x1b[0m");
+    }
 
     #[test]
     fn control_characters_are_replaced() {

@@ -8,7 +8,6 @@ use crate::error::{exit, CliError};
 use crate::keep::keep;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use crate::stamp::{rfc3339, run_id};
-use crate::summary;
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
@@ -159,7 +158,14 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let kept = keep(&run, store.as_mut(), json.as_mut());
     code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
-    output::ignore_closed(human.write(&summary::render(&run, human.is_terminal())))?;
+    match crate::cmd::show::summary_for(&run, human) {
+        Ok(summary) => output::ignore_closed(human.write(&summary))?,
+        // The run is kept and its exit code settled: a summary that cannot be written
+        // (a histogram that does not decode) is said, and changes neither.
+        Err(e) => {
+            let _ = Human::Stderr.write(&format!("latlab: no summary: {e}\n"));
+        }
+    }
     output::ignore_closed(human.write(&kept.said))?;
     if !kept.errors.is_empty() {
         let _ = Human::Stderr.write(&kept.errors);

@@ -3,15 +3,12 @@
 use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use crate::summary;
-use latlab_model::text::terminal_safe as safe;
+use latlab_model::run::Run;
+use latlab_report::report::{render_summary, Ansi, ReportError};
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
-pub fn find_run(
-    path: Option<&std::path::Path>,
-    reference: &str,
-) -> Result<latlab_model::run::Run, CliError> {
+pub fn find_run(path: Option<&std::path::Path>, reference: &str) -> Result<Run, CliError> {
     let mut runs = find_runs(path, std::slice::from_ref(&reference))?;
     Ok(runs.remove(0))
 }
@@ -21,7 +18,7 @@ pub fn find_run(
 pub fn find_runs(
     path: Option<&std::path::Path>,
     references: &[impl AsRef<str>],
-) -> Result<Vec<latlab_model::run::Run>, CliError> {
+) -> Result<Vec<Run>, CliError> {
     let path = path
         .map(|p| p.to_path_buf())
         .unwrap_or_else(latlab_store::default_path);
@@ -40,10 +37,19 @@ pub fn find_runs(
 /// Prints the run's summary, as `latlab run` printed it.
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
     let run = find_run(args.store.as_deref(), &args.run)?;
-    let started = run.started_at.as_deref().unwrap_or("at an unknown time");
-    let (id, started) = (safe(&run.id), safe(started));
-    let mut text = format!("Run {id} started {started}\n");
-    text.push_str(&summary::render(&run, Human::Stdout.is_terminal()));
-    Human::Stdout.write(&text)?;
+    // The summary names the run and says when it ran.
+    let summary = summary_for(&run, Human::Stdout).map_err(CliError::runtime)?;
+    Human::Stdout.write(&summary)?;
     Ok(exit::OK)
+}
+
+/// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
+/// for a terminal, plain for a file or a pipe.
+pub fn summary_for(run: &Run, human: Human) -> Result<String, ReportError> {
+    let ansi = if human.is_terminal() {
+        Ansi::On
+    } else {
+        Ansi::Off
+    };
+    render_summary(run, ansi)
 }

@@ -1,0 +1,87 @@
+//! Which blocks each kind of report holds, in which order: the report of one run or of
+//! several (with their comparison first), and the run summary.
+
+use super::curves;
+use super::document::{Block, Document, Severity};
+use super::figures::{self, DecodedRun};
+use super::{comparison, run_section, summary, PlotKind, ReportError};
+use latlab_model::run::Run;
+use latlab_model::threshold::Metric;
+
+/// The report of `runs` (at least one); `with_figures` adds the plots.
+pub(crate) fn report(runs: &[Run], with_figures: bool) -> Result<Document, ReportError> {
+    let decoded = runs
+        .iter()
+        .map(DecodedRun::decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    if let [one] = decoded.as_slice() {
+        return Ok(Document {
+            title: format!("latlab report: run {}", one.run.id),
+            blocks: run_section::blocks(one, 1, with_figures),
+        });
+    }
+    let merged = curves::merged_figures(runs)?;
+    let mut blocks = vec![
+        Block::Heading {
+            level: 1,
+            text: format!("latlab report: {} runs", runs.len()),
+        },
+        Block::Paragraph(
+            "The runs side by side: the comparison table and overlaid plots (one line per \
+             run, every stream of a run merged), then each run's own report."
+                .to_string(),
+        ),
+    ];
+    let degraded: Vec<String> = runs
+        .iter()
+        .filter(|r| r.degraded)
+        .map(|r| r.id.clone())
+        .collect();
+    if !degraded.is_empty() {
+        blocks.push(Block::Alert {
+            severity: Severity::Degraded,
+            title: "DEGRADED runs: their results are NOT real-time results".to_string(),
+            lines: degraded,
+        });
+    }
+    blocks.push(Block::Heading {
+        level: 2,
+        text: "Comparison".to_string(),
+    });
+    let metrics = [Metric::Percentile(99.0), Metric::Percentile(99.9)];
+    blocks.extend(comparison::blocks(runs, &merged, &metrics, 0.0).blocks);
+    if with_figures {
+        blocks.push(Block::Heading {
+            level: 2,
+            text: "Plots".to_string(),
+        });
+        for plot in PlotKind::ALL {
+            blocks.push(Block::Figure(curves::overlay(&decoded, &merged, plot)));
+        }
+    }
+    for run in &decoded {
+        blocks.extend(run_section::blocks(run, 2, with_figures));
+    }
+    Ok(Document {
+        title: format!("latlab report: {} runs", runs.len()),
+        blocks,
+    })
+}
+
+/// The summary of each of `runs`, one after the other, each under a heading that
+/// names its run.
+pub(crate) fn summary(runs: &[Run]) -> Result<Document, ReportError> {
+    let mut blocks = Vec::new();
+    for run in runs {
+        let decoded = DecodedRun::decode(run)?;
+        blocks.push(Block::Heading {
+            level: 2,
+            text: format!("Run {}", figures::run_label(run)),
+        });
+        blocks.extend(summary::blocks(&decoded));
+    }
+    Ok(Document {
+        title: "latlab summary".to_string(),
+        blocks,
+    })
+}
