@@ -23,6 +23,7 @@ pub mod audit;
 pub mod export;
 pub mod hist;
 pub mod import;
+mod judge;
 pub mod run;
 mod run_check;
 mod run_v1;

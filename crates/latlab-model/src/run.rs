@@ -6,8 +6,8 @@
 //! not break older readers; a different `schema` string is refused.
 
 use crate::audit::Audit;
-pub use crate::hist::Percentile;
 use crate::hist::{self, Edge, HistogramError, LatencyHistogram, Overflow};
+pub use crate::hist::{percentile_key, Percentile};
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
 use crate::units::Nanos;
@@ -496,12 +496,6 @@ impl Statistics {
     pub fn percentile(&self, p: f64) -> Option<Percentile> {
         self.percentiles_ns.get(&percentile_key(p)).copied()
     }
-}
-
-/// The key under which percentile `p` is stored: `50`, `99.9`, `99.999`.
-pub fn percentile_key(p: f64) -> String {
-    let s = format!("{p:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Exact running sums kept by a measuring loop (integer, so nothing is lost).
