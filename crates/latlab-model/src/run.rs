@@ -85,16 +85,6 @@ impl Run {
         text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
     }
 
-    /// Which value of a histogram bucket stands for the samples in this Run's
-    /// histograms: the highest (latlab's own samples, recorded at their values), or the
-    /// lowest (an import of a source's buckets, recorded at their lower edges).
-    pub fn bucket_edge(&self) -> Edge {
-        self.import
-            .as_ref()
-            .and_then(|i| crate::import::Format::from_name(&i.format))
-            .map_or(Edge::Highest, crate::import::Format::bucket_edge)
-    }
-
     /// Parses a Run from JSON, refusing other schemas and documents that fail
     /// [`check`](Run::check); a `latlab.run/1` document is read with its stand-ins made
     /// unknown ([`SCHEMA_V1`]).
