@@ -26,7 +26,6 @@ pub mod import;
 mod judge;
 pub mod run;
 mod run_check;
-mod run_v1;
 pub mod scenario;
 pub mod spec;
 pub mod text;

@@ -14,6 +14,8 @@ use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod v1;
+
 /// The schema identifier written into every Run.
 pub const SCHEMA: &str = "latlab.run/2";
 
@@ -105,7 +107,7 @@ impl Run {
             Some(SCHEMA_V1) => {
                 let mut value: serde_json::Value =
                     serde_json::from_str(text).map_err(RunFormatError::Json)?;
-                crate::run_v1::upgrade(&mut value);
+                v1::upgrade(&mut value);
                 serde_json::from_value(value).map_err(RunFormatError::Json)
             }
             Some(other) => Err(RunFormatError::Schema(other.to_string())),
