@@ -8,10 +8,10 @@
 
 use super::{Placement, Probe};
 use crate::record::{RecorderLimits, SampleRecorder};
+use latlab_model::params::{self, Described, ParamsError};
 use latlab_model::run::{EncodedHistogram, Statistics, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Every primitive probe, in the order `latlab probes` lists them.
@@ -134,26 +134,7 @@ impl fmt::Debug for ProbeInfo {
     }
 }
 
-/// One parameter of a probe.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamInfo {
-    /// The key (`transport`).
-    pub key: &'static str,
-    /// The values accepted; empty when any value is checked by the probe itself.
-    pub choices: &'static [&'static str],
-    /// The value when not given.
-    pub default: &'static str,
-    /// One line on what it does.
-    pub help: &'static str,
-}
-
-/// A probe's parameters by key, every declared key present (see [`parse`]).
-pub type Params = BTreeMap<String, String>;
-
-/// A parameter's value (`""` for a key the probe does not declare).
-pub fn param<'a>(params: &'a Params, key: &str) -> &'a str {
-    params.get(key).map_or("", String::as_str)
-}
+pub use latlab_model::params::{param, ParamInfo, Params};
 
 /// Everything a probe is built from: its checked parameters (every key, defaults
 /// filled in) and the run's settings that apply to it.
@@ -329,85 +310,36 @@ impl ProbeSpec {
 
 impl fmt::Display for ProbeSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)?;
-        let info = self.info();
-        for (i, p) in info.params.iter().enumerate() {
-            let sep = if i == 0 { ':' } else { ',' };
-            write!(f, "{sep}{}={}", p.key, self.params[p.key])?;
-        }
-        Ok(())
+        let spec = params::Spec {
+            entry: self.info(),
+            params: &self.params,
+        };
+        write!(f, "{spec}")
+    }
+}
+
+impl Described for ProbeInfo {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn params(&self) -> &'static [ParamInfo] {
+        self.params
     }
 }
 
 /// Parses `NAME[:key=value,...]`, checking the name, the keys and the values, and
 /// filling in defaults. Errors say what is accepted.
-pub fn parse(text: &str) -> Result<ProbeSpec, String> {
-    let (name, rest) = text.split_once(':').unwrap_or((text, ""));
-    let info = find(name.trim()).ok_or_else(|| {
-        format!(
-            "unknown probe '{name}': choose {} (latlab probes lists them)",
-            CATALOGUE
-                .iter()
-                .map(|p| p.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })?;
-    let mut params: BTreeMap<String, String> = info
-        .params
-        .iter()
-        .map(|p| (p.key.to_string(), p.default.to_string()))
-        .collect();
-    let mut given = std::collections::BTreeSet::new();
-    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            format!(
-                "'{pair}' in probe '{text}': write key=value, e.g. {}",
-                example(info)
-            )
-        })?;
-        let (key, value) = (key.trim(), value.trim());
-        let param = info.params.iter().find(|p| p.key == key).ok_or_else(|| {
-            format!(
-                "probe {} has no parameter '{key}': it takes {}",
-                info.name,
-                keys(info)
-            )
-        })?;
-        if !param.choices.is_empty() && !param.choices.contains(&value) {
-            return Err(format!(
-                "probe {}: {key}={value} is not one of {}",
-                info.name,
-                param.choices.join(", ")
-            ));
-        }
-        if !given.insert(key) {
-            return Err(format!("probe '{text}' gives {key} twice: keep one"));
-        }
-        params.insert(key.to_string(), value.to_string());
-    }
+pub fn parse(text: &str) -> Result<ProbeSpec, ParamsError> {
+    let kind = params::Kind {
+        noun: "probe",
+        listed_by: "latlab probes",
+    };
+    let (info, params) = params::parse(text, kind, CATALOGUE)?;
     Ok(ProbeSpec {
         name: info.name.to_string(),
         params,
     })
-}
-
-fn keys(info: &ProbeInfo) -> String {
-    if info.params.is_empty() {
-        return "none".to_string();
-    }
-    info.params
-        .iter()
-        .map(|p| p.key)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn example(info: &ProbeInfo) -> String {
-    match info.params.first() {
-        Some(p) => format!("{}:{}={}", info.name, p.key, p.default),
-        None => info.name.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -425,14 +357,22 @@ mod tests {
             }
             assert!(!info.summary.is_empty() && !info.definition.is_empty());
         }
-        assert!(parse("nosuch").unwrap_err().contains("clock"));
-        assert!(parse("clock:nokey=1").unwrap_err().contains("no parameter"));
-        assert!(parse("clock:clock").unwrap_err().contains("key=value"));
+        assert!(parse("nosuch").unwrap_err().to_string().contains("clock"));
+        assert!(parse("clock:nokey=1")
+            .unwrap_err()
+            .to_string()
+            .contains("no parameter"));
+        assert!(parse("clock:clock")
+            .unwrap_err()
+            .to_string()
+            .contains("key=value"));
         assert!(parse("msg:task=process,task=thread")
             .unwrap_err()
+            .to_string()
             .contains("gives task twice"));
         assert!(parse("clock:clock=sundial")
             .unwrap_err()
+            .to_string()
             .contains("monotonic"));
     }
 
@@ -470,7 +410,7 @@ mod tests {
     #[test]
     fn cross_partners_go_to_another_cpu_when_there_is_one() {
         let setup = ProbeSetup {
-            params: BTreeMap::new(),
+            params: Params::new(),
             period: Nanos::from_millis(1),
             span: None,
             policy: SchedSpec::DEFAULT,
