@@ -387,7 +387,7 @@ impl Histogram {
         b.max = Some(Nanos(footer.max.values[t].saturating_mul(u)));
         b.mean = Some(binned::truncated_mean(&b, footer.avg.values[t], u, p));
         b.check().map_err(|d| {
-            let line = match d.figure {
+            let line = match d.figure() {
                 Figure::Min => footer.min.line,
                 Figure::Max => footer.max.line,
                 Figure::Mean => footer.avg.line,
@@ -395,7 +395,7 @@ impl Histogram {
             ImportError::at(
                 file,
                 line,
-                format!("thread {t}: {}: the file is inconsistent", d.problem),
+                format!("thread {t}: {d}: the file is inconsistent"),
             )
         })?;
         Ok(b)
