@@ -3,7 +3,7 @@
 //! outside its range, and the tool's own minimum, maximum and mean, which are checked
 //! against the buckets and used to refine each other.
 
-use super::build::Provenance;
+use super::provenance::Provenance;
 use crate::hist::Percentile;
 use crate::Nanos;
 

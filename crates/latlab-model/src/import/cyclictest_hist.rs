@@ -19,8 +19,9 @@
 //! `-N`); the file does not say which, so [`ImportContext::unit`] does.
 
 use super::binned::{self, Binned, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::Run;
 use crate::spec::SchedSpec;

@@ -10,9 +10,10 @@
 //! from its command line, read as cyclictest reads it.
 
 use super::binned::{self, Binned, Disagreement, TooManySamples};
-use super::build::{self, Provenance, StreamSource, Values};
+use super::build::{self, StreamSource, Values};
 use super::cyclictest_cmdline::{self, Options};
 use super::printf_json::line_of;
+use super::provenance::Provenance;
 use super::rt_json::{self, Header};
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::{MemoryLockPlan, Run};

@@ -23,7 +23,8 @@
 //! * Sample times (timeline, spikes) are cycle × period, which is exact up to the first
 //!   wake later than a period.
 
-use super::build::{self, Exact, Provenance, Source, StreamSource, Values};
+use super::build::{self, Exact, Source, StreamSource, Values};
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::hist::LatencyHistogram;
 use crate::run::{ExactSums, Run, Spike, Spikes, Timeline};

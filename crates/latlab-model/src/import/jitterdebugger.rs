@@ -7,8 +7,9 @@
 //! `min` 4294967295 and `avg` `-nan`.
 
 use super::binned::{self, Binned, Disagreement, TooManySamples};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::printf_json::{self, line_of};
+use super::provenance::Provenance;
 use super::{rt_json, ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
 use crate::Nanos;

@@ -34,6 +34,7 @@ mod lines;
 mod oslat_json;
 mod oslat_text;
 mod printf_json;
+mod provenance;
 mod rt_json;
 mod rtla_timerlat;
 pub(crate) mod time;
@@ -300,7 +301,7 @@ pub fn import(
 /// say), noted as assumed.
 fn unit_or_default(
     ctx: &ImportContext,
-    provenance: &mut build::Provenance,
+    provenance: &mut provenance::Provenance,
     what: &str,
 ) -> TimeUnit {
     ctx.unit.unwrap_or_else(|| {

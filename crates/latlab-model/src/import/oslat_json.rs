@@ -6,10 +6,11 @@
 //! bucket's upper end in µs (see [`oslat_text`](super::oslat_text) for what a bucket
 //! holds). The bucket width is oslat's default (1 µs) unless the command line sets `-W`.
 
-use super::build::{self, Provenance};
+use super::build;
 use super::getopt::{self, atoi, parse_time_string, Arg, Long};
 use super::oslat_text::{self, decimal_us, OslatColumn};
 use super::printf_json::line_of;
+use super::provenance::Provenance;
 use super::rt_json::{self, Header};
 use super::{ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};

@@ -28,8 +28,9 @@
 //! overflows' excess.
 
 use super::binned::{self, Binned, Disagreement, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
 use crate::spec::SchedSpec;

@@ -23,8 +23,9 @@
 //! buckets are not named); `--no-summary` output can, without minimum, mean and maximum.
 
 use super::binned::{self, Binned, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::Run;
 use crate::Nanos;
