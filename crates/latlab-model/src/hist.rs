@@ -57,6 +57,12 @@ pub enum Percentile {
     },
 }
 
+/// The key under which percentile `p` is stored: `50`, `99.9`, `99.999`.
+pub fn percentile_key(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 impl Percentile {
     /// The value, or the bound: where a number must be drawn (a plot), never to be
     /// printed or judged without [`is_bound`](Percentile::is_bound).

@@ -9,6 +9,8 @@
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
+//! * [`params`] — `NAME[:key=value,...]`, how probes and loads are named with their
+//!   parameters: one parser, with each parameter's default and choices.
 //! * [`threshold`] — pass/fail limits and the verdict they give.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
@@ -23,9 +25,10 @@ pub mod audit;
 pub mod export;
 pub mod hist;
 pub mod import;
+mod judge;
+pub mod params;
 pub mod run;
 mod run_check;
-mod run_v1;
 pub mod scenario;
 pub mod spec;
 pub mod text;

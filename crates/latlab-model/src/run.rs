@@ -6,13 +6,15 @@
 //! not break older readers; a different `schema` string is refused.
 
 use crate::audit::Audit;
-pub use crate::hist::Percentile;
 use crate::hist::{self, Edge, HistogramError, LatencyHistogram, Overflow};
+pub use crate::hist::{percentile_key, Percentile};
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+mod v1;
 
 /// The schema identifier written into every Run.
 pub const SCHEMA: &str = "latlab.run/2";
@@ -85,16 +87,6 @@ impl Run {
         text.trim_start().starts_with('{') && text.contains("\"latlab.run/")
     }
 
-    /// Which value of a histogram bucket stands for the samples in this Run's
-    /// histograms: the highest (latlab's own samples, recorded at their values), or the
-    /// lowest (an import of a source's buckets, recorded at their lower edges).
-    pub fn bucket_edge(&self) -> Edge {
-        self.import
-            .as_ref()
-            .and_then(|i| crate::import::Format::from_name(&i.format))
-            .map_or(Edge::Highest, crate::import::Format::bucket_edge)
-    }
-
     /// Parses a Run from JSON, refusing other schemas and documents that fail
     /// [`check`](Run::check); a `latlab.run/1` document is read with its stand-ins made
     /// unknown ([`SCHEMA_V1`]).
@@ -115,7 +107,7 @@ impl Run {
             Some(SCHEMA_V1) => {
                 let mut value: serde_json::Value =
                     serde_json::from_str(text).map_err(RunFormatError::Json)?;
-                crate::run_v1::upgrade(&mut value);
+                v1::upgrade(&mut value);
                 serde_json::from_value(value).map_err(RunFormatError::Json)
             }
             Some(other) => Err(RunFormatError::Schema(other.to_string())),
@@ -513,12 +505,6 @@ impl Statistics {
     pub fn percentile(&self, p: f64) -> Option<Percentile> {
         self.percentiles_ns.get(&percentile_key(p)).copied()
     }
-}
-
-/// The key under which percentile `p` is stored: `50`, `99.9`, `99.999`.
-pub fn percentile_key(p: f64) -> String {
-    let s = format!("{p:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Exact running sums kept by a measuring loop (integer, so nothing is lost).

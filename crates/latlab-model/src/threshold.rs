@@ -1,7 +1,6 @@
 //! Pass/fail limits (`--max 100us`, `--p99 50us`, `--p99.99 80us`) and the verdict.
 
-use crate::hist::Edge;
-use crate::run::{percentile_key, Percentile, Stream};
+use crate::hist::{percentile_key, Percentile};
 use crate::spec::SpecError;
 use crate::units::{parse_duration, Nanos};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -48,31 +47,6 @@ impl Metric {
             )));
         }
         Ok(Metric::Percentile(p))
-    }
-
-    /// Evaluates the metric on a stream: `None` when the stream has no samples or its
-    /// source lacked the figure (an imported mean, a histogram). Reported percentiles
-    /// come from its statistics; any other is computed from its histogram, decoded only
-    /// then.
-    pub fn observe(&self, stream: &Stream) -> Option<Percentile> {
-        let stats = &stream.stats;
-        match self {
-            Metric::Max => stats.max_ns.map(Percentile::Exact),
-            Metric::Mean => stats
-                .mean_ns
-                .map(|m| Percentile::Exact(Nanos(m.round() as i64))),
-            Metric::Percentile(p) => match stats.percentile(*p) {
-                Some(v) => Some(v),
-                None => {
-                    let (min, max) = (stats.min_ns?, stats.max_ns?);
-                    stream
-                        .decode_histogram()
-                        .ok()??
-                        // Thresholds judge latlab's own samples (imports have none).
-                        .percentile_within(*p, min, max, Edge::Highest)
-                }
-            },
-        }
     }
 
     /// What the metric is called in a sentence: `the maximum`, `the mean`, `p99.9`.
@@ -187,7 +161,7 @@ pub struct Check {
 
 impl Check {
     /// Judges an observation against a limit.
-    fn judge(observed: Option<Percentile>, samples: u64, limit: Nanos) -> Option<bool> {
+    pub(crate) fn judge(observed: Option<Percentile>, samples: u64, limit: Nanos) -> Option<bool> {
         match observed {
             Some(Percentile::Exact(v)) => Some(v <= limit),
             // The value is above the bound: beyond the limit if the bound is.
@@ -210,38 +184,6 @@ pub struct Verdict {
     pub status: Status,
     /// Every check made.
     pub checks: Vec<Check>,
-}
-
-impl Verdict {
-    /// Judges streams against thresholds.
-    pub fn judge(thresholds: &[Threshold], streams: &[Stream]) -> Verdict {
-        if thresholds.is_empty() {
-            return Verdict {
-                status: Status::None,
-                checks: Vec::new(),
-            };
-        }
-        let mut checks = Vec::new();
-        for threshold in thresholds {
-            for stream in streams {
-                let observed = threshold.metric.observe(stream);
-                checks.push(Check {
-                    threshold: *threshold,
-                    stream: format!("{} [{}]", stream.label(), stream.phase),
-                    observed_ns: observed,
-                    passed: Check::judge(observed, stream.samples, threshold.limit_ns),
-                });
-            }
-        }
-        let status = if checks.iter().any(Check::failed) {
-            Status::Fail
-        } else if checks.iter().any(|c| c.passed.is_none()) {
-            Status::Undecided
-        } else {
-            Status::Pass
-        };
-        Verdict { status, checks }
-    }
 }
 
 #[cfg(test)]

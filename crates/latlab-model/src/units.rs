@@ -199,28 +199,51 @@ fn parse_one_duration(text: &str) -> Result<Nanos, DurationError> {
     Ok(Nanos(total as i64))
 }
 
+/// Why a size (`32M`) could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// It does not start with a whole number.
+    #[error("'{0}' is not a size: write e.g. 4096, 64K, 32M or 1G")]
+    NotANumber(String),
+    /// The unit is not one of B, K, M, G.
+    #[error("'{text}': unknown size unit '{unit}' (use K, M or G)")]
+    UnknownUnit {
+        /// The size as given.
+        text: String,
+        /// The unit as given.
+        unit: String,
+    },
+    /// It does not fit in 64 bits.
+    #[error("'{0}' is too large: give at most 16E bytes, e.g. 64G")]
+    TooLarge(String),
+}
+
 /// Parses a size in bytes: `4096`, `64K`, `32M`, `1G` (binary multiples; `KiB`,
 /// `MB` and lower case accepted too).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size: write e.g. 4096, 64K, 32M or 1G"))?;
+    let too_large = || SizeError::TooLarge(text.to_string());
+    let n: u64 = match number.parse() {
+        Ok(n) => n,
+        // All digits, yet not a u64: too many of them.
+        Err(_) if !number.is_empty() => return Err(too_large()),
+        Err(_) => return Err(SizeError::NotANumber(text.to_string())),
+    };
     let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         other => {
-            return Err(format!(
-                "'{text}': unknown size unit '{other}' (use K, M or G)"
-            ))
+            return Err(SizeError::UnknownUnit {
+                text: text.to_string(),
+                unit: other.to_string(),
+            })
         }
     };
-    n.checked_mul(scale)
-        .ok_or_else(|| format!("'{text}' is too large"))
+    n.checked_mul(scale).ok_or_else(too_large)
 }
 
 #[cfg(test)]
@@ -233,8 +256,22 @@ mod tests {
         assert_eq!(parse_size("32M"), Ok(32 << 20));
         assert_eq!(parse_size("64k"), Ok(64 << 10));
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert!(parse_size("12X").unwrap_err().contains("unknown size unit"));
-        assert!(parse_size("M").unwrap_err().contains("not a size"));
+        assert!(parse_size("12X")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown size unit"));
+        assert!(parse_size("M")
+            .unwrap_err()
+            .to_string()
+            .contains("not a size"));
+        assert_eq!(
+            parse_size("99999999999999999999"),
+            Err(SizeError::TooLarge("99999999999999999999".into()))
+        );
+        assert_eq!(
+            parse_size("17179869184G"),
+            Err(SizeError::TooLarge("17179869184G".into()))
+        );
     }
 
     #[test]

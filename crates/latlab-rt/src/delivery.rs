@@ -25,9 +25,12 @@ pub enum Delivery {
 /// Waits at most `patience` for the reader of the pipe `fd` (the writing end) to take
 /// what was written into it, or to go away without it.
 pub fn delivery(fd: i32, patience: Duration) -> Delivery {
-    // SAFETY: fstat writes only into the zeroed struct it is given.
+    // SAFETY: libc::stat is plain integers, for which all zero bytes are a valid value.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut stat) } != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
+    // SAFETY: fstat writes only into the struct it is given, which outlives the call; a
+    // bad fd is an error return, not undefined behaviour.
+    let stat_failed = unsafe { libc::fstat(fd, &mut stat) } != 0;
+    if stat_failed || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
         return Delivery::NotAPipe;
     }
     let started = Instant::now();

@@ -1,5 +1,5 @@
 //! Memory shared between a process and the children it forks: raw C objects
-//! ([`SharedMapping`]), one Rust value ([`SharedRegion`]) and counters
+//! (`SharedMapping`), one Rust value ([`SharedRegion`]) and counters
 //! ([`SharedCounters`]), all in anonymous `MAP_SHARED` mappings.
 
 use crate::RtError;

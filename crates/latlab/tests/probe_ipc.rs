@@ -22,20 +22,16 @@ fn serial() -> MutexGuard<'static, ()> {
 fn adopt_orphans() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: PR_SET_CHILD_SUBREAPER takes a flag, no pointers.
-        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        assert_eq!(rc, 0, "become a subreaper");
+        latlab_rt::process::become_subreaper().expect("become a subreaper");
     });
 }
 
 fn assert_no_stray_children(what: &str) {
-    let mut status = 0;
-    // SAFETY: non-blocking waitpid for any child, valid status pointer.
-    let rc = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-    let errno = std::io::Error::last_os_error().raw_os_error();
+    // Exited and running children alike: a zombie is a process latlab failed to reap.
+    let stray = latlab_rt::process::children();
     assert!(
-        rc == -1 && errno == Some(libc::ECHILD),
-        "{what}: a process outlived latlab (waitpid gave {rc})"
+        stray.is_empty(),
+        "{what}: a process outlived latlab (pids {stray:?})"
     );
 }
 
@@ -180,8 +176,11 @@ fn stopping_a_run_stops_and_reaps_the_partner_process() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(700));
-        // SAFETY: SIGINT to the child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "SIGINT to latlab");
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "{spec}: Ctrl-C ends a run cleanly");
         let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -1,7 +1,7 @@
 //! The caller's rights: real-time priority and memory locking, from
 //! `/proc/self/status` (capabilities) and `/proc/self/limits` (rlimits) under the root.
 
-use super::{Check, CheckContext, Recorder};
+use super::{Check, CheckContext, FactError, Recorder};
 use latlab_model::audit::CheckResult;
 
 /// Capability bit numbers (linux/capability.h).
@@ -38,42 +38,49 @@ impl Limit {
 }
 
 /// Whether the caller holds capability `bit` (effective set), from `/proc/self/status`.
-fn capability(ctx: &CheckContext, bit: u32) -> Result<bool, String> {
-    let status = ctx.files.try_read("/proc/self/status").map_err(|e| {
-        format!(
-            "cannot read /proc/self/status: {}",
-            super::context::describe(&e)
-        )
-    })?;
+fn capability(ctx: &CheckContext, bit: u32) -> Result<bool, FactError> {
+    const STATUS: &str = "/proc/self/status";
+    let status = ctx
+        .files
+        .try_read(STATUS)
+        .map_err(|e| FactError::unreadable(STATUS, &e))?;
     let hex = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
-        .ok_or("/proc/self/status has no CapEff line")?;
-    let mask = u64::from_str_radix(hex.trim(), 16).map_err(|_| {
-        format!(
-            "/proc/self/status CapEff '{}' is not hexadecimal",
-            hex.trim()
-        )
+        .ok_or_else(|| FactError::NoLine {
+            path: STATUS,
+            line: "CapEff".to_string(),
+        })?;
+    let mask = u64::from_str_radix(hex.trim(), 16).map_err(|_| FactError::Malformed {
+        path: STATUS,
+        value: format!("CapEff '{}'", hex.trim()),
+        form: "hexadecimal",
     })?;
     Ok(mask >> bit & 1 == 1)
 }
 
 /// The soft and hard values of a limit in `/proc/self/limits` (`Max locked memory`).
-fn limit(ctx: &CheckContext, name: &str) -> Result<(Limit, Limit), String> {
-    let limits = ctx.files.try_read("/proc/self/limits").map_err(|e| {
-        format!(
-            "cannot read /proc/self/limits: {}",
-            super::context::describe(&e)
-        )
-    })?;
+fn limit(ctx: &CheckContext, name: &str) -> Result<(Limit, Limit), FactError> {
+    const LIMITS: &str = "/proc/self/limits";
+    let limits = ctx
+        .files
+        .try_read(LIMITS)
+        .map_err(|e| FactError::unreadable(LIMITS, &e))?;
     let line = limits
         .lines()
         .find_map(|l| l.strip_prefix(name))
-        .ok_or_else(|| format!("/proc/self/limits has no '{name}' line"))?;
+        .ok_or_else(|| FactError::NoLine {
+            path: LIMITS,
+            line: format!("'{name}'"),
+        })?;
     let mut values = line.split_whitespace().map(Limit::parse);
     match (values.next().flatten(), values.next().flatten()) {
         (Some(soft), Some(hard)) => Ok((soft, hard)),
-        _ => Err(format!("/proc/self/limits '{name}' is not 'SOFT HARD'")),
+        _ => Err(FactError::Malformed {
+            path: LIMITS,
+            value: format!("'{name}'"),
+            form: "'SOFT HARD'",
+        }),
     }
 }
 

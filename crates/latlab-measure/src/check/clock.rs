@@ -43,7 +43,7 @@ impl Check for HighResTimers {
         let list = match r.read_quietly("/proc/timer_list") {
             Ok(text) => text,
             Err(e) => {
-                r.note("/proc/timer_list", e.clone());
+                r.note("/proc/timer_list", e.to_string());
                 return r.unknown(format!(
                     "{e}; whether high-resolution mode is active on each CPU is only shown there"
                 ));

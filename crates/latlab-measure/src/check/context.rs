@@ -99,6 +99,86 @@ impl Task {
     }
 }
 
+/// Why a fact a check needs could not be had: which file, and why in words a user acts
+/// on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {why}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        why: IoWhy,
+    },
+    /// A directory could not be listed.
+    #[error("cannot list {path}: {why}")]
+    Unlistable {
+        /// The directory.
+        path: String,
+        /// Why.
+        why: IoWhy,
+    },
+    /// The kernel configuration is in neither place the kernel keeps it.
+    #[error(
+        "the kernel configuration is not readable (neither /proc/config.gz nor \
+         /boot/config-RELEASE)"
+    )]
+    NoKernelConfig,
+    /// A file lacks the line a check reads (`CapEff` of `/proc/self/status`).
+    #[error("{path} has no {line} line")]
+    NoLine {
+        /// The file.
+        path: &'static str,
+        /// The line, as named in the file.
+        line: String,
+    },
+    /// A value is not in the form the kernel writes it.
+    #[error("{path} {value} is not {form}")]
+    Malformed {
+        /// The file.
+        path: &'static str,
+        /// The value, with the line it is on.
+        value: String,
+        /// The form expected (`hexadecimal`).
+        form: &'static str,
+    },
+}
+
+impl FactError {
+    /// `path` could not be read, for `error`.
+    pub fn unreadable(path: &str, error: &io::Error) -> FactError {
+        FactError::Unreadable {
+            path: path.to_string(),
+            why: IoWhy::from(error),
+        }
+    }
+}
+
+/// Why a file could not be read, in words a user acts on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IoWhy {
+    /// It is not there (the kernel lacks the feature, or the driver is not loaded).
+    #[error("it does not exist")]
+    NotFound,
+    /// Only root may read it.
+    #[error("permission denied (run as root to read it)")]
+    PermissionDenied,
+    /// Anything else, as the system says it.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<&io::Error> for IoWhy {
+    fn from(e: &io::Error) -> IoWhy {
+        match e.kind() {
+            io::ErrorKind::NotFound => IoWhy::NotFound,
+            io::ErrorKind::PermissionDenied => IoWhy::PermissionDenied,
+            _ => IoWhy::Other(e.to_string()),
+        }
+    }
+}
+
 /// Everything the checks read from, gathered once.
 #[derive(Debug)]
 pub struct CheckContext {
@@ -111,14 +191,14 @@ pub struct CheckContext {
     /// The real-time priority the task runs at (1–99; 0 when it is not real-time).
     pub priority: u8,
     /// The kernel configuration, or why it could not be read.
-    pub config: Result<KernelConfig, String>,
+    pub config: Result<KernelConfig, FactError>,
     /// The kernel command line (before any `--`), or why it could not be read.
-    pub cmdline: Result<String, String>,
+    pub cmdline: Result<String, FactError>,
     /// The hypervisor or container seen, `None` on bare metal.
     pub virtualization: Option<String>,
     /// Latlab's own process, left out of task scans.
     self_pid: Option<u32>,
-    tasks: OnceLock<Result<Vec<Task>, String>>,
+    tasks: OnceLock<Result<Vec<Task>, FactError>>,
 }
 
 impl CheckContext {
@@ -141,18 +221,14 @@ impl CheckContext {
         let config = files
             .kernel_config(&CONFIG_PREFIXES)
             .map(|(source, text)| KernelConfig::new(source, text))
-            .ok_or_else(|| {
-                "the kernel configuration is not readable (neither /proc/config.gz nor \
-                 /boot/config-RELEASE)"
-                    .to_string()
-            });
+            .ok_or(FactError::NoKernelConfig);
         let cmdline = files
             .try_read("/proc/cmdline")
             .map(|line| match line.split_once(" -- ") {
                 Some((kernel, _init)) => kernel.to_string(),
                 None => line,
             })
-            .map_err(|e| format!("cannot read /proc/cmdline: {}", describe(&e)));
+            .map_err(|e| FactError::unreadable("/proc/cmdline", &e));
         let virtualization = files.virtualization();
         let self_pid = files
             .read("/proc/self/stat")
@@ -219,18 +295,18 @@ impl CheckContext {
     }
 
     /// Every thread in `/proc` but latlab's own, scanned once.
-    pub fn tasks(&self) -> Result<&[Task], &str> {
-        self.tasks
-            .get_or_init(|| self.scan_tasks())
-            .as_deref()
-            .map_err(String::as_str)
+    pub fn tasks(&self) -> Result<&[Task], &FactError> {
+        self.tasks.get_or_init(|| self.scan_tasks()).as_deref()
     }
 
-    fn scan_tasks(&self) -> Result<Vec<Task>, String> {
+    fn scan_tasks(&self) -> Result<Vec<Task>, FactError> {
         let pids = self
             .files
             .list("/proc")
-            .map_err(|e| format!("cannot list /proc: {}", describe(&e)))?;
+            .map_err(|e| FactError::Unlistable {
+                path: "/proc".to_string(),
+                why: IoWhy::from(&e),
+            })?;
         let mut tasks = Vec::new();
         for pid in pids.iter().filter_map(|p| p.parse::<u32>().ok()) {
             if Some(pid) == self.self_pid {
@@ -284,15 +360,6 @@ pub(crate) fn parse_stat(pid: u32, tid: u32, text: &str) -> Option<Task> {
     })
 }
 
-/// An I/O error in words a user acts on.
-pub(crate) fn describe(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "it does not exist".to_string(),
-        io::ErrorKind::PermissionDenied => "permission denied (run as root to read it)".to_string(),
-        _ => e.to_string(),
-    }
-}
-
 /// Collects the evidence of one check and ends it with a verdict.
 #[derive(Debug)]
 pub struct Recorder<'a> {
@@ -306,7 +373,7 @@ pub struct Recorder<'a> {
 impl Recorder<'_> {
     /// Reads a file under the root and keeps what was read (or why not) as evidence.
     /// The error says which file and why.
-    pub fn read(&mut self, path: &str) -> Result<String, String> {
+    pub fn read(&mut self, path: &str) -> Result<String, FactError> {
         match self.ctx.files.try_read(path) {
             Ok(value) => {
                 // One line: tabs and newlines would break a table.
@@ -315,20 +382,23 @@ impl Recorder<'_> {
                 Ok(value)
             }
             Err(e) => {
-                let why = describe(&e);
+                let why = IoWhy::from(&e);
                 self.note(path, format!("unreadable: {why}"));
-                Err(format!("cannot read {path}: {why}"))
+                Err(FactError::Unreadable {
+                    path: path.to_string(),
+                    why,
+                })
             }
         }
     }
 
     /// Reads a file without keeping it as evidence (for files only parts of which
     /// matter; note those parts).
-    pub fn read_quietly(&self, path: &str) -> Result<String, String> {
+    pub fn read_quietly(&self, path: &str) -> Result<String, FactError> {
         self.ctx
             .files
             .try_read(path)
-            .map_err(|e| format!("cannot read {path}: {}", describe(&e)))
+            .map_err(|e| FactError::unreadable(path, &e))
     }
 
     /// Says why the finding earns its verdict (what it does to a real-time task).
@@ -397,14 +467,37 @@ impl Recorder<'_> {
     }
 
     /// Ends the check: could not be judged, and why.
-    pub fn unknown(self, reason: impl Into<String>) -> CheckResult {
-        self.verdict(CheckVerdict::Unknown, reason, None)
+    pub fn unknown(self, reason: impl ToString) -> CheckResult {
+        self.verdict(CheckVerdict::Unknown, reason.to_string(), None)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreadable_facts_say_which_file_and_what_to_do() {
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(
+            FactError::unreadable("/proc/cmdline", &missing).to_string(),
+            "cannot read /proc/cmdline: it does not exist"
+        );
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            FactError::unreadable("/dev/cpu/0/msr", &denied).to_string(),
+            "cannot read /dev/cpu/0/msr: permission denied (run as root to read it)"
+        );
+        let malformed = FactError::Malformed {
+            path: "/proc/self/status",
+            value: "CapEff 'xyz'".to_string(),
+            form: "hexadecimal",
+        };
+        assert_eq!(
+            malformed.to_string(),
+            "/proc/self/status CapEff 'xyz' is not hexadecimal"
+        );
+    }
 
     #[test]
     fn stat_lines_with_odd_names_parse() {

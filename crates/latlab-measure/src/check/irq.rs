@@ -71,10 +71,10 @@ impl Check for IrqAffinity {
         let irqs = match ctx.files.list("/proc/irq") {
             Ok(list) => list,
             Err(e) => {
-                return r.unknown(format!(
-                    "cannot list /proc/irq: {}",
-                    super::context::describe(&e)
-                ))
+                return r.unknown(super::FactError::Unlistable {
+                    path: "/proc/irq".to_string(),
+                    why: super::IoWhy::from(&e),
+                })
             }
         };
         let _ = r.read("/proc/irq/default_smp_affinity");

@@ -27,7 +27,7 @@ mod tick;
 mod virt;
 mod watchdog;
 
-pub use context::{CheckContext, KernelConfig, Recorder, Task};
+pub use context::{CheckContext, FactError, IoWhy, KernelConfig, Recorder, Task};
 
 use latlab_model::audit::{Audit, CheckResult};
 use latlab_model::spec::SchedSpec;

@@ -61,7 +61,7 @@ impl Check for SystemManagementInterrupts {
         let count = match ctx.files.read_u64_at(&msr, MSR_SMI_COUNT) {
             Ok(c) => c,
             Err(e) => {
-                let why = super::context::describe(&e);
+                let why = super::IoWhy::from(&e);
                 r.note(&msr, format!("unreadable: {why}"));
                 return r.verdict(
                     latlab_model::audit::CheckVerdict::Unknown,

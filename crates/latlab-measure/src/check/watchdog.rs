@@ -1,6 +1,6 @@
 //! Lockup detectors: the NMI (hard) and soft lockup watchdogs on the task's CPUs.
 
-use super::{among, cpu_list, Check, CheckContext};
+use super::{among, cpu_list, Check, CheckContext, FactError};
 use crate::facts::parse_kernel_cpu_list;
 use latlab_model::audit::CheckResult;
 
@@ -30,7 +30,7 @@ impl Check for Watchdogs {
             return r.unknown(e.clone());
         }
         // A missing file means the detector is not built in.
-        let off = |v: &Result<String, String>| v.as_deref().map_or(true, |s| s == "0");
+        let off = |v: &Result<String, FactError>| v.as_deref().map_or(true, |s| s == "0");
         let master_off = master.as_deref() == Ok("0");
         let nmi = !master_off && !off(&nmi);
         let soft = !master_off && !off(&soft);

@@ -1,39 +1,33 @@
 //! `cpu`: busy arithmetic on every load CPU (the compute part of Koolwal's make -j8).
 
-use super::{param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{param_u64, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work};
 
 pub(super) struct Cpu;
 
-const PARAMS: &[Param] = &[Param {
-    name: "threads",
+const PARAMS: &[ParamInfo] = &[ParamInfo {
+    key: "threads",
+    choices: &[],
     default: "0",
-    meaning: "busy threads; 0 = one per load CPU",
+    help: "busy threads; 0 = one per load CPU",
 }];
 
 /// Iterations between two looks at the stop flag and the counter.
 const BATCH: u64 = 1 << 16;
 
+/// The cpu load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "cpu",
+    summary: "busy integer arithmetic on every load CPU",
+    params: PARAMS,
+    work: Work {
+        unit: "iterations",
+        rate_unit: "M iterations/s",
+        scale: 1e-6,
+    },
+    load: &Cpu,
+};
+
 impl Load for Cpu {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
-    fn describe(&self) -> &'static str {
-        "busy integer arithmetic on every load CPU"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        PARAMS
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "iterations",
-            rate_unit: "M iterations/s",
-            scale: 1e-6,
-        }
-    }
-
     fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
         let threads = match param_u64(params, "threads")? {
             0 => ctx.cpus.len().max(1),

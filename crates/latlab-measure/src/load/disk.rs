@@ -1,45 +1,42 @@
 //! `disk`: a file written and flushed over and over (Wilshire's "dd job and writing
 //! the buffers to the hard disk using sync", Rapid Reaction Linux Tables 1 and 5).
 
-use super::{param_size, require_free_space, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{
+    param_size, require_free_space, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work,
+};
 use std::io::{Seek, SeekFrom, Write};
 
 pub(super) struct Disk;
 
-const PARAMS: &[Param] = &[
-    Param {
-        name: "size",
+const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "size",
+        choices: &[],
         default: "64M",
-        meaning: "file size, the bound on disk space used",
+        help: "file size, the bound on disk space used",
     },
-    Param {
-        name: "block",
+    ParamInfo {
+        key: "block",
+        choices: &[],
         default: "1M",
-        meaning: "bytes per write",
+        help: "bytes per write",
     },
 ];
 
+/// The disk load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "disk",
+    summary: "rewrites a file (64 MB) and flushes it with fsync and sync (Wilshire's dd + sync)",
+    params: PARAMS,
+    work: Work {
+        unit: "bytes",
+        rate_unit: "MB/s",
+        scale: 1e-6,
+    },
+    load: &Disk,
+};
+
 impl Load for Disk {
-    fn name(&self) -> &'static str {
-        "disk"
-    }
-
-    fn describe(&self) -> &'static str {
-        "rewrites a file (64 MB) and flushes it with fsync and sync (Wilshire's dd + sync)"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        PARAMS
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "bytes",
-            rate_unit: "MB/s",
-            scale: 1e-6,
-        }
-    }
-
     fn check(&self, params: &Params, dir: &std::path::Path) -> Result<(), LoadError> {
         let size = param_size(params, "size")?;
         let block = param_size(params, "block")?;

@@ -2,33 +2,27 @@
 //! run by `sh -c` in the load's process group. Whatever the command starts is ended
 //! with the worker's other descendants when the load stops, even outside the group.
 
-use super::{Load, LoadContext, LoadError, Param, Params, Work};
+use super::{Load, LoadContext, LoadError, LoadInfo, Params, Work};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 pub(super) struct Exec;
 
+/// The exec load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "exec",
+    summary:
+        "any command, e.g. exec:make -j4 -C ~/linux; its rate is the CPU time it used per second",
+    params: &[],
+    work: Work {
+        unit: "CPU ns",
+        rate_unit: "CPU s/s",
+        scale: 1e-9,
+    },
+    load: &Exec,
+};
+
 impl Load for Exec {
-    fn name(&self) -> &'static str {
-        "exec"
-    }
-
-    fn describe(&self) -> &'static str {
-        "any command, e.g. exec:make -j4 -C ~/linux; its rate is the CPU time it used per second"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[]
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "CPU ns",
-            rate_unit: "CPU s/s",
-            scale: 1e-9,
-        }
-    }
-
     fn run(&self, params: &Params, ctx: &LoadContext) -> Result<(), LoadError> {
         let command = params.get("command").map(String::as_str).unwrap_or("");
         let mut child = Command::new("sh")

@@ -1,36 +1,32 @@
 //! `filecopy`: two large files copied over each other, again and again (Realfeel's
 //! file-move load).
 
-use super::{param_size, require_free_space, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{
+    param_size, require_free_space, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work,
+};
 use std::io::{Read, Write};
 
 pub(super) struct FileCopy;
 
+/// The filecopy load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "filecopy",
+    summary: "copies two large files (64 MB) over each other in turn (Realfeel's file-move load)",
+    params: &[ParamInfo {
+        key: "size",
+        choices: &[],
+        default: "64M",
+        help: "size of each file",
+    }],
+    work: Work {
+        unit: "bytes",
+        rate_unit: "MB/s",
+        scale: 1e-6,
+    },
+    load: &FileCopy,
+};
+
 impl Load for FileCopy {
-    fn name(&self) -> &'static str {
-        "filecopy"
-    }
-
-    fn describe(&self) -> &'static str {
-        "copies two large files (64 MB) over each other in turn (Realfeel's file-move load)"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[Param {
-            name: "size",
-            default: "64M",
-            meaning: "size of each file",
-        }]
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "bytes",
-            rate_unit: "MB/s",
-            scale: 1e-6,
-        }
-    }
-
     fn check(&self, params: &Params, dir: &std::path::Path) -> Result<(), LoadError> {
         let size = param_size(params, "size")?;
         require_free_space("filecopy", dir, 2 * size)

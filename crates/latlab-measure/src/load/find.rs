@@ -2,39 +2,34 @@
 //! ~50 parallel `find /`).
 
 use super::walk::{root_of, walk_forever, WORK};
-use super::{param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{param_u64, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params};
 use std::path::Path;
 
 pub(super) struct Find;
 
+/// The find load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "find",
+    summary: "several find / walks in parallel (Realfeel's find load, the Loongson study's finds)",
+    params: &[
+        ParamInfo {
+            key: "root",
+            choices: &[],
+            default: "/",
+            help: "tree to walk (/proc, /sys and /dev are skipped)",
+        },
+        ParamInfo {
+            key: "walkers",
+            choices: &[],
+            default: "4",
+            help: "parallel walks",
+        },
+    ],
+    work: WORK,
+    load: &Find,
+};
+
 impl Load for Find {
-    fn name(&self) -> &'static str {
-        "find"
-    }
-
-    fn describe(&self) -> &'static str {
-        "several find / walks in parallel (Realfeel's find load, the Loongson study's finds)"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[
-            Param {
-                name: "root",
-                default: "/",
-                meaning: "tree to walk (/proc, /sys and /dev are skipped)",
-            },
-            Param {
-                name: "walkers",
-                default: "4",
-                meaning: "parallel walks",
-            },
-        ]
-    }
-
-    fn work(&self) -> Work {
-        WORK
-    }
-
     fn check(&self, params: &Params, _dir: &Path) -> Result<(), LoadError> {
         root_of(params)?;
         match param_u64(params, "walkers")? {

@@ -7,7 +7,7 @@
 //! turn; every message written is read. Unlike the benchmark, it never finishes:
 //! senders go on until the load is stopped, and every message received counts.
 
-use super::{param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{param_u64, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work};
 use latlab_rt::partner::{exit_child, fork_single_threaded, wait_child, Forked};
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -16,48 +16,45 @@ pub(super) struct Hackbench;
 
 const MESSAGE: usize = 100;
 
+/// The hackbench load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "hackbench",
+    summary: "groups of senders and receivers over socketpairs or pipes, as processes or threads",
+    params: &[
+        ParamInfo {
+            key: "groups",
+            choices: &[],
+            default: "4",
+            help: "groups of senders and receivers",
+        },
+        ParamInfo {
+            key: "fds",
+            choices: &[],
+            default: "10",
+            help: "senders (and receivers) per group",
+        },
+        ParamInfo {
+            key: "mode",
+            choices: &[],
+            default: "process",
+            help: "process or thread",
+        },
+        ParamInfo {
+            key: "transport",
+            choices: &[],
+            default: "socket",
+            help: "socket or pipe",
+        },
+    ],
+    work: Work {
+        unit: "messages",
+        rate_unit: "messages/s",
+        scale: 1.0,
+    },
+    load: &Hackbench,
+};
+
 impl Load for Hackbench {
-    fn name(&self) -> &'static str {
-        "hackbench"
-    }
-
-    fn describe(&self) -> &'static str {
-        "groups of senders and receivers over socketpairs or pipes, as processes or threads"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[
-            Param {
-                name: "groups",
-                default: "4",
-                meaning: "groups of senders and receivers",
-            },
-            Param {
-                name: "fds",
-                default: "10",
-                meaning: "senders (and receivers) per group",
-            },
-            Param {
-                name: "mode",
-                default: "process",
-                meaning: "process or thread",
-            },
-            Param {
-                name: "transport",
-                default: "socket",
-                meaning: "socket or pipe",
-            },
-        ]
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "messages",
-            rate_unit: "messages/s",
-            scale: 1.0,
-        }
-    }
-
     fn check(&self, params: &Params, _dir: &std::path::Path) -> Result<(), LoadError> {
         Plan::of(params).map(|_| ())
     }

@@ -1,46 +1,43 @@
 //! `memory`: a working set thrashed line by line, beyond the caches (the 32 MB writer
 //! of the L4/KVM interrupt-latency study).
 
-use super::{param_size, param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{
+    param_size, param_u64, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work,
+};
 
 pub(super) struct Memory;
 
-const PARAMS: &[Param] = &[
-    Param {
-        name: "size",
+const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "size",
+        choices: &[],
         default: "32M",
-        meaning: "working set per thread",
+        help: "working set per thread",
     },
-    Param {
-        name: "threads",
+    ParamInfo {
+        key: "threads",
+        choices: &[],
         default: "1",
-        meaning: "thrashing threads",
+        help: "thrashing threads",
     },
 ];
 
 const LINE: usize = 64;
 
+/// The memory load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "memory",
+    summary: "writes a working set (32 MB) in a cache-hostile order, evicting caches and TLBs",
+    params: PARAMS,
+    work: Work {
+        unit: "bytes",
+        rate_unit: "MB/s",
+        scale: 1e-6,
+    },
+    load: &Memory,
+};
+
 impl Load for Memory {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn describe(&self) -> &'static str {
-        "writes a working set (32 MB) in a cache-hostile order, evicting caches and TLBs"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        PARAMS
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "bytes",
-            rate_unit: "MB/s",
-            scale: 1e-6,
-        }
-    }
-
     fn check(&self, params: &Params, _dir: &std::path::Path) -> Result<(), LoadError> {
         let size = param_size(params, "size")?;
         if !(4096..=(64 << 30)).contains(&size) {

@@ -1,5 +1,5 @@
-//! Background loads: the conditions latency is measured under, each in its own file
-//! behind one trait.
+//! Background loads: the conditions latency is measured under, each in its own file,
+//! described by a constant and behind one trait.
 //!
 //! A load never runs inside the measuring process. latlab starts each in a worker
 //! process of its own (`latlab __load`, see [`worker`]) that leads a new process
@@ -7,7 +7,8 @@
 //! its own children can share, and reports that count on its standard output. latlab
 //! ends a load by signalling its process group — by id, never by name — and removes
 //! its private temporary directory ([`running`]). Adding a load means one new file
-//! here plus one line in [`registry`].
+//! here (its behaviour, and an [`INFO`](LoadInfo) constant) plus one line in
+//! [`REGISTRY`].
 
 pub mod running;
 pub mod worker;
@@ -23,43 +24,73 @@ mod memory;
 mod net;
 mod walk;
 
-use latlab_model::spec::SpecError;
+use latlab_model::params::{self, Described, ParamsError};
 use latlab_rt::shared::SharedCounters;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Every built-in load, in the order `latlab loads` lists them.
-pub fn registry() -> Vec<&'static dyn Load> {
-    vec![
-        &cpu::Cpu,
-        &memory::Memory,
-        &disk::Disk,
-        &net::Net,
-        &hackbench::Hackbench,
-        &walk::Dirwalk,
-        &find::Find,
-        &launch::Launch,
-        &filecopy::FileCopy,
-        &exec::Exec,
-    ]
-}
+pub const REGISTRY: &[LoadInfo] = &[
+    cpu::INFO,
+    memory::INFO,
+    disk::INFO,
+    net::INFO,
+    hackbench::INFO,
+    walk::INFO,
+    find::INFO,
+    launch::INFO,
+    filecopy::INFO,
+    exec::INFO,
+];
 
 /// Looks a load up by name.
-pub fn by_name(name: &str) -> Option<&'static dyn Load> {
-    registry().into_iter().find(|l| l.name() == name)
+pub fn by_name(name: &str) -> Option<&'static LoadInfo> {
+    REGISTRY.iter().find(|l| l.name == name)
 }
 
-/// A parameter a load accepts.
-#[derive(Debug, Clone, Copy)]
-pub struct Param {
-    /// Name (`size`).
+/// Why a `--load` specification was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadSpecError {
+    /// The name, a key or a value is wrong.
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+    /// `exec` without a command.
+    #[error("exec needs a command: write e.g. --load 'exec:make -j4 -C ~/linux'")]
+    NoCommand,
+}
+
+/// A background load: its name, what it does, its parameters, how its work is
+/// counted, and its behaviour.
+pub struct LoadInfo {
+    /// Its name on the command line and in results (`hackbench`).
     pub name: &'static str,
-    /// Default value as text.
-    pub default: &'static str,
-    /// What it means.
-    pub meaning: &'static str,
+    /// One line on what it does, citing the study it comes from.
+    pub summary: &'static str,
+    /// Its parameters (values are checked by [`Load::check`]).
+    pub params: &'static [ParamInfo],
+    /// How its work is counted.
+    pub work: Work,
+    /// What it does.
+    pub load: &'static dyn Load,
+}
+
+impl Described for LoadInfo {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn params(&self) -> &'static [ParamInfo] {
+        self.params
+    }
+}
+
+impl std::fmt::Debug for LoadInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadInfo")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a load's work is counted and shown.
@@ -88,20 +119,8 @@ pub enum LoadError {
     Failed(String),
 }
 
-/// A background load.
+/// What a background load does; what it is ([`LoadInfo`]) is a constant beside it.
 pub trait Load: Sync {
-    /// Its name (`hackbench`).
-    fn name(&self) -> &'static str;
-
-    /// One line on what it does, citing the study it comes from.
-    fn describe(&self) -> &'static str;
-
-    /// The parameters it takes.
-    fn params(&self) -> &'static [Param];
-
-    /// How its work is counted.
-    fn work(&self) -> Work;
-
     /// Checks parameters and the system, in latlab itself, before anything starts
     /// (e.g. free space for the disk load). `dir` is the load's private directory.
     fn check(&self, _params: &Params, _dir: &Path) -> Result<(), LoadError> {
@@ -124,85 +143,53 @@ pub struct LoadSpec {
     pub params: Params,
 }
 
-/// A load's parameters, by name, as text.
-pub type Params = BTreeMap<String, String>;
+pub use latlab_model::params::{ParamInfo, Params};
 
 impl LoadSpec {
     /// Parses and validates a load specification against the registry.
-    pub fn parse(text: &str) -> Result<LoadSpec, SpecError> {
+    pub fn parse(text: &str) -> Result<LoadSpec, LoadSpecError> {
         let t = text.trim();
-        let (name, rest) = match t.split_once(':') {
-            Some((n, r)) => (n.trim(), Some(r)),
-            None => (t, None),
+        let kind = params::Kind {
+            noun: "load",
+            listed_by: "latlab loads",
         };
-        let load = by_name(name).ok_or_else(|| {
-            SpecError(format!(
-                "unknown load '{name}': choose one of {} (latlab loads lists them)",
-                registry()
-                    .iter()
-                    .map(|l| l.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        let mut params: Params = load
-            .params()
-            .iter()
-            .map(|p| (p.name.to_string(), p.default.to_string()))
-            .collect();
-        if name == "exec" {
-            let command = rest.map(str::trim).unwrap_or("");
-            if command.is_empty() {
-                return Err(SpecError(
-                    "exec needs a command: write e.g. --load 'exec:make -j4 -C ~/linux'".into(),
-                ));
-            }
-            params.insert("command".to_string(), command.to_string());
-        } else if let Some(rest) = rest.filter(|r| !r.trim().is_empty()) {
-            let mut given = std::collections::BTreeSet::new();
-            for pair in rest.split(',') {
-                let (key, value) = pair.split_once('=').ok_or_else(|| {
-                    SpecError(format!(
-                        "'{pair}' in load '{t}' needs the form key=value, e.g. {name}:{}=...",
-                        load.params().first().map_or("size", |p| p.name)
-                    ))
-                })?;
-                let key = key.trim();
-                if !params.contains_key(key) {
-                    return Err(SpecError(format!(
-                        "load {name} has no parameter '{key}': it takes {}",
-                        describe_params(load)
-                    )));
-                }
-                if !given.insert(key) {
-                    return Err(SpecError(format!("load '{t}' gives {key} twice: keep one")));
-                }
-                params.insert(key.to_string(), value.trim().to_string());
-            }
+        // exec takes everything after its colon as one command, commas included.
+        let command = t
+            .split_once(':')
+            .filter(|(name, _)| name.trim() == exec::INFO.name)
+            .map(|(_, command)| command.trim());
+        let (info, mut params) = match command {
+            Some(_) => (&exec::INFO, Params::new()),
+            None => params::parse(t, kind, REGISTRY)?,
+        };
+        if info.name == exec::INFO.name {
+            let command = command.filter(|c| !c.is_empty());
+            params.insert(
+                "command".to_string(),
+                command.ok_or(LoadSpecError::NoCommand)?.to_string(),
+            );
         }
         Ok(LoadSpec {
             text: t.to_string(),
-            name: name.to_string(),
+            name: info.name.to_string(),
             params,
         })
     }
 
-    /// The load.
-    pub fn load(&self) -> &'static dyn Load {
+    /// What the load is.
+    pub fn info(&self) -> &'static LoadInfo {
         by_name(&self.name).expect("validated at parse time")
+    }
+
+    /// What the load does.
+    pub fn load(&self) -> &'static dyn Load {
+        self.info().load
     }
 }
 
-/// `size (default 32M): working set, ...` for messages and listings.
-pub fn describe_params(load: &dyn Load) -> String {
-    if load.params().is_empty() {
-        return "no parameters".to_string();
-    }
-    load.params()
-        .iter()
-        .map(|p| format!("{}={} ({})", p.name, p.default, p.meaning))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// `size=32M (working set per thread), ...` for messages and listings.
+pub fn describe_params(load: &LoadInfo) -> String {
+    params::takes(load.params)
 }
 
 /// Reads a parameter as a number.
@@ -337,37 +324,37 @@ mod tests {
         assert_eq!(s.params["command"], "make -j4 -C /tmp/x");
         assert!(LoadSpec::parse("nosuch")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("unknown load"));
         assert!(LoadSpec::parse("memory:colour=red")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("no parameter 'colour'"));
         assert!(LoadSpec::parse("memory:size")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("key=value"));
         assert!(LoadSpec::parse("hackbench:groups=1,groups=2")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("gives groups twice"));
         assert!(LoadSpec::parse("exec:")
             .unwrap_err()
-            .0
+            .to_string()
             .contains("needs a command"));
     }
 
     #[test]
     fn every_load_has_a_unique_name_and_valid_defaults() {
-        let names: Vec<_> = registry().iter().map(|l| l.name()).collect();
+        let names: Vec<_> = REGISTRY.iter().map(|l| l.name).collect();
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len());
-        for load in registry() {
-            assert!(!load.describe().is_empty());
-            if load.name() != "exec" {
-                LoadSpec::parse(load.name()).unwrap();
+        for load in REGISTRY {
+            assert!(!load.summary.is_empty());
+            if load.name != "exec" {
+                LoadSpec::parse(load.name).unwrap();
             }
         }
     }

@@ -1,51 +1,49 @@
 //! `net`: a flood through the loopback interface (Wilshire's ping load, Koolwal's
 //! `ping -f localhost`): ICMP echo over a raw socket when permitted, else UDP.
 
-use super::{param_size, param_u64, Load, LoadContext, LoadError, Param, Params, Work};
+use super::{
+    param_size, param_u64, Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work,
+};
 use latlab_rt::icmp::IcmpSocket;
 use std::net::UdpSocket;
 use std::time::Duration;
 
 pub(super) struct Net;
 
+/// The net load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "net",
+    summary: "floods the loopback interface: ICMP echo (a flood ping) when raw sockets are \
+         permitted, else UDP datagrams",
+    params: &[
+        ParamInfo {
+            key: "mode",
+            choices: &[],
+            default: "auto",
+            help: "icmp, udp, or auto (icmp when permitted)",
+        },
+        ParamInfo {
+            key: "size",
+            choices: &[],
+            default: "64",
+            help: "payload in bytes",
+        },
+        ParamInfo {
+            key: "senders",
+            choices: &[],
+            default: "1",
+            help: "sending threads",
+        },
+    ],
+    work: Work {
+        unit: "packets",
+        rate_unit: "packets/s",
+        scale: 1.0,
+    },
+    load: &Net,
+};
+
 impl Load for Net {
-    fn name(&self) -> &'static str {
-        "net"
-    }
-
-    fn describe(&self) -> &'static str {
-        "floods the loopback interface: ICMP echo (a flood ping) when raw sockets are \
-         permitted, else UDP datagrams"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[
-            Param {
-                name: "mode",
-                default: "auto",
-                meaning: "icmp, udp, or auto (icmp when permitted)",
-            },
-            Param {
-                name: "size",
-                default: "64",
-                meaning: "payload in bytes",
-            },
-            Param {
-                name: "senders",
-                default: "1",
-                meaning: "sending threads",
-            },
-        ]
-    }
-
-    fn work(&self) -> Work {
-        Work {
-            unit: "packets",
-            rate_unit: "packets/s",
-            scale: 1.0,
-        }
-    }
-
     fn check(&self, params: &Params, _dir: &std::path::Path) -> Result<(), LoadError> {
         match params.get("mode").map(String::as_str) {
             Some("auto" | "udp" | "icmp") => {}

@@ -186,7 +186,7 @@ impl RunningLoad {
         self.terminate();
         let stop_ns = Nanos(t0.elapsed().as_nanos() as i64);
         let p = self.progress();
-        let work = self.spec.load().work();
+        let work = self.spec.info().work;
         let elapsed_ns = p.elapsed_ns.max(1);
         LoadRecord {
             spec: self.spec.text.clone(),

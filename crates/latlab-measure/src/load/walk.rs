@@ -1,7 +1,7 @@
 //! `dirwalk`: a file-system metadata walk (OSADL's `ls -Ral /` loop), and the walk
 //! itself, which `find` runs several times in parallel.
 
-use super::{Load, LoadContext, LoadError, Param, Params, Work};
+use super::{Load, LoadContext, LoadError, LoadInfo, ParamInfo, Params, Work};
 use std::path::{Path, PathBuf};
 
 /// Pseudo file systems a walk does not enter: their size changes as they are read.
@@ -54,27 +54,21 @@ pub(super) const WORK: Work = Work {
 
 pub(super) struct Dirwalk;
 
+/// The dirwalk load.
+pub(super) const INFO: LoadInfo = LoadInfo {
+    name: "dirwalk",
+    summary: "ls -Ral / in a loop: readdir and lstat of every entry (OSADL's load)",
+    params: &[ParamInfo {
+        key: "root",
+        choices: &[],
+        default: "/",
+        help: "tree to walk (/proc, /sys and /dev are skipped)",
+    }],
+    work: WORK,
+    load: &Dirwalk,
+};
+
 impl Load for Dirwalk {
-    fn name(&self) -> &'static str {
-        "dirwalk"
-    }
-
-    fn describe(&self) -> &'static str {
-        "ls -Ral / in a loop: readdir and lstat of every entry (OSADL's load)"
-    }
-
-    fn params(&self) -> &'static [Param] {
-        &[Param {
-            name: "root",
-            default: "/",
-            meaning: "tree to walk (/proc, /sys and /dev are skipped)",
-        }]
-    }
-
-    fn work(&self) -> Work {
-        WORK
-    }
-
     fn check(&self, params: &Params, _dir: &Path) -> Result<(), LoadError> {
         root_of(params).map(|_| ())
     }

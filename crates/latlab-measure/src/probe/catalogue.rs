@@ -7,8 +7,8 @@
 //! spikes and timeline. Each lives in its own file with an [`INFO`](ProbeInfo)
 //! constant; adding a probe is that file plus one line in [`CATALOGUE`].
 
-use super::info::{Params, ProbeInfo};
-use std::collections::BTreeMap;
+use super::info::{ParamInfo, Params, ProbeInfo};
+use latlab_model::params::{self, Described, ParamsError};
 use std::fmt;
 
 /// Every probe, in the order `latlab probes` lists them; the first is the default.
@@ -48,85 +48,36 @@ impl ProbeSpec {
 
 impl fmt::Display for ProbeSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)?;
-        let info = self.info();
-        for (i, p) in info.params.iter().enumerate() {
-            let sep = if i == 0 { ':' } else { ',' };
-            write!(f, "{sep}{}={}", p.key, self.params[p.key])?;
-        }
-        Ok(())
+        let spec = params::Spec {
+            entry: self.info(),
+            params: &self.params,
+        };
+        write!(f, "{spec}")
+    }
+}
+
+impl Described for ProbeInfo {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn params(&self) -> &'static [ParamInfo] {
+        self.params
     }
 }
 
 /// Parses `NAME[:key=value,...]`, checking the name, the keys and the values, and
 /// filling in defaults. Errors say what is accepted.
-pub fn parse(text: &str) -> Result<ProbeSpec, String> {
-    let (name, rest) = text.split_once(':').unwrap_or((text, ""));
-    let info = find(name.trim()).ok_or_else(|| {
-        format!(
-            "unknown probe '{name}': choose {} (latlab probes lists them)",
-            CATALOGUE
-                .iter()
-                .map(|p| p.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })?;
-    let mut params: BTreeMap<String, String> = info
-        .params
-        .iter()
-        .map(|p| (p.key.to_string(), p.default.to_string()))
-        .collect();
-    let mut given = std::collections::BTreeSet::new();
-    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            format!(
-                "'{pair}' in probe '{text}': write key=value, e.g. {}",
-                example(info)
-            )
-        })?;
-        let (key, value) = (key.trim(), value.trim());
-        let param = info.params.iter().find(|p| p.key == key).ok_or_else(|| {
-            format!(
-                "probe {} has no parameter '{key}': it takes {}",
-                info.name,
-                keys(info)
-            )
-        })?;
-        if !param.choices.is_empty() && !param.choices.contains(&value) {
-            return Err(format!(
-                "probe {}: {key}={value} is not one of {}",
-                info.name,
-                param.choices.join(", ")
-            ));
-        }
-        if !given.insert(key) {
-            return Err(format!("probe '{text}' gives {key} twice: keep one"));
-        }
-        params.insert(key.to_string(), value.to_string());
-    }
+pub fn parse(text: &str) -> Result<ProbeSpec, ParamsError> {
+    let kind = params::Kind {
+        noun: "probe",
+        listed_by: "latlab probes",
+    };
+    let (info, params) = params::parse(text, kind, CATALOGUE)?;
     Ok(ProbeSpec {
         name: info.name.to_string(),
         params,
     })
-}
-
-fn keys(info: &ProbeInfo) -> String {
-    if info.params.is_empty() {
-        return "none".to_string();
-    }
-    info.params
-        .iter()
-        .map(|p| p.key)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn example(info: &ProbeInfo) -> String {
-    match info.params.first() {
-        Some(p) => format!("{}:{}={}", info.name, p.key, p.default),
-        None => info.name.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -146,14 +97,22 @@ mod tests {
             }
             assert!(!info.summary.is_empty() && !info.definition.is_empty());
         }
-        assert!(parse("nosuch").unwrap_err().contains("clock"));
-        assert!(parse("clock:nokey=1").unwrap_err().contains("no parameter"));
-        assert!(parse("clock:clock").unwrap_err().contains("key=value"));
+        assert!(parse("nosuch").unwrap_err().to_string().contains("clock"));
+        assert!(parse("clock:nokey=1")
+            .unwrap_err()
+            .to_string()
+            .contains("no parameter"));
+        assert!(parse("clock:clock")
+            .unwrap_err()
+            .to_string()
+            .contains("key=value"));
         assert!(parse("msg:task=process,task=thread")
             .unwrap_err()
+            .to_string()
             .contains("gives task twice"));
         assert!(parse("clock:clock=sundial")
             .unwrap_err()
+            .to_string()
             .contains("monotonic"));
     }
 

@@ -12,7 +12,6 @@ use crate::record::{RecorderLimits, SampleRecorder, TIMELINE_SLOTS};
 use latlab_model::run::{EncodedHistogram, PrimitiveSettings, ProbePlan, Statistics, Stream};
 use latlab_model::spec::{ClockName, SchedSpec};
 use latlab_model::Nanos;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -242,26 +241,7 @@ impl fmt::Debug for ProbeInfo {
     }
 }
 
-/// One parameter of a probe.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamInfo {
-    /// The key (`transport`).
-    pub key: &'static str,
-    /// The values accepted; empty when any value is checked by the probe itself.
-    pub choices: &'static [&'static str],
-    /// The value when not given.
-    pub default: &'static str,
-    /// One line on what it does.
-    pub help: &'static str,
-}
-
-/// A probe's parameters by key, every declared key present (see [`super::catalogue::parse`]).
-pub type Params = BTreeMap<String, String>;
-
-/// A parameter's value (`""` for a key the probe does not declare).
-pub fn param<'a>(params: &'a Params, key: &str) -> &'a str {
-    params.get(key).map_or("", String::as_str)
-}
+pub use latlab_model::params::{param, ParamInfo, Params};
 
 /// Everything a probe is built from: its checked parameters (every key, defaults
 /// filled in) and the settings every probe shares.
@@ -460,7 +440,7 @@ mod tests {
 
     #[test]
     fn cross_partners_go_to_another_cpu_when_there_is_one() {
-        let setup = ProbeSetup::new(BTreeMap::new(), vec![0, 1, 3]);
+        let setup = ProbeSetup::new(Params::new(), vec![0, 1, 3]);
         let at = |cpu| Placement {
             thread: 0,
             cpu: Some(cpu),
@@ -483,7 +463,7 @@ mod tests {
             timeline_interval: Nanos(100_000_000),
             spike_capacity: 7,
             span: Some(Nanos::from_secs(1)),
-            ..ProbeSetup::new(BTreeMap::new(), vec![0])
+            ..ProbeSetup::new(Params::new(), vec![0])
         };
         let limits = setup.recorder_limits();
         assert_eq!(limits.timeline_interval, 100_000_000);

@@ -3,7 +3,7 @@
 //! outside its range, and the tool's own minimum, maximum and mean, which are checked
 //! against the buckets and used to refine each other.
 
-use super::build::Provenance;
+use super::provenance::Provenance;
 use crate::hist::Percentile;
 use crate::Nanos;
 
@@ -33,15 +33,18 @@ const MAX_SAMPLES: u64 = i64::MAX as u64;
 
 /// The sum of a source's counts, or why it cannot be one: a damaged file can hold counts
 /// that together pass what a histogram holds (2^63 − 1).
-pub(super) fn sum_counts(counts: impl IntoIterator<Item = u64>) -> Result<u64, String> {
+pub(super) fn sum_counts(counts: impl IntoIterator<Item = u64>) -> Result<u64, TooManySamples> {
     counts
         .into_iter()
         .try_fold(0u64, u64::checked_add)
         .filter(|&sum| sum <= MAX_SAMPLES)
-        .ok_or_else(|| {
-            "the counts add up to more than 2^63 - 1 samples: the file is damaged".to_string()
-        })
+        .ok_or(TooManySamples)
 }
+
+/// Counts that add up to more than a histogram holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the counts add up to more than 2^63 - 1 samples: the file is damaged")]
+pub(super) struct TooManySamples;
 
 impl Binned {
     /// Samples in buckets and overflows (importers check with [`sum_counts`] that they
@@ -85,27 +88,19 @@ impl Binned {
 
     /// Checks the summary figures against the buckets; the error says what disagrees.
     pub(super) fn check(&self) -> Result<(), Disagreement> {
-        self.disagreement()
-            .map_err(|(figure, problem)| Disagreement { figure, problem })
-    }
-
-    fn disagreement(&self) -> Result<(), (Figure, String)> {
         let (Some(min), Some(max)) = (self.min, self.max) else {
             return Ok(());
         };
         if min > max {
-            return Err((Figure::Min, format!("minimum {min} is above maximum {max}")));
+            return Err(Disagreement::MinAboveMax { min, max });
         }
         // A printed mean is truncated or rounded to the source's unit: within a bucket
         // width of the extremes.
         if let Some(mean) = self.mean {
             let w = self.width.0 as f64;
             if !mean.is_finite() || mean < min.0 as f64 - w || mean > max.0 as f64 + w {
-                let problem = format!(
-                    "mean {} lies outside minimum {min} and maximum {max}",
-                    Nanos(mean as i64)
-                );
-                return Err((Figure::Mean, problem));
+                let mean = Nanos(mean as i64);
+                return Err(Disagreement::MeanOutside { mean, min, max });
             }
         }
         let (Some(&(lowest, _)), Some(&(highest, _))) = (
@@ -116,28 +111,16 @@ impl Binned {
         };
         let w = self.width.0;
         if min.0 >= lowest.0 + w {
-            let problem =
-                format!("minimum {min} lies above the lowest bucket with samples ({lowest})");
-            return Err((Figure::Min, problem));
+            return Err(Disagreement::MinAboveLowest { min, lowest });
         }
         if max.0 < highest.0 {
-            let problem =
-                format!("maximum {max} lies below the highest bucket with samples ({highest})");
-            return Err((Figure::Max, problem));
+            return Err(Disagreement::MaxBelowHighest { max, highest });
         }
         if self.overflow == 0 && min < lowest {
-            let problem = format!(
-                "minimum {min} lies below the lowest bucket with samples ({lowest}) and \
-                 nothing overflowed"
-            );
-            return Err((Figure::Min, problem));
+            return Err(Disagreement::MinBelowLowest { min, lowest });
         }
         if self.overflow == 0 && max.0 >= highest.0 + w {
-            let problem = format!(
-                "maximum {max} lies above the highest bucket with samples ({highest}) and \
-                 nothing overflowed"
-            );
-            return Err((Figure::Max, problem));
+            return Err(Disagreement::MaxAboveHighest { max, highest });
         }
         Ok(())
     }
@@ -152,15 +135,51 @@ pub(super) enum Figure {
 }
 
 /// A summary figure that disagrees with the histogram, and how.
-#[derive(Debug)]
-pub(super) struct Disagreement {
-    pub(super) figure: Figure,
-    pub(super) problem: String,
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Disagreement {
+    #[error("minimum {min} is above maximum {max}")]
+    MinAboveMax { min: Nanos, max: Nanos },
+    #[error("mean {mean} lies outside minimum {min} and maximum {max}")]
+    MeanOutside { mean: Nanos, min: Nanos, max: Nanos },
+    #[error("minimum {min} lies above the lowest bucket with samples ({lowest})")]
+    MinAboveLowest { min: Nanos, lowest: Nanos },
+    #[error("maximum {max} lies below the highest bucket with samples ({highest})")]
+    MaxBelowHighest { max: Nanos, highest: Nanos },
+    #[error(
+        "minimum {min} lies below the lowest bucket with samples ({lowest}) and nothing \
+         overflowed"
+    )]
+    MinBelowLowest { min: Nanos, lowest: Nanos },
+    #[error(
+        "maximum {max} lies above the highest bucket with samples ({highest}) and nothing \
+         overflowed"
+    )]
+    MaxAboveHighest { max: Nanos, highest: Nanos },
+    /// oslat's minimum outside the bucket its convention puts it in.
+    #[error("minimum {min} lies outside the lowest bucket with samples ({lowest})")]
+    MinOutsideLowest { min: Nanos, lowest: Nanos },
+    /// oslat printed buckets without a minimum or a maximum.
+    #[error("no minimum or maximum")]
+    NoMinOrMax,
+    /// The counts overflow (shown against the maximum).
+    #[error(transparent)]
+    Counts(#[from] TooManySamples),
 }
 
-impl From<Disagreement> for String {
-    fn from(d: Disagreement) -> String {
-        d.problem
+impl Disagreement {
+    /// The figure at fault, whose line an error points to.
+    pub(super) fn figure(&self) -> Figure {
+        match self {
+            Disagreement::MeanOutside { .. } => Figure::Mean,
+            Disagreement::MaxBelowHighest { .. }
+            | Disagreement::MaxAboveHighest { .. }
+            | Disagreement::Counts(_) => Figure::Max,
+            Disagreement::MinAboveMax { .. }
+            | Disagreement::MinAboveLowest { .. }
+            | Disagreement::MinBelowLowest { .. }
+            | Disagreement::MinOutsideLowest { .. }
+            | Disagreement::NoMinOrMax => Figure::Min,
+        }
     }
 }
 

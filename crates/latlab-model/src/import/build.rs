@@ -8,6 +8,7 @@
 //! the source lacked, whose fields are `null` in the Run.
 
 use super::binned::Binned;
+use super::provenance::Provenance;
 use super::{Format, ImportContext, ImportError};
 use crate::hist::LatencyHistogram;
 use crate::run::*;
@@ -40,24 +41,6 @@ pub(super) struct Source {
     pub(super) interrupted: bool,
     /// What the source reported as going wrong.
     pub(super) warnings: Vec<Warning>,
-}
-
-/// What the source lacked, as sentences.
-#[derive(Default)]
-pub(super) struct Provenance {
-    lacks: Vec<String>,
-}
-
-impl Provenance {
-    /// Notes something the source did not have (once; not at all when an importer
-    /// already said it with its reason: "no period: oslat measures ...").
-    pub(super) fn lack(&mut self, sentence: impl Into<String>) {
-        let sentence = sentence.into();
-        let said = |l: &String| *l == sentence || l.starts_with(&format!("{sentence}:"));
-        if !self.lacks.iter().any(said) {
-            self.lacks.push(sentence);
-        }
-    }
 }
 
 /// One measuring thread (or CPU column) of the source.
@@ -173,7 +156,7 @@ pub(super) fn assemble(
             format: format.name().to_string(),
             file: ctx.file.clone(),
             imported_at: ctx.imported_at.clone(),
-            lacks: provenance.lacks,
+            lacks: provenance.into_lacks(),
         }),
     };
     // The checks every Run read from a file or the store passes: what is saved can be

@@ -4,7 +4,7 @@
 //! defaults and corrections. It yields the settings the JSON does not repeat: interval,
 //! scheduling policy, memory locking, the histogram's range, the sleep method.
 
-use super::getopt::{self, atoi, parse_time_string, Arg, Long};
+use super::getopt::{self, atoi, parse_time_string, Arg, Long, OptionError};
 use crate::spec::SchedSpec;
 use crate::Nanos;
 
@@ -124,9 +124,23 @@ impl Options {
     }
 }
 
+/// A command line cyclictest would not have run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ArgsError {
+    /// An option `getopt_long` refuses.
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    /// `-h 0` or `-H -1`: cyclictest refuses a histogram without buckets.
+    #[error("-{0} needs a positive range")]
+    NoRange(char),
+    /// `-?`: cyclictest printed its help and measured nothing.
+    #[error("--help")]
+    Help,
+}
+
 /// Parses cyclictest's arguments (without the program name); the error names the
 /// argument cyclictest would not have accepted.
-pub(super) fn parse(args: &[&str]) -> Result<Options, String> {
+pub(super) fn parse(args: &[&str]) -> Result<Options, ArgsError> {
     let mut o = Options {
         interval_us: 1_000,
         distance_us: 500,
@@ -147,7 +161,7 @@ pub(super) fn parse(args: &[&str]) -> Result<Options, String> {
             'h' | 'H' => {
                 let range = atoi(&value);
                 if range <= 0 {
-                    return Err(format!("-{opt} needs a positive range"));
+                    return Err(ArgsError::NoRange(opt));
                 }
                 o.histogram_us = Some(range.min(HIST_MAX));
             }
@@ -164,7 +178,7 @@ pub(super) fn parse(args: &[&str]) -> Result<Options, String> {
             's' => system = true,
             'x' => posix_timers = true,
             'Y' => o.policy = policy_named(&value),
-            '?' => return Err("--help".to_string()),
+            '?' => return Err(ArgsError::Help),
             _ => {}
         }
     }
@@ -203,7 +217,7 @@ fn policy_named(name: &str) -> Policy {
 mod tests {
     use super::*;
 
-    fn parse_line(line: &str) -> Result<Options, String> {
+    fn parse_line(line: &str) -> Result<Options, ArgsError> {
         parse(&line.split(' ').collect::<Vec<_>>())
     }
 
@@ -236,7 +250,7 @@ mod tests {
         assert!(parse_line("-Z").is_err());
         assert!(parse_line("--bogus").is_err());
         assert!(parse_line("-i").is_err());
-        assert!(parse_line("-h 0").is_err());
+        assert_eq!(parse_line("-h 0").unwrap_err(), ArgsError::NoRange('h'));
         assert!(
             parse_line("--h 5").is_err(),
             "ambiguous: histogram, histofall, ..."

@@ -19,8 +19,9 @@
 //! `-N`); the file does not say which, so [`ImportContext::unit`] does.
 
 use super::binned::{self, Binned, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::Run;
 use crate::spec::SchedSpec;
@@ -387,7 +388,7 @@ impl Histogram {
         b.max = Some(Nanos(footer.max.values[t].saturating_mul(u)));
         b.mean = Some(binned::truncated_mean(&b, footer.avg.values[t], u, p));
         b.check().map_err(|d| {
-            let line = match d.figure {
+            let line = match d.figure() {
                 Figure::Min => footer.min.line,
                 Figure::Max => footer.max.line,
                 Figure::Mean => footer.avg.line,
@@ -395,7 +396,7 @@ impl Histogram {
             ImportError::at(
                 file,
                 line,
-                format!("thread {t}: {}: the file is inconsistent", d.problem),
+                format!("thread {t}: {d}: the file is inconsistent"),
             )
         })?;
         Ok(b)

@@ -9,10 +9,11 @@
 //! JSON does not repeat (interval, policy, memory locking, the histogram's range) come
 //! from its command line, read as cyclictest reads it.
 
-use super::binned::{self, Binned};
-use super::build::{self, Provenance, StreamSource, Values};
+use super::binned::{self, Binned, Disagreement, TooManySamples};
+use super::build::{self, StreamSource, Values};
 use super::cyclictest_cmdline::{self, Options};
 use super::printf_json::line_of;
+use super::provenance::Provenance;
 use super::rt_json::{self, Header};
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::{MemoryLockPlan, Run};
@@ -151,16 +152,31 @@ fn options(header: &Header, p: &mut Provenance) -> Option<Options> {
     }
 }
 
+/// Why a thread's histogram and figures cannot be taken together.
+#[derive(Debug, thiserror::Error)]
+enum ThreadError {
+    #[error(transparent)]
+    Counts(#[from] TooManySamples),
+    #[error(
+        "the histogram holds {in_buckets} samples but cycles is {cycles}: the file is \
+         inconsistent (edited?)"
+    )]
+    MoreThanCycles { in_buckets: u64, cycles: u64 },
+    #[error("avg is not a number although cycles is not 0: the file is damaged")]
+    AvgNotANumber,
+    #[error(transparent)]
+    Disagreement(#[from] Disagreement),
+}
+
 /// One thread's histogram and figures, checked against each other.
-fn binned(t: &Thread, unit: TimeUnit, options: Option<&Options>) -> Result<Binned, String> {
+fn binned(t: &Thread, unit: TimeUnit, options: Option<&Options>) -> Result<Binned, ThreadError> {
     let u = unit.nanos();
     let in_buckets = binned::sum_counts(t.histogram.iter().flat_map(|h| h.values().copied()))?;
     if in_buckets > t.cycles {
-        return Err(format!(
-            "the histogram holds {in_buckets} samples but cycles is {}: the file is \
-             inconsistent (edited?)",
-            t.cycles
-        ));
+        return Err(ThreadError::MoreThanCycles {
+            in_buckets,
+            cycles: t.cycles,
+        });
     }
     let buckets: Vec<(Nanos, u64)> = t
         .histogram
@@ -193,7 +209,7 @@ fn binned(t: &Thread, unit: TimeUnit, options: Option<&Options>) -> Result<Binne
     let avg = t
         .avg
         .filter(|a| a.is_finite())
-        .ok_or("avg is not a number although cycles is not 0: the file is damaged")?;
+        .ok_or(ThreadError::AvgNotANumber)?;
     b.min = Some(Nanos(t.min.saturating_mul(u)));
     b.max = Some(Nanos(t.max.saturating_mul(u)));
     b.mean = Some(binned::rounded_mean(&b, avg, u));

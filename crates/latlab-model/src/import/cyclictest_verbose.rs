@@ -23,7 +23,8 @@
 //! * Sample times (timeline, spikes) are cycle × period, which is exact up to the first
 //!   wake later than a period.
 
-use super::build::{self, Exact, Provenance, Source, StreamSource, Values};
+use super::build::{self, Exact, Source, StreamSource, Values};
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::hist::LatencyHistogram;
 use crate::run::{ExactSums, Run, Spike, Spikes, Timeline};
@@ -149,14 +150,14 @@ impl ThreadState {
 
     /// Adds one sample of cycle `cycle`, `value` in ns.
     #[inline]
-    fn add(&mut self, cycle: u64, value: i64) -> Result<(), String> {
+    fn add(&mut self, cycle: u64, value: i64) -> Result<(), LogError> {
         match self.first_cycle {
             None => self.first_cycle = Some(cycle),
             Some(_) if cycle < self.next_cycle => {
-                return Err(format!(
-                    "cycle {cycle} comes after cycle {}: cycles must ascend (two logs mixed?)",
-                    self.next_cycle - 1
-                ))
+                return Err(LogError::CycleBack {
+                    cycle,
+                    previous: self.next_cycle - 1,
+                })
             }
             Some(_) => self.absent += cycle - self.next_cycle,
         }
@@ -319,7 +320,7 @@ struct Log {
 impl Log {
     /// Takes one line.
     #[inline]
-    fn line(&mut self, line: &[u8], unit: TimeUnit) -> Result<(), String> {
+    fn line(&mut self, line: &[u8], unit: TimeUnit) -> Result<(), LogError> {
         if self.histogram_follows {
             // The histogram text after the samples holds the same data.
             return Ok(());
@@ -327,9 +328,7 @@ impl Log {
         match parse_sample(line) {
             Some(Some((thread, cycle, value))) => {
                 if thread >= MAX_THREADS {
-                    return Err(format!(
-                        "thread {thread}: more than {MAX_THREADS} threads; this is not a cyclictest -v log"
-                    ));
+                    return Err(LogError::TooManyThreads(thread));
                 }
                 self.sampling = true;
                 if thread >= self.threads.len() {
@@ -337,10 +336,10 @@ impl Log {
                 }
                 let ns = value
                     .checked_mul(unit.nanos())
-                    .ok_or("value out of range")?;
+                    .ok_or(LogError::OutOfRange)?;
                 self.threads[thread]
                     .add(cycle, ns)
-                    .map_err(|e| format!("thread {thread}: {e}"))
+                    .map_err(|e| LogError::Thread(thread, Box::new(e)))
             }
             Some(None) if line.starts_with(b"# Histogram") => {
                 self.histogram_follows = true;
@@ -360,13 +359,31 @@ impl Log {
             {
                 Ok(())
             }
-            None => Err(format!(
-                "'{}' is not a sample line (thread:cycle:value): the log is damaged, or not a \
-                 cyclictest -v log",
-                String::from_utf8_lossy(&line[..line.len().min(60)])
+            None => Err(LogError::NotASample(
+                String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned(),
             )),
         }
     }
+}
+
+/// What in a log cyclictest -v would not have written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum LogError {
+    #[error("cycle {cycle} comes after cycle {previous}: cycles must ascend (two logs mixed?)")]
+    CycleBack { cycle: u64, previous: u64 },
+    #[error("thread {0}: more than {MAX_THREADS} threads; this is not a cyclictest -v log")]
+    TooManyThreads(usize),
+    #[error("value out of range of 64-bit nanoseconds: the log is damaged")]
+    OutOfRange,
+    #[error("thread {0}: {1}")]
+    Thread(usize, Box<LogError>),
+    #[error(
+        "'{0}' is not a sample line (thread:cycle:value): the log is damaged, or not a \
+         cyclictest -v log"
+    )]
+    NotASample(String),
+    #[error("the log gives thread 0 a period of {logged}, not the {given} given: import without the period")]
+    Period { logged: Nanos, given: Nanos },
 }
 
 /// Reads `Thread N Interval: I` and `Thread N using cpu C.`.
@@ -406,7 +423,7 @@ fn periods(
     count: usize,
     given: Option<Nanos>,
     p: &mut Provenance,
-) -> Result<Vec<Option<i64>>, String> {
+) -> Result<Vec<Option<i64>>, LogError> {
     let printed: Option<Vec<i64>> = (0..count)
         .map(|t| log.announced.get(t).and_then(|a| a.printed_interval_us))
         .collect();
@@ -422,10 +439,10 @@ fn periods(
     };
     let derived = derived.map(|d| d.into_iter().map(|us| us * 1_000).collect::<Vec<_>>());
     match (given, derived) {
-        (Some(given), Some(d)) if d[0] != given.0 => Err(format!(
-            "the log gives thread 0 a period of {}, not the {given} given: import without the period",
-            Nanos(d[0])
-        )),
+        (Some(given), Some(d)) if d[0] != given.0 => Err(LogError::Period {
+            logged: Nanos(d[0]),
+            given,
+        }),
         (_, Some(d)) => Ok(d.into_iter().map(Some).collect()),
         (Some(given), None) => Ok(vec![Some(given.0); count]),
         (None, None) => {

@@ -18,21 +18,21 @@ pub struct ImportError {
 
 impl ImportError {
     /// A problem on one line of `file`.
-    pub(crate) fn at(file: &str, line: u64, problem: impl Into<String>) -> ImportError {
+    pub(crate) fn at(file: &str, line: u64, problem: impl ToString) -> ImportError {
         ImportError {
             file: file.to_string(),
             line: Some(line),
-            problem: problem.into(),
+            problem: problem.to_string(),
             source: None,
         }
     }
 
     /// A problem with the file as a whole.
-    pub(crate) fn whole(file: &str, problem: impl Into<String>) -> ImportError {
+    pub(crate) fn whole(file: &str, problem: impl ToString) -> ImportError {
         ImportError {
             file: file.to_string(),
             line: None,
-            problem: problem.into(),
+            problem: problem.to_string(),
             source: None,
         }
     }

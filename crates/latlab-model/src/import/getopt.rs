@@ -16,6 +16,26 @@ pub(super) enum Arg {
     Optional,
 }
 
+/// An option `getopt_long` would refuse, as rt-tests' programs would name it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum OptionError {
+    /// A short option the program does not have.
+    #[error("unknown option -{0}")]
+    UnknownShort(char),
+    /// A long option the program does not have.
+    #[error("unknown option --{0}")]
+    UnknownLong(String),
+    /// A long option abbreviated to a prefix of several.
+    #[error("--{0} is ambiguous")]
+    Ambiguous(String),
+    /// An option that needs a value, last on the line (`-h`, `--histogram`).
+    #[error("{0} needs a value")]
+    NeedsValue(String),
+    /// A long option without a value given one (`--quiet=1`).
+    #[error("--{0} takes no value")]
+    TakesNoValue(String),
+}
+
 /// A long option: its name, its value, and the short option it acts as.
 pub(super) type Long = (&'static str, Arg, char);
 
@@ -25,7 +45,7 @@ pub(super) fn options(
     args: &[&str],
     short: &str,
     long: &[Long],
-) -> Result<Vec<(char, Option<String>)>, String> {
+) -> Result<Vec<(char, Option<String>)>, OptionError> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -41,9 +61,11 @@ pub(super) fn options(
             };
             let (_, takes, opt) = long_option(long, name)?;
             let value = match (takes, inline) {
-                (Arg::No, Some(_)) => return Err(format!("--{name} takes no value")),
+                (Arg::No, Some(_)) => return Err(OptionError::TakesNoValue(name.to_string())),
                 (Arg::Required, None) => {
-                    let v = args.get(i).ok_or(format!("--{name} needs a value"))?;
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| OptionError::NeedsValue(format!("--{name}")))?;
                     i += 1;
                     Some(v.to_string())
                 }
@@ -59,7 +81,7 @@ pub(super) fn options(
             let spec = short
                 .find(c)
                 .filter(|_| c != ':')
-                .ok_or(format!("unknown option -{c}"))?;
+                .ok_or(OptionError::UnknownShort(c))?;
             let colons = short[spec + 1..]
                 .chars()
                 .take_while(|&ch| ch == ':')
@@ -72,7 +94,9 @@ pub(super) fn options(
             let value = if !rest.is_empty() {
                 Some(rest.to_string())
             } else if colons == 1 {
-                let v = args.get(i).ok_or(format!("-{c} needs a value"))?;
+                let v = args
+                    .get(i)
+                    .ok_or_else(|| OptionError::NeedsValue(format!("-{c}")))?;
                 i += 1;
                 Some(v.to_string())
             } else {
@@ -86,15 +110,15 @@ pub(super) fn options(
 }
 
 /// The long option `name`, or the one it abbreviates uniquely.
-fn long_option(long: &[Long], name: &str) -> Result<Long, String> {
+fn long_option(long: &[Long], name: &str) -> Result<Long, OptionError> {
     if let Some(exact) = long.iter().find(|l| l.0 == name) {
         return Ok(*exact);
     }
     let mut matches = long.iter().filter(|l| l.0.starts_with(name));
     match (matches.next(), matches.next()) {
         (Some(one), None) if !name.is_empty() => Ok(*one),
-        (Some(_), Some(_)) => Err(format!("--{name} is ambiguous")),
-        _ => Err(format!("unknown option --{name}")),
+        (Some(_), Some(_)) => Err(OptionError::Ambiguous(name.to_string())),
+        _ => Err(OptionError::UnknownLong(name.to_string())),
     }
 }
 
@@ -139,7 +163,7 @@ mod tests {
         ("quiet", Arg::No, 'q'),
     ];
 
-    fn parse(line: &str) -> Result<Vec<(char, Option<String>)>, String> {
+    fn parse(line: &str) -> Result<Vec<(char, Option<String>)>, OptionError> {
         options(&line.split(' ').collect::<Vec<_>>(), "h:H:qmp:t::", LONG)
     }
 
@@ -158,10 +182,17 @@ mod tests {
             ]
         );
         assert_eq!(parse("--histogram=5 -- -q").unwrap(), [('h', v("5"))]);
-        assert!(parse("-Z").is_err());
-        assert!(parse("--his 5").is_err(), "ambiguous");
-        assert!(parse("-h").is_err());
-        assert!(parse("--quiet=1").is_err());
+        assert_eq!(parse("-Z"), Err(OptionError::UnknownShort('Z')));
+        assert_eq!(parse("--his 5"), Err(OptionError::Ambiguous("his".into())));
+        assert_eq!(
+            parse("--nosuch"),
+            Err(OptionError::UnknownLong("nosuch".into()))
+        );
+        assert_eq!(parse("-h"), Err(OptionError::NeedsValue("-h".into())));
+        assert_eq!(
+            parse("--quiet=1").unwrap_err().to_string(),
+            "--quiet takes no value"
+        );
     }
 
     #[test]

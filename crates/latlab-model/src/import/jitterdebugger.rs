@@ -6,9 +6,10 @@
 //! 1000 µs or more are `count` minus the histogram's total. A thread without samples has
 //! `min` 4294967295 and `avg` `-nan`.
 
-use super::binned::{self, Binned};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::binned::{self, Binned, Disagreement, TooManySamples};
+use super::build::{self, Source, StreamSource, Values};
 use super::printf_json::{self, line_of};
+use super::provenance::Provenance;
 use super::{rt_json, ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
 use crate::Nanos;
@@ -115,19 +116,36 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     build::assemble(super::Format::Jitterdebugger, ctx, source, streams, p)
 }
 
+/// Why a thread's histogram and figures cannot be taken together.
+#[derive(Debug, thiserror::Error)]
+enum ThreadError {
+    #[error(transparent)]
+    Counts(#[from] TooManySamples),
+    #[error(
+        "the histogram holds {in_buckets} samples but count is {count}: the file is inconsistent"
+    )]
+    MoreThanCount { in_buckets: u64, count: u64 },
+    #[error(
+        "bucket {0} lies beyond jitterdebugger's 1000 µs histogram: not jitterdebugger's file"
+    )]
+    BeyondRange(u64),
+    #[error("avg is not a number although count is not 0: the file is damaged")]
+    AvgNotANumber,
+    #[error("{0}: the file is inconsistent")]
+    Disagreement(#[from] Disagreement),
+}
+
 /// One thread's histogram and figures, checked against each other.
-fn binned(c: &Cpu) -> Result<Binned, String> {
+fn binned(c: &Cpu) -> Result<Binned, ThreadError> {
     let in_buckets = binned::sum_counts(c.histogram.values().copied())?;
     if in_buckets > c.count {
-        return Err(format!(
-            "the histogram holds {in_buckets} samples but count is {}: the file is inconsistent",
-            c.count
-        ));
+        return Err(ThreadError::MoreThanCount {
+            in_buckets,
+            count: c.count,
+        });
     }
     if let Some(k) = c.histogram.keys().find(|&&k| k >= RANGE_US as u64) {
-        return Err(format!(
-            "bucket {k} lies beyond jitterdebugger's 1000 µs histogram: not jitterdebugger's file"
-        ));
+        return Err(ThreadError::BeyondRange(*k));
     }
     let mut b = Binned {
         histogram: true,
@@ -149,11 +167,10 @@ fn binned(c: &Cpu) -> Result<Binned, String> {
     let avg = c
         .avg
         .filter(|a| a.is_finite())
-        .ok_or("avg is not a number although count is not 0: the file is damaged")?;
+        .ok_or(ThreadError::AvgNotANumber)?;
     b.min = Some(Nanos(c.min as i64 * 1_000));
     b.max = Some(Nanos(c.max as i64 * 1_000));
     b.mean = Some(binned::rounded_mean(&b, avg, 1_000));
-    b.check()
-        .map_err(|d| format!("{}: the file is inconsistent", d.problem))?;
+    b.check()?;
     Ok(b)
 }

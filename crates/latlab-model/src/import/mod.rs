@@ -34,6 +34,7 @@ mod lines;
 mod oslat_json;
 mod oslat_text;
 mod printf_json;
+mod provenance;
 mod rt_json;
 mod rtla_timerlat;
 pub(crate) mod time;
@@ -45,6 +46,20 @@ use crate::run::Run;
 use crate::Nanos;
 use std::fmt;
 use std::io::BufRead;
+
+// How a Run's buckets are read depends on the format it was imported from, which only
+// the importers know.
+impl Run {
+    /// Which value of a histogram bucket stands for the samples in this Run's
+    /// histograms: the highest (latlab's own samples, recorded at their values), or the
+    /// lowest (an import of a source's buckets, recorded at their lower edges).
+    pub fn bucket_edge(&self) -> Edge {
+        self.import
+            .as_ref()
+            .and_then(|i| Format::from_name(&i.format))
+            .map_or(Edge::Highest, Format::bucket_edge)
+    }
+}
 
 /// A foreign result format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -286,7 +301,7 @@ pub fn import(
 /// say), noted as assumed.
 fn unit_or_default(
     ctx: &ImportContext,
-    provenance: &mut build::Provenance,
+    provenance: &mut provenance::Provenance,
     what: &str,
 ) -> TimeUnit {
     ctx.unit.unwrap_or_else(|| {

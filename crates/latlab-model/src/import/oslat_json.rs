@@ -6,10 +6,11 @@
 //! bucket's upper end in µs (see [`oslat_text`](super::oslat_text) for what a bucket
 //! holds). The bucket width is oslat's default (1 µs) unless the command line sets `-W`.
 
-use super::build::{self, Provenance};
+use super::build;
 use super::getopt::{self, atoi, parse_time_string, Arg, Long};
 use super::oslat_text::{self, decimal_us, OslatColumn};
 use super::printf_json::line_of;
+use super::provenance::Provenance;
 use super::rt_json::{self, Header};
 use super::{ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
@@ -114,20 +115,27 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     build::assemble(super::Format::OslatJson, ctx, source, streams, p)
 }
 
+/// A thread oslat would not have written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ThreadError {
+    #[error("histogram key '{0}' is not a bucket label in µs")]
+    Label(String),
+    #[error("avg is not a number although it has samples: the file is damaged")]
+    AvgNotANumber,
+}
+
 /// One thread as oslat's text would show it.
-fn column(t: &Thread, settings: &Settings) -> Result<OslatColumn, String> {
+fn column(t: &Thread, settings: &Settings) -> Result<OslatColumn, ThreadError> {
     let mut labels = Vec::with_capacity(t.histogram.len());
     for (label, &count) in &t.histogram {
-        let ns = decimal_us(label).ok_or(format!(
-            "histogram key '{label}' is not a bucket label in µs"
-        ))?;
+        let ns = decimal_us(label).ok_or_else(|| ThreadError::Label(label.clone()))?;
         labels.push((ns, count));
     }
     labels.sort_unstable();
     let samples: u64 = labels.iter().map(|l| l.1).sum();
     let avg = t.avg.filter(|a| a.is_finite());
     if samples > 0 && avg.is_none() {
-        return Err("avg is not a number although it has samples: the file is damaged".to_string());
+        return Err(ThreadError::AvgNotANumber);
     }
     let value = |v: u64| {
         i64::try_from(v)
@@ -155,12 +163,12 @@ fn settings(header: &Header, p: &mut Provenance) -> Settings {
         duration: None,
     };
     let options = match header.program() {
-        "oslat" => getopt::options(&header.argv()[1..], SHORT, LONG),
+        "oslat" => getopt::options(&header.argv()[1..], SHORT, LONG).map_err(|e| e.to_string()),
         _ => Err("no oslat command line".to_string()),
     };
-    let options = options.unwrap_or_else(|e| {
+    let options = options.unwrap_or_else(|why| {
         p.lack(format!(
-            "{e}: bucket width taken as oslat's default (1 µs), no priority"
+            "{why}: bucket width taken as oslat's default (1 µs), no priority"
         ));
         Vec::new()
     });

@@ -28,8 +28,9 @@
 //! overflows' excess.
 
 use super::binned::{self, Binned, Disagreement, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError};
 use crate::run::{MemoryLockPlan, Run};
 use crate::spec::SchedSpec;
@@ -79,7 +80,7 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     let mut settings = Settings::default();
     let mut summary: Option<Summary> = None;
     while let Some((n, line)) = lines.next_line()? {
-        let err = |what: String| ImportError::at(file, n, what);
+        let err = |what: LineError| ImportError::at(file, n, what);
         let Some(summary) = &mut summary else {
             match line.split_once(":\t") {
                 Some((label, values)) if label.trim() == "Core" => {
@@ -91,7 +92,11 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         };
         match line.split_once(":\t") {
             Some((label, _)) if label.trim() == "Core" => {
-                return Err(err("a second summary: import one oslat run per file".into()));
+                return Err(ImportError::at(
+                    file,
+                    n,
+                    "a second summary: import one oslat run per file",
+                ));
             }
             Some((label, values)) => summary.read(label.trim(), values, n).map_err(err)?,
             None if line.trim() == "..." => summary.previous_label = None,
@@ -101,7 +106,7 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
                     "unexpected line '{}' in the summary: the file is damaged",
                     line.trim()
                 );
-                return Err(err(problem));
+                return Err(ImportError::at(file, n, problem));
             }
         }
     }
@@ -145,9 +150,38 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     build::assemble(super::Format::Oslat, ctx, source, streams, p)
 }
 
+/// A line of oslat's text that it would not have printed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum LineError {
+    #[error("unknown thread priority '{0}'")]
+    Priority(String),
+    #[error("the bias is not a number")]
+    Bias,
+    #[error("a core is not a CPU number")]
+    Core,
+    #[error("the summary names no core")]
+    NoCore,
+    #[error("{given} values where there are {cores} cores: the file is damaged")]
+    Values { given: usize, cores: usize },
+    #[error("'{0}' is not a latency in µs")]
+    Latency(String),
+    #[error("'{0}' is not an average in µs")]
+    Average(String),
+    #[error("'{0}' is not a duration in seconds")]
+    Duration(String),
+    #[error("unknown summary line '{0}'")]
+    Label(String),
+    #[error("a bucket after the one including overflows: the file is damaged")]
+    AfterOverflows,
+    #[error("bucket labels must ascend: the file is damaged")]
+    Descending,
+    #[error("'{0}' is not a count")]
+    Count(String),
+}
+
 impl Settings {
     /// Reads a line before the summary; the lines it does not know are not needed.
-    fn read(&mut self, line: &str) -> Result<(), String> {
+    fn read(&mut self, line: &str) -> Result<(), LineError> {
         if let Some(v) = line.strip_prefix("oslat V ") {
             self.version = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("Thread priority:") {
@@ -159,7 +193,7 @@ impl Settings {
                         .strip_prefix("SCHED_FIFO:")
                         .and_then(|p| p.parse().ok());
                     Some(SchedSpec::Fifo {
-                        priority: priority.ok_or(format!("unknown thread priority '{fifo}'"))?,
+                        priority: priority.ok_or_else(|| LineError::Priority(fifo.to_string()))?,
                     })
                 }
             };
@@ -174,7 +208,7 @@ impl Settings {
                 .split_whitespace()
                 .next()
                 .and_then(decimal_us)
-                .ok_or("the bias is not a number")?;
+                .ok_or(LineError::Bias)?;
         }
         Ok(())
     }
@@ -182,7 +216,7 @@ impl Settings {
 
 impl Summary {
     /// The summary's first line, `Core:` and the CPUs.
-    fn begin(values: &str) -> Result<Summary, String> {
+    fn begin(values: &str) -> Result<Summary, LineError> {
         let columns = values
             .split_whitespace()
             .map(|c| {
@@ -192,9 +226,9 @@ impl Summary {
                 })
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| "a core is not a CPU number")?;
+            .map_err(|_| LineError::Core)?;
         if columns.is_empty() {
-            return Err("the summary names no core".to_string());
+            return Err(LineError::NoCore);
         }
         Ok(Summary {
             columns,
@@ -203,15 +237,14 @@ impl Summary {
     }
 
     /// One `label:\t values` line of the summary (line `n`).
-    fn read(&mut self, label: &str, values: &str, n: u64) -> Result<(), String> {
+    fn read(&mut self, label: &str, values: &str, n: u64) -> Result<(), LineError> {
         let (values, suffix) = split_suffix(values);
         let fields: Vec<&str> = values.split_whitespace().collect();
         if fields.len() != self.columns.len() {
-            return Err(format!(
-                "{} values where there are {} cores: the file is damaged",
-                fields.len(),
-                self.columns.len()
-            ));
+            return Err(LineError::Values {
+                given: fields.len(),
+                cores: self.columns.len(),
+            });
         }
         let columns = self.columns.iter_mut().zip(&fields);
         match label {
@@ -219,26 +252,27 @@ impl Summary {
             "Minimum" => {
                 self.min_line = n;
                 for (c, f) in columns {
-                    c.min = Some(decimal_us(f).ok_or(format!("'{f}' is not a latency in µs"))?);
+                    c.min = Some(decimal_us(f).ok_or_else(|| LineError::Latency(f.to_string()))?);
                 }
             }
             "Maximum" => {
                 self.max_line = n;
                 for (c, f) in columns {
-                    c.max = Some(decimal_us(f).ok_or(format!("'{f}' is not a latency in µs"))?);
+                    c.max = Some(decimal_us(f).ok_or_else(|| LineError::Latency(f.to_string()))?);
                 }
             }
             "Average" => {
                 self.avg_line = n;
                 for (c, f) in columns {
-                    c.avg =
-                        Some(decimal_us(f).ok_or(format!("'{f}' is not an average in µs"))? as f64);
+                    c.avg = Some(
+                        decimal_us(f).ok_or_else(|| LineError::Average(f.to_string()))? as f64,
+                    );
                 }
             }
             "Duration" => {
                 for (c, f) in columns {
                     let secs = f.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0);
-                    let secs = secs.ok_or(format!("'{f}' is not a duration in seconds"))?;
+                    let secs = secs.ok_or_else(|| LineError::Duration(f.to_string()))?;
                     c.duration = Some(Nanos((secs * 1e9).round() as i64));
                 }
             }
@@ -246,16 +280,13 @@ impl Summary {
                 let label = bucket
                     .strip_suffix(" (us)")
                     .and_then(decimal_us)
-                    .ok_or(format!("unknown summary line '{bucket}'"))?;
+                    .ok_or_else(|| LineError::Label(bucket.to_string()))?;
                 if self.complete {
-                    return Err(
-                        "a bucket after the one including overflows: the file is damaged"
-                            .to_string(),
-                    );
+                    return Err(LineError::AfterOverflows);
                 }
                 if let Some(previous) = self.previous_label {
                     if label <= previous {
-                        return Err("bucket labels must ascend: the file is damaged".to_string());
+                        return Err(LineError::Descending);
                     }
                     let gap = label - previous;
                     self.adjacent_gap = Some(self.adjacent_gap.map_or(gap, |g| g.min(gap)));
@@ -265,7 +296,7 @@ impl Summary {
                 for (c, f) in columns {
                     c.labels.push((
                         label,
-                        f.parse().map_err(|_| format!("'{f}' is not a count"))?,
+                        f.parse().map_err(|_| LineError::Count(f.to_string()))?,
                     ));
                 }
             }
@@ -290,8 +321,8 @@ pub(super) fn streams(
             let core = c.cpu.unwrap_or(t);
             ImportError::at(
                 file,
-                line_of(t, d.figure),
-                format!("core {core}: {}: the file is inconsistent", d.problem),
+                line_of(t, d.figure()),
+                format!("core {core}: {d}: the file is inconsistent"),
             )
         })?;
         if b.overflow > 0 {
@@ -333,16 +364,9 @@ pub(super) fn streams(
 /// versions `ceil` in its unit, one unit to a bucket width below the label. Which one a
 /// file holds shows where its minimum lies.
 fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
-    let samples =
-        binned::sum_counts(c.labels.iter().map(|l| l.1)).map_err(|problem| Disagreement {
-            figure: Figure::Max,
-            problem,
-        })?;
+    let samples = binned::sum_counts(c.labels.iter().map(|l| l.1))?;
     let (Some(min), Some(max)) = (c.min, c.max) else {
-        return Err(Disagreement {
-            figure: Figure::Min,
-            problem: "no minimum or maximum".to_string(),
-        });
+        return Err(Disagreement::NoMinOrMax);
     };
     let empty = Binned {
         histogram: true,
@@ -366,14 +390,9 @@ fn binned(c: &OslatColumn, width: i64) -> Result<Binned, Disagreement> {
     } else if offset > 0 && offset <= width {
         width
     } else {
-        let problem = format!(
-            "minimum {} lies outside the lowest bucket with samples ({})",
-            Nanos(min),
-            Nanos(lowest)
-        );
-        return Err(Disagreement {
-            figure: Figure::Min,
-            problem,
+        return Err(Disagreement::MinOutsideLowest {
+            min: Nanos(min),
+            lowest: Nanos(lowest),
         });
     };
     let mut buckets: Vec<(Nanos, u64)> = c

@@ -4,8 +4,9 @@
 //! `"rt_test_version:"`, `start_time` and `end_time` (local time, RFC 2822),
 //! `return_code`, and `sysinfo` (`uname`, and `realtime` from `/sys/kernel/realtime`).
 
-use super::build::{Provenance, Source};
+use super::build::Source;
 use super::printf_json;
+use super::provenance::Provenance;
 use super::{time, ImportContext, ImportError};
 use crate::run::{HostFacts, Preemption, Warning};
 use crate::Nanos;

@@ -23,8 +23,9 @@
 //! buckets are not named); `--no-summary` output can, without minimum, mean and maximum.
 
 use super::binned::{self, Binned, Figure};
-use super::build::{self, Provenance, Source, StreamSource, Values};
+use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
+use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::run::Run;
 use crate::Nanos;
@@ -362,7 +363,7 @@ fn add_summary(
     b.max = Some(Nanos(max * u));
     b.mean = Some(binned::truncated_mean(b, avg, u, p));
     b.check().map_err(|d| {
-        let line = get(match d.figure {
+        let line = get(match d.figure() {
             Figure::Min => MIN,
             Figure::Max => MAX,
             Figure::Mean => AVG,
@@ -371,7 +372,7 @@ fn add_summary(
         ImportError::at(
             file,
             line,
-            format!("column {c}: {}: the file is inconsistent", d.problem),
+            format!("column {c}: {d}: the file is inconsistent"),
         )
     })?;
     Ok(())
@@ -386,14 +387,24 @@ fn note_trailer(line: &str, p: &mut Provenance) -> bool {
     line.contains("hit stop tracing")
 }
 
+/// An `Index` line rtla would not have printed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum HeaderError {
+    #[error("'{0}' is not a column name (IRQ-000, Thr-000, Usr-000)")]
+    NotAColumn(String),
+    #[error("'{0}' does not end in a CPU number")]
+    NoCpu(String),
+    #[error("the header names no column: rtla measured nothing")]
+    NoColumn,
+}
+
 /// The columns named by the `Index` line.
-fn columns(line: &str) -> Result<Vec<Column>, String> {
+fn columns(line: &str) -> Result<Vec<Column>, HeaderError> {
     let columns = line
         .split_whitespace()
         .skip(1)
         .map(|name| {
-            let not_a_column =
-                || format!("'{name}' is not a column name (IRQ-000, Thr-000, Usr-000)");
+            let not_a_column = || HeaderError::NotAColumn(name.to_string());
             let (kind, cpu) = name.split_once('-').ok_or_else(not_a_column)?;
             let probe = match kind {
                 "IRQ" => "timerlat-irq",
@@ -403,12 +414,12 @@ fn columns(line: &str) -> Result<Vec<Column>, String> {
             };
             let cpu = cpu
                 .parse()
-                .map_err(|_| format!("'{name}' does not end in a CPU number"))?;
+                .map_err(|_| HeaderError::NoCpu(name.to_string()))?;
             Ok(Column { probe, cpu })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     if columns.is_empty() {
-        return Err("the header names no column: rtla measured nothing".to_string());
+        return Err(HeaderError::NoColumn);
     }
     Ok(columns)
 }

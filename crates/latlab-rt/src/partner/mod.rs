@@ -310,8 +310,8 @@ fn spawn_process<B: PartnerBody>(
         return Err(RtError::last("fork a partner process"));
     }
     if pid == 0 {
-        // SAFETY (child, async-signal-safe calls with plain arguments only): die with
-        // the thread that forked it, unless latlab already went; ignore terminal and
+        // SAFETY: in the child, async-signal-safe calls with plain arguments only. Die
+        // with the thread that forked it, unless latlab already went; ignore terminal and
         // group signals (latlab receives them too, and stops the child); lock what the
         // child touches, on fault so none of the parent's pages is copied, as latlab
         // locks its own.

@@ -2,19 +2,18 @@
 
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use latlab_measure::load::{describe_params, registry};
+use latlab_measure::load::{describe_params, REGISTRY};
 
 /// Lists every load with its description and parameters.
 pub fn execute() -> Result<u8, CliError> {
     let mut text = String::new();
-    for load in registry() {
-        let work = load.work();
+    for load in REGISTRY {
         text.push_str(&format!(
             "{:<10} {}\n{:<10} rate in {}; parameters: {}\n",
-            load.name(),
-            load.describe(),
+            load.name,
+            load.summary,
             "",
-            work.rate_unit,
+            load.work.rate_unit,
             describe_params(load)
         ));
     }

@@ -7,7 +7,7 @@
 //! a Run latlab measured had none, and only `host.virtualization`, whose `null` meant
 //! bare metal, changes meaning.
 
-use crate::run::{BARE_METAL, SCHEMA};
+use super::{BARE_METAL, SCHEMA};
 use serde_json::{Map, Value};
 
 /// Turns a `latlab.run/1` document into a `latlab.run/2` one, in place.
