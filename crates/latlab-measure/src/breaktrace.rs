@@ -97,11 +97,12 @@ impl Tripwire {
 
     /// Called by a recorder for a sample over the limit (out of line: it ends the
     /// measurement). The first armed one is kept, fires the trace and halts the phase.
+    /// Returns whether the phase is halted (false while the wire is not armed).
     #[cold]
     #[inline(never)]
-    pub fn trip(&self, sample: i64, at: i64) {
+    pub fn trip(&self, sample: i64, at: i64) -> bool {
         if !self.armed.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         if !self.tripped.swap(true, Ordering::AcqRel) {
             let tid = sched::gettid();
@@ -115,6 +116,7 @@ impl Tripwire {
         }
         // Halt every thread of the phase, as cyclictest -b does.
         self.halt.store(true, Ordering::Release);
+        true
     }
 
     /// The first sample over the limit, if one was taken.

@@ -95,9 +95,11 @@ impl SampleRecorder {
     }
 
     /// Records one sample due at `at` (ns since the start of the measured span, in
-    /// `(0, span]`; an instant at 0 counts in the first interval).
+    /// `(0, span]`; an instant at 0 counts in the first interval). Returns whether
+    /// the sample tripped the break-trace wire, so that a loop taking samples in
+    /// bursts ends at it (every loop also ends at the halt flag the trip raises).
     #[inline]
-    pub fn record(&mut self, sample: i64, at: i64) {
+    pub fn record(&mut self, sample: i64, at: i64) -> bool {
         self.histogram.record(sample);
         self.sums.add(sample);
         if sample < 0 {
@@ -119,9 +121,10 @@ impl SampleRecorder {
         self.note_in_timeline(sample, at);
         if sample > self.break_limit {
             if let Some(wire) = &self.breaktrace {
-                wire.trip(sample, at);
+                return wire.trip(sample, at);
             }
         }
+        false
     }
 
     /// Keeps a sample among the largest. Out of line: it runs for a few samples only
@@ -357,13 +360,13 @@ mod tests {
     fn a_sample_over_the_break_trace_limit_halts_the_phase() {
         let wire = Arc::new(Tripwire::new(Nanos(50)));
         let mut r = SampleRecorder::new(limits()).breaking_at(Some(wire.clone()));
-        r.record(70, 1);
+        assert!(!r.record(70, 1));
         assert_eq!(wire.tripped(), None, "not armed while rehearsing");
         r.reset();
         wire.arm();
-        r.record(50, 1);
+        assert!(!r.record(50, 1));
         assert!(!wire.halt().load(std::sync::atomic::Ordering::Relaxed));
-        r.record(51, 2);
+        assert!(r.record(51, 2), "the sample over the limit says so");
         r.record(60, 3);
         let trip = wire.tripped().unwrap();
         assert_eq!((trip.value, trip.at), (Nanos(51), Nanos(2)));

@@ -166,15 +166,19 @@ impl ClockWorker {
     #[inline(always)]
     fn burst(&mut self, at: i64, record: bool, live: &LiveStats) -> u64 {
         let mut previous = self.read();
-        for _ in 0..self.burst {
+        for taken in 1..=self.burst as u64 {
             let now = self.read();
             let sample = now - previous;
             previous = now;
             if record {
-                self.recorder.record(sample, at);
+                let tripped = self.recorder.record(sample, at);
                 live.publish(sample, 0);
                 if self.first.is_none() {
                     self.first = Some(Nanos(sample));
+                }
+                // The break-trace limit ends the burst at the sample over it.
+                if tripped {
+                    return taken;
                 }
             }
         }
@@ -264,4 +268,40 @@ pub(crate) fn tsc_scale(span: Nanos) -> Result<u64, RtError> {
         }
         _ => 1 << 32,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaktrace::Tripwire;
+    use latlab_model::spec::SchedSpec;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_burst_ends_at_the_sample_over_the_break_trace_limit() {
+        let setup = info::test_setup(&INFO, &[("clock", "monotonic")], &[0]);
+        // Every read-to-read gap is at least 0 ns, so every sample is over -1 ns.
+        let wire = Arc::new(Tripwire::new(Nanos(-1)));
+        wire.arm();
+        let mut worker = ClockWorker {
+            recorder: setup.recorder().breaking_at(Some(wire.clone())),
+            setup,
+            placement: Placement {
+                thread: 0,
+                cpu: None,
+                policy: SchedSpec::DEFAULT,
+                timer_slack_ns: 0,
+            },
+            source: Source::Posix(clock::read_id("monotonic").expect("a POSIX clock")),
+            burst: 100,
+            tsc_scale: 1 << 32,
+            warm_up_samples: 0,
+            first: None,
+            elapsed: Nanos(0),
+            page_faults: 0,
+        };
+        let taken = worker.burst(1, true, &LiveStats::default());
+        assert_eq!((taken, worker.recorder.samples()), (1, 1));
+        assert!(wire.tripped().is_some());
+    }
 }
