@@ -319,12 +319,12 @@ fn placements(
     }
 }
 
-/// Refuses a setting given by flag that the phase's probe does not use: it would be
-/// silently ignored.
+/// Refuses a setting, given by flag or by the scenario, that the phase's probe does not
+/// use: it would be silently ignored.
 fn refuse_unhonoured(info: &ProbeInfo, given: [(Setting, &Origin); 5]) -> Result<(), ResolveError> {
     let Some((setting, origin)) = given
         .into_iter()
-        .find(|(setting, origin)| matches!(origin, Origin::Flag(_)) && !info.honours(*setting))
+        .find(|(setting, origin)| origin.is_given() && !info.honours(*setting))
     else {
         return Ok(());
     };
@@ -489,6 +489,68 @@ mod tests {
         assert!(
             e.to_string()
                 .starts_with("--method: probe noise does not use --method: leave it out"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_scenarios_timer_setting_its_phases_probe_ignores_is_refused() {
+        let cases = [
+            (
+                "[timer]\nmethod = \"rel\"\n",
+                "noise",
+                "s: timer.method: ",
+                Setting::Method,
+            ),
+            (
+                "[timer]\nclock = \"boottime\"\n",
+                "clock",
+                "s: timer.clock: ",
+                Setting::Clock,
+            ),
+            (
+                "[timer]\nhybrid_margin = \"20us\"\n",
+                "msg",
+                "s: timer.hybrid_margin: ",
+                Setting::HybridMargin,
+            ),
+            (
+                "[timer]\nperiod = \"2ms\"\n",
+                "noise",
+                "s: timer.period: ",
+                Setting::Period,
+            ),
+        ];
+        for (timer, probe, start, refused) in cases {
+            let s = scenario(&format!(
+                "{timer}[[phase]]\nname = \"x\"\nprobe = \"{probe}\"\n"
+            ));
+            let e = phases_of(&RunInput::default(), &s).unwrap_err();
+            assert!(
+                matches!(e, ResolveError::Unhonoured { setting, .. } if setting == refused),
+                "{e}"
+            );
+            let message = e.to_string();
+            assert!(message.starts_with(start), "{message}");
+            assert!(
+                message.contains(&format!("probe {probe} does not use")),
+                "{message}"
+            );
+            assert!(message.contains("remove it from the scenario"), "{message}");
+        }
+        // The same setting in a phase measured by the timer is used, not refused.
+        let s = scenario("[timer]\nmethod = \"rel\"\n[[phase]]\nname = \"x\"\n");
+        let phases = phases_of(&RunInput::default(), &s).unwrap();
+        assert_eq!(phases[0].spec.to_string(), "timer:method=rel");
+    }
+
+    #[test]
+    fn a_phases_own_method_its_probe_ignores_is_refused_naming_the_phase() {
+        let s = scenario("[[phase]]\nname = \"x\"\nprobe = \"sem\"\nmethod = \"spin\"\n");
+        let e = phases_of(&RunInput::default(), &s).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("s: phase x: method: probe sem does not use --method"),
             "{e}"
         );
     }
