@@ -1,8 +1,10 @@
-//! Measurement on the machine latlab runs on: probes, the runner that hosts them,
+//! Measurement on the machine latlab runs on: the plan (a run's options and scenario
+//! resolved and checked, [`plan`]), probes, the runner that hosts them,
 //! live statistics for the display, warnings, host facts and the readiness audit
 //! ([`check`]).
 //!
-//! Data flows one way: a [`runner::RunRequest`] plus a [`probe::Probe`] go in, a
+//! Data flows one way: a [`plan::RunInput`] resolves into a [`plan::RunPlan`]; each
+//! phase's [`runner::RunRequest`] plus its [`probe::Probe`] go in, a
 //! [`runner::RunOutcome`] (streams in the Run format, events, warnings, conditions)
 //! comes out. All kernel access goes through `latlab-rt`.
 
@@ -15,6 +17,7 @@ pub mod facts;
 pub mod live;
 pub mod load;
 pub mod notice;
+pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod runner;

@@ -2,7 +2,7 @@
 //!
 //! A scenario is TOML. Every key is checked: an unknown one is an error naming the key
 //! and its line. Values stay text here (`"50ms"`, `"f:95"`) and are validated, with
-//! the command line's flags, into one plan by the `latlab` binary.
+//! the command line's flags, into one plan by `latlab_measure::plan`.
 //!
 //! ```toml
 //! name = "wilshire-disk"

@@ -1,9 +1,11 @@
 //! The command line: raw arguments as clap parses them.
 //!
-//! Values stay text here; `cmd::run::plan` turns them into a validated request and
-//! names the flag in every error.
+//! Values stay text here; `latlab run`'s options become a [`RunInput`], which the
+//! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
+//! every error.
 
 use clap::{Args, Parser, Subcommand};
+use latlab_measure::plan::RunInput;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -171,6 +173,41 @@ pub struct RunArgs {
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]
     pub no_audit: bool,
+}
+
+impl RunArgs {
+    /// The options the plan is resolved from; the rest (`--json`, `--store`, `-q`,
+    /// `--no-audit`) say where the run goes and how it is shown.
+    pub fn input(&self) -> RunInput {
+        RunInput {
+            scenario: self.scenario.clone(),
+            cpus: self.cpus.clone(),
+            priority: self.priority.clone(),
+            period: self.period.clone(),
+            duration: self.duration.clone(),
+            method: self.method.clone(),
+            clock: self.clock.clone(),
+            warm_up: self.warm_up.clone(),
+            dma_latency_us: self.dma_latency,
+            no_tune: self.no_tune,
+            no_mlock: self.no_mlock,
+            mlock_all: self.mlock_all,
+            timer_slack: self.timer_slack.clone(),
+            hybrid_margin: self.hybrid_margin.clone(),
+            breaktrace: self.breaktrace.clone(),
+            spike: self.spike.clone(),
+            spike_nodes: self.spike_nodes,
+            top: self.top,
+            interval: self.interval.clone(),
+            max: self.max.clone(),
+            thresholds: self.thresholds.clone(),
+            percentile_limits: self.percentile_limits.clone(),
+            loads: self.loads.clone(),
+            probes: self.probes.clone(),
+            load_cpus: self.load_cpus.clone(),
+            load_dir: self.load_dir.clone(),
+        }
+    }
 }
 
 /// `latlab check`.
@@ -396,6 +433,98 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
         assert_eq!(e.exit_code(), 2);
+    }
+
+    /// The plan of `latlab run` with `extra`, on CPUs 0 and 1.
+    fn plan_of(extra: &[&str]) -> Result<latlab_measure::plan::RunPlan, String> {
+        let mut argv = vec!["latlab", "run"];
+        argv.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(expand(&argv)).map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Run(r) => {
+                latlab_measure::plan::resolve(&r.input(), &[0, 1]).map_err(|e| e.to_string())
+            }
+            _ => Err("not a run".to_string()),
+        }
+    }
+
+    #[test]
+    fn every_run_option_reaches_the_plan() {
+        let p = plan_of(&[
+            "-c",
+            "1",
+            "-P",
+            "r:50",
+            "-p",
+            "2ms",
+            "-d",
+            "1s",
+            "--method",
+            "rel",
+            "--warm-up",
+            "10ms",
+            "--dma-latency",
+            "5",
+            "--mlock-all",
+            "--spike",
+            "1ms",
+            "--spike-nodes",
+            "7",
+            "--top",
+            "3",
+            "--interval",
+            "10ms",
+            "--max",
+            "1s",
+            "--p99",
+            "500us",
+            "--threshold",
+            "mean=1ms",
+            "--load-cpus",
+            "0",
+        ])
+        .unwrap();
+        let phase = &p.phases[0];
+        assert_eq!(phase.request.cpus, [1]);
+        assert_eq!(phase.request.policy.to_string(), "rr:50");
+        assert_eq!(phase.setup.period.0, 2_000_000);
+        assert_eq!(phase.request.duration.map(|d| d.0), Some(1_000_000_000));
+        assert_eq!(phase.spec.to_string(), "timer:method=rel");
+        assert_eq!(phase.request.warm_up.0, 10_000_000);
+        assert_eq!(p.dma_latency_us, Some(5));
+        assert_eq!(p.memory_lock, latlab_model::run::MemoryLockPlan::All);
+        assert_eq!(phase.setup.spike_threshold.map(|n| n.0), Some(1_000_000));
+        assert_eq!((phase.setup.spike_capacity, phase.setup.top_spikes), (7, 3));
+        assert_eq!(phase.setup.timeline_interval.0, 10_000_000);
+        assert_eq!(p.thresholds.len(), 3);
+        assert_eq!(p.load_cpus, [0]);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-c", "7"], "--cpus: CPU 7"),
+            (&["-p", "0"], "--period"),
+            (&["-d", "5 fortnights"], "--duration"),
+            (&["-P", "f:120"], "--priority"),
+            (&["--max", "100"], "--max"),
+            (&["--p99.9", "abc"], "--p99.9"),
+            (
+                &["--threshold", "foo=1ms"],
+                "--threshold: unknown metric 'foo'",
+            ),
+            (&["--threshold", "p99=abc"], "--threshold: limit for p99"),
+            (
+                &["--max", "1ms", "--threshold", "p100=2ms"],
+                "--threshold p100=2ms: --max already limits max",
+            ),
+            (&["--top", "5000"], "--top"),
+            (&["--probe", "noise", "-p", "2ms"], "--period: probe noise"),
+        ];
+        for (args, flag) in cases {
+            let e = plan_of(args).unwrap_err();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
     }
 
     #[test]

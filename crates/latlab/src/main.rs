@@ -9,7 +9,6 @@ mod display;
 mod error;
 mod keep;
 mod output;
-mod scenarios;
 mod stamp;
 
 use clap::Parser;

@@ -253,3 +253,37 @@ fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
     expected.sort();
     assert_eq!(refused, expected);
 }
+
+#[test]
+fn a_scenarios_timer_only_setting_in_a_phase_whose_probe_ignores_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    let json = dir.path().join("run.json");
+    for (timer, probe, field) in [
+        ("method = \"rel\"", "noise", "timer.method"),
+        ("clock = \"boottime\"", "clock", "timer.clock"),
+    ] {
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"s\"\ndescription = \"d\"\nduration = \"100ms\"\n[timer]\n{timer}\n\
+                 [[phase]]\nname = \"x\"\nprobe = \"{probe}\"\n"
+            ),
+        )
+        .unwrap();
+        let out = latlab()
+            .arg("run")
+            .arg(&file)
+            .args(["-c", "0", "--no-audit", "-q", "--no-store", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{probe} {field}: {stderr}");
+        assert!(
+            stderr.contains(&format!("s: {field}: probe {probe} does not use")),
+            "{stderr}"
+        );
+        assert!(!json.exists(), "a refused run writes no Run");
+    }
+}

@@ -6,7 +6,6 @@ pub mod export;
 pub mod import;
 pub mod loads;
 pub mod methods;
-pub mod plan;
 pub mod probes;
 pub mod report;
 pub mod run;

@@ -2,7 +2,6 @@
 //! keep, report.
 
 use crate::cli::RunArgs;
-use crate::cmd::plan::{plan, PhasePlan, RunPlan};
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
 use crate::keep::keep;
@@ -15,6 +14,7 @@ use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
+use latlab_measure::plan::{self, PhasePlan, RunPlan};
 use latlab_measure::runner::{self, RunError, SystemSetup};
 use latlab_model::audit::Audit;
 use latlab_model::run::{
@@ -47,16 +47,21 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let available = latlab_rt::affinity::allowed_cpus().map_err(|e| {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
-    let plan = plan(args, &available)?;
-    sweep_leftovers(&plan);
-    if let Some(target) = &plan.json {
+    let plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
+    let store_path = (!args.no_store).then(|| {
+        args.store
+            .clone()
+            .unwrap_or_else(latlab_store::default_path)
+    });
+    sweep_leftovers(&plan, args.json.as_deref());
+    if let Some(target) = &args.json {
         // The default store too: --no-store does not make overwriting it harmless.
         let default_store = latlab_store::default_path();
         let mut stores = vec![default_store.as_path()];
-        stores.extend(plan.store.as_deref());
+        stores.extend(store_path.as_deref());
         refuse_store_path("--json", target, &stores)?;
     }
-    let mut json = plan
+    let mut json = args
         .json
         .as_deref()
         .map(|p| OutputTarget::open("--json", p))
@@ -65,7 +70,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         Some(OutputTarget::Stdout) => Human::Stderr,
         _ => Human::Stdout,
     };
-    let mut store = plan.store.as_deref().map(SqliteStore::open).transpose()?;
+    let mut store = store_path.as_deref().map(SqliteStore::open).transpose()?;
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
@@ -123,7 +128,15 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         if stop.load(Ordering::Relaxed) || measured.interrupted || measured.failed {
             break;
         }
-        let result = run_phase(&plan, phase, &setup, &stop, human, &mut measured);
+        let result = run_phase(
+            &plan,
+            phase,
+            &setup,
+            &stop,
+            human,
+            args.quiet,
+            &mut measured,
+        );
         match result {
             Ok(()) => {}
             // Nothing measured yet: a plain error.
@@ -177,14 +190,14 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
 /// killer, a power cut) left behind — load directories, SysV objects, a half-written
 /// --json file — and says what was removed. Only what processes that no longer run
 /// owned is touched.
-fn sweep_leftovers(plan: &RunPlan) {
+fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
     let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
         .iter()
         .map(|p| p.display().to_string())
         .collect();
     removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
-    if let Some(json) = &plan.json {
+    if let Some(json) = json {
         removed.extend(output::sweep_beside(json));
     }
     output::say_removed(&removed);
@@ -197,6 +210,7 @@ fn run_phase(
     setup: &SystemSetup,
     stop: &AtomicBool,
     human: Human,
+    quiet: bool,
     measured: &mut Measured,
 ) -> Result<(), CliError> {
     let loads = start_loads(plan, phase)?;
@@ -206,7 +220,7 @@ fn run_phase(
         .iter()
         .map(|_| LiveStats::default())
         .collect();
-    let mut display = LiveDisplay::new(human, plan.quiet, &phase.request, &phase.describe());
+    let mut display = LiveDisplay::new(human, quiet, &phase.request, &phase.describe());
     // A display nobody can read any more (a closed pipe, a hung-up terminal) is no
     // reason to lose the measurement.
     display.start();

@@ -2,7 +2,7 @@
 
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use crate::scenarios::{built_in, BUILT_IN};
+use latlab_measure::plan::scenarios::{built_in, BUILT_IN};
 use latlab_model::scenario::Scenario;
 
 /// Lists the built-in scenarios, or prints one so it can be copied and edited.
