@@ -19,6 +19,7 @@
 //! the objects it uses go away.
 
 pub mod channel;
+mod control;
 mod eventfd;
 mod futex;
 pub mod leftovers;
@@ -38,7 +39,8 @@ mod unix;
 mod watchdog;
 
 pub use channel::{Channel, Received, Transport};
-pub use partner::{PartnerSpec, Plan, PlannedPartner};
+pub use control::Plan;
+pub use partner::{PartnerSpec, PlannedPartner};
 pub use semaphore::{Acquired, SemKind, Semaphore};
 pub use sleep_watch::SleepWatch;
 

@@ -19,13 +19,17 @@
 //! one measured. Its failures are written to the control block as a stage and an
 //! `errno`, and read back by the measuring side.
 
+use super::control::{
+    stage_name, Control, Plan, ACQUIRED, END, FAILURE, GO, IDLE_POLL, PERIOD, QUIT, RELEASED,
+    STAMP, START, WAITING,
+};
 use super::programs::{holder_program, sender_program};
 use super::{Channel, Errno, Semaphore, SleepWatch};
 use crate::partner::{
     self, sealed, Ended, Partner, PartnerBody, PartnerPlace, SharedRegion, TaskKind,
 };
 use crate::RtError;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Where and how a partner runs.
@@ -37,83 +41,6 @@ pub struct PartnerSpec {
     pub place: PartnerPlace,
     /// How often an idle partner looks for a new plan.
     pub idle_poll_ns: i64,
-}
-
-/// A schedule: instants `start + k·period` for k = 1, 2, … up to and including `end`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
-    /// Instant 0 (not itself part of the schedule), CLOCK_MONOTONIC ns.
-    pub start: i64,
-    /// Spacing, ns (positive).
-    pub period: i64,
-    /// The last instant that may be scheduled.
-    pub end: i64,
-}
-
-impl Plan {
-    /// Instant `k`.
-    #[inline(always)]
-    pub fn due(&self, k: i64) -> i64 {
-        self.start.saturating_add(k.saturating_mul(self.period))
-    }
-
-    /// The index of the latest instant at or before `t` (0 before the first one).
-    #[inline(always)]
-    pub fn index_at(&self, t: i64) -> i64 {
-        t.saturating_sub(self.start).div_euclid(self.period).max(0)
-    }
-}
-
-// Control words. Cycle identifiers in the holder's handshake are instants of the
-// plan (they only grow, across plans too).
-pub(super) const QUIT: usize = 0;
-pub(super) const GO: usize = 1;
-pub(super) const START: usize = 2;
-pub(super) const PERIOD: usize = 3;
-pub(super) const END: usize = 4;
-pub(super) const IDLE_POLL: usize = 5;
-pub(super) const FAILURE: usize = 6;
-pub(super) const WAITING: usize = 7;
-pub(super) const RELEASED: usize = 8;
-pub(super) const STAMP: usize = 9;
-pub(super) const ACQUIRED: usize = 10;
-const SLOTS: usize = 11;
-
-/// What a partner was doing when it failed (stored with the errno).
-#[derive(Clone, Copy)]
-#[repr(u64)]
-pub(super) enum Stage {
-    Sleep = 3,
-    Send = 4,
-    Acquire = 5,
-    Release = 6,
-}
-
-fn stage_name(code: u64) -> &'static str {
-    match code {
-        3 => "sleep until its next instant (clock_nanosleep)",
-        4 => "send a message",
-        5 => "acquire the semaphore",
-        6 => "release the semaphore",
-        _ => "run",
-    }
-}
-
-/// Exit code of a program that failed (the details are in the control block).
-pub(super) const FAILED: i32 = 70;
-
-/// The words the measuring thread and its partner share.
-#[derive(Debug, Default)]
-pub(super) struct Control {
-    words: [AtomicU64; SLOTS],
-}
-
-impl Control {
-    /// Word `slot`.
-    #[inline(always)]
-    pub(super) fn get(&self, slot: usize) -> &AtomicU64 {
-        &self.words[slot]
-    }
 }
 
 /// What a partner runs against the object it measures.

@@ -5,7 +5,7 @@
 //! control block; no allocation, no lock but the one measured, no panic (arithmetic
 //! saturates). Failures are recorded as a stage and an `errno` with [`fail`].
 
-use super::partner::{
+use super::control::{
     Control, Plan, Stage, ACQUIRED, END, FAILED, FAILURE, GO, IDLE_POLL, PERIOD, QUIT, RELEASED,
     STAMP, START, WAITING,
 };
