@@ -35,7 +35,10 @@ pub mod timer;
 use crate::live::LiveStats;
 use crate::notice::Notice;
 use latlab_model::run::{Event, Stream};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
+use latlab_rt::sched::Policy;
 use latlab_rt::RtError;
 use std::sync::atomic::AtomicBool;
 
@@ -50,6 +53,49 @@ pub struct Placement {
     pub policy: latlab_model::spec::SchedSpec,
     /// Timer slack of the thread, ns.
     pub timer_slack_ns: u64,
+}
+
+/// How much of a measuring thread's stack (and a partner's) is touched before
+/// measuring, so that page faults stay out of the samples.
+pub(crate) const PREFAULT_BYTES: usize = 32 * 1024;
+
+/// The kernel policy for a spec.
+pub fn policy_of(spec: SchedSpec) -> Policy {
+    match spec {
+        SchedSpec::Other { nice } => Policy::Other { nice },
+        SchedSpec::Batch { nice } => Policy::Batch { nice },
+        SchedSpec::Idle => Policy::Idle,
+        SchedSpec::Fifo { priority } => Policy::Fifo { priority },
+        SchedSpec::Rr { priority } => Policy::RoundRobin { priority },
+        SchedSpec::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        } => Policy::Deadline {
+            runtime_ns: runtime_ns.0 as u64,
+            deadline_ns: deadline_ns.0 as u64,
+            period_ns: period_ns.0 as u64,
+        },
+    }
+}
+
+pub(crate) fn spec_of(policy: Policy) -> SchedSpec {
+    match policy {
+        Policy::Other { nice } => SchedSpec::Other { nice },
+        Policy::Batch { nice } => SchedSpec::Batch { nice },
+        Policy::Idle => SchedSpec::Idle,
+        Policy::Fifo { priority } => SchedSpec::Fifo { priority },
+        Policy::RoundRobin { priority } => SchedSpec::Rr { priority },
+        Policy::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        } => SchedSpec::Deadline {
+            runtime_ns: Nanos(runtime_ns as i64),
+            deadline_ns: Nanos(deadline_ns as i64),
+            period_ns: Nanos(period_ns as i64),
+        },
+    }
 }
 
 /// The span a worker measures, on the probe's clock.

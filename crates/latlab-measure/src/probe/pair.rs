@@ -2,8 +2,8 @@
 //! partner's placement and policy, and the plans their cycles follow.
 
 use super::info::{ParamInfo, ProbeSetup};
+use super::policy_of;
 use super::Placement;
-use crate::runner::policy_of;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use latlab_rt::ipc::{PartnerSpec, Plan};
@@ -93,7 +93,7 @@ pub(super) fn partner_policy(measuring: SchedSpec) -> Policy {
 /// measurement does not fault.
 pub(super) fn after_spawn(task: TaskKind) {
     if task == TaskKind::Process {
-        memory::prefault_stack::<{ crate::runner::PREFAULT_BYTES }>();
+        memory::prefault_stack::<{ super::PREFAULT_BYTES }>();
     }
 }
 

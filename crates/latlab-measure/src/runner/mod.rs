@@ -12,7 +12,7 @@
 mod gate;
 mod setup;
 
-pub use setup::{mapped_while_locked, policy_of, PhaseFootprint, SystemSetup};
+pub use setup::{mapped_while_locked, PhaseFootprint, SystemSetup};
 
 use crate::breaktrace::{Trip, Tripwire};
 use crate::facts::FactReader;
@@ -34,8 +34,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Stack of each measuring thread: small and fixed, so locking it costs little.
 pub const MEASURING_STACK_BYTES: usize = 256 * 1024;
-/// How much of it is touched before measuring.
-pub(crate) const PREFAULT_BYTES: usize = 32 * 1024;
 /// How often the coordinating thread checks for the end or a stop request.
 const POLL: Duration = Duration::from_millis(20);
 /// Time from opening the gate to the common start: every thread must be awake and

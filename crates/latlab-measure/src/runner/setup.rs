@@ -1,13 +1,13 @@
 //! Setting up: the process-wide guards of a run and each measuring thread's own.
 
-use super::{RunError, RunRequest, PREFAULT_BYTES};
+use super::{RunError, RunRequest};
 use crate::notice::Notice;
 use crate::probe::Placement;
+use crate::probe::{policy_of, spec_of, PREFAULT_BYTES};
 use latlab_model::run::Conditions;
 use latlab_model::spec::SchedSpec;
-use latlab_model::Nanos;
 use latlab_rt::memory::{LockReach, LockRoom};
-use latlab_rt::sched::{self, Policy, PolicyGuard};
+use latlab_rt::sched::{self, PolicyGuard};
 use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::{affinity, memory};
 
@@ -175,45 +175,6 @@ fn lock_within_limit(
             });
             None
         }
-    }
-}
-
-/// The kernel policy for a spec.
-pub fn policy_of(spec: SchedSpec) -> Policy {
-    match spec {
-        SchedSpec::Other { nice } => Policy::Other { nice },
-        SchedSpec::Batch { nice } => Policy::Batch { nice },
-        SchedSpec::Idle => Policy::Idle,
-        SchedSpec::Fifo { priority } => Policy::Fifo { priority },
-        SchedSpec::Rr { priority } => Policy::RoundRobin { priority },
-        SchedSpec::Deadline {
-            runtime_ns,
-            deadline_ns,
-            period_ns,
-        } => Policy::Deadline {
-            runtime_ns: runtime_ns.0 as u64,
-            deadline_ns: deadline_ns.0 as u64,
-            period_ns: period_ns.0 as u64,
-        },
-    }
-}
-
-fn spec_of(policy: Policy) -> SchedSpec {
-    match policy {
-        Policy::Other { nice } => SchedSpec::Other { nice },
-        Policy::Batch { nice } => SchedSpec::Batch { nice },
-        Policy::Idle => SchedSpec::Idle,
-        Policy::Fifo { priority } => SchedSpec::Fifo { priority },
-        Policy::RoundRobin { priority } => SchedSpec::Rr { priority },
-        Policy::Deadline {
-            runtime_ns,
-            deadline_ns,
-            period_ns,
-        } => SchedSpec::Deadline {
-            runtime_ns: Nanos(runtime_ns as i64),
-            deadline_ns: Nanos(deadline_ns as i64),
-            period_ns: Nanos(period_ns as i64),
-        },
     }
 }
 
