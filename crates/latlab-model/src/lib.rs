@@ -31,6 +31,7 @@ pub mod run;
 mod run_check;
 pub mod scenario;
 pub mod spec;
+pub mod stamp;
 pub mod text;
 pub mod threshold;
 pub mod units;

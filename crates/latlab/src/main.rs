@@ -9,7 +9,6 @@ mod display;
 mod error;
 mod keep;
 mod output;
-mod stamp;
 
 use clap::Parser;
 use error::exit;

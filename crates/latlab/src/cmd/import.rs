@@ -10,9 +10,9 @@
 use crate::cli::ImportArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
-use crate::stamp::{rfc3339, run_id};
 use latlab_model::import::{self, Format, ImportContext, TimeUnit, DETECT_BYTES};
 use latlab_model::run::Run;
+use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::text::counted;
 use latlab_model::units::parse_duration;
 use latlab_store::{RunStore, SqliteStore};

@@ -6,7 +6,6 @@ use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
 use crate::keep::keep;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
-use crate::stamp::{rfc3339, run_id};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::facts::FactReader;
@@ -20,6 +19,7 @@ use latlab_model::audit::Audit;
 use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
+use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::threshold::{Status, Verdict};
 use latlab_rt::trace::BreakTrace;
 use latlab_store::SqliteStore;

@@ -1,4 +1,5 @@
-//! Run ids and timestamps, for runs measured and runs imported alike.
+//! Run ids and timestamps, for runs measured and runs imported alike: the id shape
+//! that [`Run::check`](crate::run::Run::check) accepts is made here.
 
 use std::time::SystemTime;
 
