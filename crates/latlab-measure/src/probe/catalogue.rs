@@ -1,29 +1,18 @@
-//! The registry of probes (`latlab run --probe NAME:key=value,...`): which exist, and
+//! Probes by name (`latlab run --probe NAME:key=value,...`): which exist, and
 //! how a specification names one of them with its parameters.
 //!
 //! The timer probe measures periodic wake-up latency; the others one OS primitive each
 //! — a preemption, a task switch, a message, a semaphore hand-over, a signal, the noise
 //! under a busy loop, a clock read — as a distribution, with the same statistics,
 //! spikes and timeline. Each lives in its own file with an [`INFO`](ProbeInfo)
-//! constant; adding a probe is that file plus one line in [`CATALOGUE`].
+//! constant; adding a probe is that file plus its name in the registry
+//! (`probe/mod.rs`), which makes [`CATALOGUE`].
 
 use super::info::{ParamInfo, Params, ProbeInfo};
 use latlab_model::params::{self, Described, ParamsError};
 use std::fmt;
 
-/// Every probe, in the order `latlab probes` lists them; the first is the default.
-pub const CATALOGUE: &[ProbeInfo] = &[
-    super::timer::INFO,
-    super::preempt::INFO,
-    super::switch::INFO,
-    super::msg::INFO,
-    super::sem::INFO,
-    super::pi::INFO,
-    super::prio_wake::INFO,
-    super::signal::INFO,
-    super::noise::INFO,
-    super::clock::INFO,
-];
+pub use super::CATALOGUE;
 
 /// The probe named `name`.
 pub fn find(name: &str) -> Option<&'static ProbeInfo> {

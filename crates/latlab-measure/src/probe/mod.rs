@@ -13,24 +13,28 @@
 //! 4. [`Worker::finish`] to turn what was kept into a Run stream.
 //!
 //! Adding a probe means one new file here (its `INFO` and `build`, see [`info`]) plus
-//! one line in [`catalogue::CATALOGUE`].
+//! its name in the `registry!` below.
 
 mod account;
 pub mod catalogue;
-pub mod clock;
 pub mod info;
-pub mod msg;
-pub mod noise;
 mod pair;
 mod partners;
-pub mod pi;
-pub mod preempt;
-pub mod prio_wake;
-pub mod sem;
-pub mod signal;
-pub mod switch;
 mod tally;
-pub mod timer;
+
+/// Declares each probe's module and lists its `INFO` in [`CATALOGUE`], in the order
+/// given, so that a probe is registered by naming it once.
+macro_rules! registry {
+    ($($probe:ident),+ $(,)?) => {
+        $(pub mod $probe;)+
+
+        /// Every probe, in the order `latlab probes` lists them; the first is the
+        /// default.
+        pub const CATALOGUE: &[info::ProbeInfo] = &[$($probe::INFO),+];
+    };
+}
+
+registry!(timer, preempt, switch, msg, sem, pi, prio_wake, signal, noise, clock);
 
 use crate::live::LiveStats;
 use crate::notice::Notice;
