@@ -5,7 +5,10 @@
 //! [`SampleRecorder`](crate::record::SampleRecorder): a sample over the limit, once the
 //! runner has armed the wire (after every thread rehearsed), writes a marker into the
 //! trace, stops tracing and raises the flag that every measuring loop looks at, so the
-//! loop that took the sample ends before its next one. Nothing in the ordinary path
+//! loop that took the sample ends before its next one (a burst of clock reads ends at
+//! it). The `switch` probe's samples are stamped by its partners during a burst and
+//! read at the burst's end, when they have all happened: that burst is recorded whole,
+//! and the event names the first sample over the limit. Nothing in the ordinary path
 //! allocates, locks or calls the kernel; the trip itself may (the measurement ends
 //! there), as cyclictest's `-b` does.
 
