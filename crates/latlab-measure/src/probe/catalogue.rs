@@ -123,7 +123,7 @@ mod tests {
             );
         }
         let pi = (find("pi").unwrap().policies)(&parse("pi").unwrap().params);
-        let e = pi.check(fifo(2)).unwrap_err();
+        let e = pi.check(fifo(2)).unwrap_err().to_string();
         assert!(
             e.contains("2 priority levels") && e.contains("f:3 to f:99"),
             "{e}"

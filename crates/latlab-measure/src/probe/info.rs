@@ -45,9 +45,9 @@ impl ProbeInfo {
     pub fn prepare(&self, setup: &ProbeSetup) -> Result<Box<dyn Probe>, PlanError> {
         (self.policies)(&setup.params)
             .check(setup.policy)
-            .map_err(|why| PlanError::Policy {
+            .map_err(|refused| PlanError::Policy {
                 probe: self.name,
-                why,
+                refused,
             })?;
         (self.build)(setup).map_err(PlanError::Build)
     }
@@ -162,12 +162,12 @@ impl BuildError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// Not at the requested scheduling policy (the fault of `-P`).
-    #[error("probe {probe} {why}")]
+    #[error("probe {probe} {refused}")]
     Policy {
         /// The probe.
         probe: &'static str,
         /// Why, and which policies it accepts.
-        why: String,
+        refused: PolicyRefused,
     },
     /// Not with these parameters or settings, or not on this system.
     #[error(transparent)]
@@ -190,23 +190,26 @@ pub enum Policies {
 
 impl Policies {
     /// Whether `policy` is one of them; the error says why not and what is.
-    pub fn check(self, policy: SchedSpec) -> Result<(), String> {
-        let refused = |why: &str| {
-            Err(format!(
-                "cannot run at {policy}: {why}; it accepts -P {self}"
-            ))
+    pub fn check(self, policy: SchedSpec) -> Result<(), PolicyRefused> {
+        let refused = |why: String| {
+            Err(PolicyRefused {
+                policy,
+                why,
+                accepted: self,
+            })
         };
         match (self, policy) {
             (Policies::Any, _) => Ok(()),
             (_, SchedSpec::Deadline { .. }) => refused(
                 "its measuring thread starts partner tasks, and the kernel lets no \
-                 SCHED_DEADLINE task start one",
+                 SCHED_DEADLINE task start one"
+                    .to_string(),
             ),
             (Policies::LevelsBelow(below), SchedSpec::Fifo { priority })
             | (Policies::LevelsBelow(below), SchedSpec::Rr { priority })
                 if priority <= below =>
             {
-                refused(&format!(
+                refused(format!(
                     "its partners run up to {below} priority levels below the measuring \
                      thread"
                 ))
@@ -214,6 +217,18 @@ impl Policies {
             _ => Ok(()),
         }
     }
+}
+
+/// A policy a probe's measuring thread cannot run at.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot run at {policy}: {why}; it accepts -P {accepted}")]
+pub struct PolicyRefused {
+    /// The policy asked for.
+    pub policy: SchedSpec,
+    /// Why the probe cannot run at it.
+    pub why: String,
+    /// What it accepts.
+    pub accepted: Policies,
 }
 
 impl fmt::Display for Policies {

@@ -59,10 +59,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
 fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let transport = Transport::from_name(setup.param("transport"))
         .ok_or_else(|| BuildError::param(INFO.name, "transport", setup, "not a transport"))?;
-    let pairing = Pairing::from_setup(setup).map_err(|why| BuildError::Unsupported {
-        probe: INFO.name,
-        why,
-    })?;
+    let pairing = Pairing::from_setup(INFO.name, setup)?;
     Ok(Box::new(MsgProbe {
         setup: setup.clone(),
         transport,

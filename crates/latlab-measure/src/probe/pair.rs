@@ -1,7 +1,7 @@
 //! What the two-task probes (`msg`, `sem`) share: the `task` and `cpu` parameters, the
 //! partner's placement and policy, and the plans their cycles follow.
 
-use super::info::{ParamInfo, ProbeSetup};
+use super::info::{BuildError, ParamInfo, ProbeSetup};
 use super::policy_of;
 use super::Placement;
 use latlab_model::spec::SchedSpec;
@@ -39,17 +39,23 @@ pub(super) struct Pairing {
 }
 
 impl Pairing {
-    /// Reads `task` and `cpu`; `cpu=cross` needs a second CPU.
-    pub(super) fn from_setup(setup: &ProbeSetup) -> Result<Pairing, String> {
+    /// Reads `task` and `cpu` of `probe`; `cpu=cross` needs a second CPU.
+    pub(super) fn from_setup(
+        probe: &'static str,
+        setup: &ProbeSetup,
+    ) -> Result<Pairing, BuildError> {
         let task = TaskKind::from_name(setup.param("task"))
-            .ok_or_else(|| format!("task={}: choose thread or process", setup.param("task")))?;
+            .ok_or_else(|| BuildError::param(probe, "task", setup, "choose thread or process"))?;
         let cross = setup.param("cpu") == "cross";
         if cross && setup.allowed_cpus.len() < 2 {
-            return Err(format!(
-                "cpu=cross needs two CPUs this process may use, and it may use only {:?} \
-                 (see `taskset -p $$`)",
-                setup.allowed_cpus
-            ));
+            return Err(BuildError::Unsupported {
+                probe,
+                why: format!(
+                    "cpu=cross needs two CPUs this process may use, and it may use only {:?} \
+                     (see `taskset -p $$`)",
+                    setup.allowed_cpus
+                ),
+            });
         }
         Ok(Pairing { task, cross })
     }

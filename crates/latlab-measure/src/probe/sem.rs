@@ -63,10 +63,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
 fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     let kind = SemKind::from_name(setup.param("kind"))
         .ok_or_else(|| BuildError::param(INFO.name, "kind", setup, "not a semaphore kind"))?;
-    let pairing = Pairing::from_setup(setup).map_err(|why| BuildError::Unsupported {
-        probe: INFO.name,
-        why,
-    })?;
+    let pairing = Pairing::from_setup(INFO.name, setup)?;
     Ok(Box::new(SemProbe {
         setup: setup.clone(),
         kind,
