@@ -8,12 +8,34 @@ use latlab_model::spec::TimerMethod;
 
 /// Prints each method with one line on what it does.
 pub fn execute() -> Result<u8, CliError> {
+    Human::Stdout.write(&listing())?;
+    Ok(exit::OK)
+}
+
+/// The listing, made from the timer probe's `method` parameter.
+fn listing() -> String {
     let mut text = String::new();
     let methods = timer::INFO.params.iter().filter(|p| p.key == "method");
     for name in methods.flat_map(|p| p.choices) {
         let describe = TimerMethod::parse(name).map_or("", |m| m.describe());
         text.push_str(&format!("{name:<12} {describe}\n"));
     }
-    Human::Stdout.write(&text)?;
-    Ok(exit::OK)
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_of_the_timer_is_listed_with_what_it_does() {
+        insta::assert_snapshot!(listing(), @r"
+        abs          clock_nanosleep to an absolute deadline (cyclictest default)
+        rel          relative nanosleep of one period; deadlines drift (Wilshire test)
+        timerfd      periodic timerfd, woken by read()
+        posix-timer  periodic POSIX timer signalling the thread, sigwaitinfo()
+        spin         busy-wait on the clock: the floor software can see
+        hybrid       sleep to deadline minus a margin, then busy-wait
+        ");
+    }
 }

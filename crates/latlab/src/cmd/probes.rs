@@ -8,6 +8,12 @@ use std::fmt::Write as _;
 
 /// Lists the probes: one line each, or (`long`) what a sample spans and the parameters.
 pub fn execute(long: bool) -> Result<u8, CliError> {
+    Human::Stdout.write(&listing(long))?;
+    Ok(exit::OK)
+}
+
+/// The listing, made from the registry.
+fn listing(long: bool) -> String {
     let mut text = String::new();
     // Names in one column, as wide as the longest.
     let width = CATALOGUE.iter().map(|p| p.name.len()).fold(8, usize::max);
@@ -42,8 +48,7 @@ pub fn execute(long: bool) -> Result<u8, CliError> {
             "\nlatlab run --probe NAME[:key=value,...]; latlab probes --long for definitions\n",
         );
     }
-    Human::Stdout.write(&text)?;
-    Ok(exit::OK)
+    text
 }
 
 /// The policies a probe runs at with its defaults, then with each parameter value that
@@ -83,4 +88,15 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_is_the_registry() {
+        insta::assert_snapshot!("probes", listing(false));
+        insta::assert_snapshot!("probes_long", listing(true));
+    }
 }

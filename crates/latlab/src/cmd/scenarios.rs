@@ -17,6 +17,12 @@ pub fn execute(show: Option<&str>) -> Result<u8, CliError> {
         Human::Stdout.write(text)?;
         return Ok(exit::OK);
     }
+    Human::Stdout.write(&listing()?)?;
+    Ok(exit::OK)
+}
+
+/// Each built-in scenario with its description.
+fn listing() -> Result<String, CliError> {
     let mut out = String::new();
     for (name, text) in BUILT_IN {
         let s = Scenario::parse(text, name).map_err(CliError::runtime)?;
@@ -26,6 +32,15 @@ pub fn execute(show: Option<&str>) -> Result<u8, CliError> {
         "\nRun one: latlab run NAME (flags override it, e.g. -d 10s per phase). \
          Copy one: latlab scenarios show NAME > mine.toml; latlab run ./mine.toml\n",
     );
-    Human::Stdout.write(&out)?;
-    Ok(exit::OK)
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_scenario_parses_and_is_listed() {
+        insta::assert_snapshot!("scenarios", listing().expect("built-in scenarios parse"));
+    }
 }
