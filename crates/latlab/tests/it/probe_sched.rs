@@ -3,59 +3,19 @@
 //! add up, statistics are ordered, samples are non-negative, partner tasks are gone
 //! afterwards — never absolute latencies.
 
-use assert_cmd::Command;
+use crate::common::{
+    assert_nothing_left_of, latlab_in_own_group, measurement, processes_in_group, serial,
+};
 use latlab_model::run::{Run, Stream};
-use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The probes pin partners to the measured CPU: one measurement at a time.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn binary() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
-
-/// Processes running this test's latlab binary (a partner process left behind would be
-/// one: it is a fork of latlab).
-fn latlab_processes() -> Vec<u32> {
-    let ours = binary().canonicalize().unwrap();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == ours))
-        .collect()
-}
-
 /// Runs `latlab run --probe PROBE -c CPUS -d 1s` (plus `extra`); returns the exit code,
-/// the Run and stderr, after checking that no latlab process is left.
+/// the Run and stderr, after checking that no partner is left.
 fn measure_on(cpus: &str, probe: &str, extra: &[&str]) -> (i32, Option<Run>, String) {
-    let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = Command::new(binary())
-        .args(["run", "--probe", probe, "-c", cpus, "-d", "1s"])
-        .args(extra)
-        .args(["-q", "--no-store", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert_eq!(
-        latlab_processes(),
-        Vec::<u32>::new(),
-        "partners left behind by {probe}"
-    );
-    let run = std::fs::read_to_string(&json)
-        .ok()
-        .map(|text| Run::from_json(&text).expect("the Run parses back"));
-    (
-        out.status.code().unwrap_or(-1),
-        run,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args = [&["--probe", probe, "-c", cpus, "-d", "1s"], extra].concat();
+    let m = measurement(&args);
+    (m.code, m.run, m.stderr)
 }
 
 fn measure(probe: &str, extra: &[&str]) -> (i32, Option<Run>, String) {
@@ -216,10 +176,10 @@ fn sigint_ends_process_partners_and_keeps_the_results() {
         "switch:method=pipe,task=process",
         "pi:protocol=inherit,task=process",
     ] {
-        let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = serial();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("run.json");
-        let mut child = std::process::Command::new(binary())
+        let mut child = latlab_in_own_group()
             .args([
                 "run",
                 "--probe",
@@ -239,7 +199,7 @@ fn sigint_ends_process_partners_and_keeps_the_results() {
             .unwrap();
         std::thread::sleep(Duration::from_millis(800));
         assert!(
-            latlab_processes().len() > 1,
+            processes_in_group(child.id()).len() > 1,
             "{probe}: the partner runs as a process"
         );
         // kill(1) by the pid this test started, never by name.
@@ -262,11 +222,7 @@ fn sigint_ends_process_partners_and_keeps_the_results() {
         assert_eq!(code, Some(0), "{probe}");
         let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert!(run.interrupted && run.streams[0].samples > 0, "{probe}");
-        assert_eq!(
-            latlab_processes(),
-            Vec::<u32>::new(),
-            "{probe}: partners left behind"
-        );
+        assert_nothing_left_of(child.id(), probe);
     }
 }
 

@@ -1,8 +1,7 @@
 //! The primitive probes through the command line: listing, specifications and their
 //! mistakes, and the clock probe measured for real (invariants only).
 
-mod common;
-use common::{latlab, measure};
+use crate::common::{latlab, measure, serial};
 
 use latlab_model::run::ProbePlan;
 
@@ -201,6 +200,8 @@ const FLAGS: &[(&[&str], Honoured)] = &[
 
 #[test]
 fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
+    // tracing_on is restored after every break trace here: no other may come between.
+    let _guard = serial();
     let _tracing = TracingOnRestore::capture();
     let probes = probe_names();
     assert!(

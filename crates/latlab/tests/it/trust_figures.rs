@@ -3,8 +3,7 @@
 //! source's own figures are kept as it printed them, and a Run file that latlab could
 //! not have written is refused, naming the field.
 
-mod common;
-use common::{fixture, with_store};
+use crate::common::{fixture, with_store};
 
 use latlab_model::run::{Percentile, Run};
 use std::path::{Path, PathBuf};

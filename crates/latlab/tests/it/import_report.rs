@@ -2,8 +2,7 @@
 //! back out, round trips through the cyclictest formats, all-or-nothing imports, and
 //! every report kind.
 
-mod common;
-use common::{fixture, latlab, with_store};
+use crate::common::{fixture, latlab, with_store};
 
 use latlab_model::run::Run;
 use std::path::Path;

@@ -3,8 +3,7 @@
 //! where they apply, and every wait outside the measured loop stoppable. Invariants and
 //! ground truths created here only, never absolute latencies (these are noisy VMs).
 
-mod common;
-use common::{latlab, measure, serial};
+use crate::common::{latlab, measure, serial};
 
 use latlab_model::run::{Run, Stream};
 use std::process::Stdio;
@@ -31,7 +30,7 @@ fn interrupt(args: &[&str], after: Duration, signal: i32) -> Interrupted {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let spawned = Instant::now();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let mut child = std::process::Command::new(crate::common::latlab_path())
         .arg("run")
         .args(args)
         .args(["-q", "--no-store", "--json"])
@@ -237,6 +236,7 @@ fn interrupted_and_breaktrace_runs_take_no_page_fault_from_stopping() {
         assert!(!end.stdout.contains("run as root"), "{}", end.stdout);
         assert_no_false_fault_warning(&end.run.expect("the run is written"));
     }
+    let _guard = serial();
     let _restore = TracingOnRestore::capture();
     let (code, run, _) = measure(&["-c", "0", "-d", "2s", "-b", "1ns"]);
     assert_eq!(code, 0);

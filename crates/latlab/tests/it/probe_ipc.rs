@@ -4,36 +4,9 @@
 //! a sample or a missed one, samples are never negative, statistics are ordered — and
 //! that nothing is left behind: no SysV object, no partner process.
 
-use assert_cmd::Command;
+use crate::common::{assert_nothing_left_of, latlab, latlab_in_own_group, measurement, serial};
 use latlab_model::run::{Run, Stream};
-use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
-
-/// One measurement at a time: they share two CPUs, and the checks for left-over
-/// processes and IPC objects must see only the run just made.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Orphaned descendants of latlab (a partner it failed to reap) become children of
-/// this test process, where [`assert_no_stray_children`] finds them.
-fn adopt_orphans() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        latlab_rt::process::become_subreaper().expect("become a subreaper");
-    });
-}
-
-fn assert_no_stray_children(what: &str) {
-    // Exited and running children alike: a zombie is a process latlab failed to reap.
-    let stray = latlab_rt::process::children();
-    assert!(
-        stray.is_empty(),
-        "{what}: a process outlived latlab (pids {stray:?})"
-    );
-}
 
 /// The ids of the system's SysV message queues and semaphore sets.
 fn sysv_objects() -> Vec<String> {
@@ -58,25 +31,11 @@ fn two_cpus() -> bool {
 /// the run ended cleanly and left nothing behind.
 fn measure(spec: &str) -> Stream {
     let _guard = serial();
-    adopt_orphans();
     let before = sysv_objects();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = Command::cargo_bin("latlab")
-        .unwrap()
-        .args([
-            "run", "--probe", spec, "-c", "0", "-p", "1ms", "-d", "500ms",
-        ])
-        .args(["-q", "--no-store", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{spec}: {stderr}");
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m = measurement(&["--probe", spec, "-c", "0", "-p", "1ms", "-d", "500ms"]);
+    assert_eq!(m.code, 0, "{spec}: {}", m.stderr);
+    let run = m.run.expect("a Run");
     assert!(!run.interrupted, "{spec}");
-    assert_no_stray_children(spec);
     assert_eq!(sysv_objects(), before, "{spec}: SysV objects left behind");
     assert_eq!(run.streams.len(), 1, "{spec}");
     run.streams.into_iter().next().unwrap()
@@ -153,11 +112,10 @@ fn sem_every_kind_thread_and_process_same_and_cross_cpu() {
 fn stopping_a_run_stops_and_reaps_the_partner_process() {
     for spec in ["msg:task=process", "sem:kind=mutex,task=process"] {
         let _guard = serial();
-        adopt_orphans();
         let before = sysv_objects();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("run.json");
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        let mut child = latlab_in_own_group()
             .args([
                 "run",
                 "--probe",
@@ -189,7 +147,7 @@ fn stopping_a_run_stops_and_reaps_the_partner_process() {
             run.streams[0].samples > 0,
             "{spec}: what was measured is kept"
         );
-        assert_no_stray_children(spec);
+        assert_nothing_left_of(child.id(), spec);
         assert_eq!(sysv_objects(), before, "{spec}: SysV objects left behind");
     }
 }
@@ -197,16 +155,14 @@ fn stopping_a_run_stops_and_reaps_the_partner_process() {
 #[test]
 fn bad_parameters_are_usage_errors_that_say_what_is_accepted() {
     let _guard = serial();
-    let out = Command::cargo_bin("latlab")
-        .unwrap()
+    let out = latlab()
         .args(["run", "--probe", "msg:transport=carrier-pigeon", "-d", "1s"])
         .args(["-q", "--no-store"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("posix-mq"));
-    let out = Command::cargo_bin("latlab")
-        .unwrap()
+    let out = latlab()
         .args([
             "run",
             "--probe",
@@ -227,7 +183,7 @@ fn a_partner_on_another_cpu_needs_a_second_cpu() {
     let _guard = serial();
     let Ok(out) = std::process::Command::new("taskset")
         .args(["-c", "0"])
-        .arg(assert_cmd::cargo::cargo_bin("latlab"))
+        .arg(crate::common::latlab_path())
         .args([
             "run",
             "--probe",

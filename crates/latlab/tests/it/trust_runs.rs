@@ -3,8 +3,7 @@
 //! second or two and assert ground truths the tests create (files, pids, ids), never
 //! latencies.
 
-mod common;
-use common::{fixture, latlab, latlab_path, serial, text};
+use crate::common::{fixture, latlab, latlab_path, serial, text};
 
 use latlab_model::run::Run;
 use std::os::unix::process::CommandExt;

@@ -8,6 +8,7 @@
 //! allocation of 110592 bytes failed"), panicked ("failed to spawn thread") or leaked a
 //! SysV queue.
 
+use crate::common::serial;
 use latlab_model::run::Run;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ impl Sandbox {
                 std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
             }
         }
-        let built = assert_cmd::cargo::cargo_bin("latlab");
+        let built = crate::common::latlab_path();
         // `nobody` must be able to execute it: else a copy it may read, removed with
         // the sandbox.
         let latlab = if others_may_execute(&built) {
@@ -262,6 +263,7 @@ fn check_run(sandbox: &Sandbox, limit: Limit, args: &[&str]) {
 
 #[test]
 fn an_unprivileged_user_under_any_memlock_limit_gets_a_run_and_leaves_nothing_behind() {
+    let _guard = serial();
     let sandbox = Sandbox::new();
     // The timer probe with a load; then every probe whose partner can be a forked
     // process, as process and (msg) as thread, each a phase of its own.

@@ -3,68 +3,16 @@
 //! ordered, samples non-negative, events bounded and consistent with the summary, no
 //! process left behind), never absolute latencies — these machines are noisy VMs.
 
-use assert_cmd::Command;
+use crate::common::{
+    assert_nothing_left_of, latlab, latlab_in_own_group, measure, processes_in_group, serial,
+};
 use latlab_model::run::{Event, Run, Stream};
-use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Measurements share two CPUs; running them one at a time keeps each within its span.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn binary() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
-
-/// Processes running this test's latlab binary (a sender left behind would be one).
-fn latlab_processes() -> Vec<u32> {
-    let me = binary().canonicalize().unwrap();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == me))
-        .collect()
-}
-
-/// Runs `latlab run` with `args` plus quiet/no-store/JSON; returns the exit code, the
-/// Run and the human output. Checks that no latlab process outlives the run.
-fn measure(args: &[&str]) -> (i32, Run, String) {
-    let _guard = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = Command::new(binary())
-        .arg("run")
-        .args(args)
-        .args(["-q", "--no-store", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        latlab_processes(),
-        Vec::<u32>::new(),
-        "nothing left running"
-    );
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
-        panic!(
-            "no JSON ({e}); stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (
-        out.status.code().unwrap_or(-1),
-        Run::from_json(&text).expect("the Run parses back into the model"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
 
 /// Runs `latlab run` expecting a usage error; returns its message.
 fn refused(args: &[&str]) -> String {
-    let out = Command::new(binary())
+    let out = latlab()
         .arg("run")
         .args(args)
         .args(["-q", "--no-store"])
@@ -278,7 +226,7 @@ fn an_interrupted_signal_run_stops_its_sender_process() {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let child = std::process::Command::new(binary())
+    let child = latlab_in_own_group()
         .args([
             "run",
             "--probe",
@@ -294,9 +242,10 @@ fn an_interrupted_signal_run_stops_its_sender_process() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let leader = child.id();
     std::thread::sleep(Duration::from_millis(1200));
     assert!(
-        latlab_processes().len() >= 2,
+        processes_in_group(leader).len() >= 2,
         "latlab and its sender are running"
     );
     let sent = Instant::now();
@@ -309,7 +258,7 @@ fn an_interrupted_signal_run_stops_its_sender_process() {
     let out = child.wait_with_output().unwrap();
     assert!(sent.elapsed() < Duration::from_secs(3), "stops promptly");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(latlab_processes(), Vec::<u32>::new(), "the sender is gone");
+    assert_nothing_left_of(leader, "the sender");
     let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.interrupted);
     let s = &run.streams[0];

@@ -3,13 +3,9 @@
 //! that inspects it after layout. It must render with no console message, fetch
 //! nothing, and show its plots with real size and drawn lines.
 
-use assert_cmd::Command;
+use crate::common::{latlab, serial};
 use std::path::Path;
 use std::process::Stdio;
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
 
 /// The harness: loads the report in a frame, then writes what it found into `#result`
 /// as JSON, which `--dump-dom` prints.
@@ -87,7 +83,10 @@ fn make_report(dir: &Path) {
 fn the_html_report_renders_in_chromium_with_its_plots() {
     let browser = chromium();
     let dir = tempfile::tempdir().unwrap();
-    make_report(dir.path());
+    {
+        let _guard = serial();
+        make_report(dir.path());
+    }
     std::fs::write(dir.path().join("harness.html"), HARNESS).unwrap();
     let out = std::process::Command::new(browser)
         .args([

@@ -2,8 +2,7 @@
 //! asserting invariants only (counts add up, statistics ordered, no early wakes with
 //! absolute sleeps, clean-up), never absolute latencies — these machines are noisy VMs.
 
-mod common;
-use common::{latlab, measure, serial};
+use crate::common::{latlab, measure, serial};
 
 use latlab_model::run::{Run, Stream};
 use latlab_model::threshold::Status;
@@ -267,7 +266,7 @@ fn stops_on(signal: i32) {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let child = std::process::Command::new(crate::common::latlab_path())
         .args(["run", "-c", "0", "-d", "30s", "-q", "--no-store", "--json"])
         .arg(&json)
         .stdout(Stdio::piped())
@@ -331,7 +330,7 @@ fn not_permitted_runs_degraded_and_says_so() {
             "--bounding-set=-sys_nice,-ipc_lock",
             "--",
         ])
-        .arg(assert_cmd::cargo::cargo_bin("latlab"))
+        .arg(crate::common::latlab_path())
         .args(["run", "-c", "0", "-d", "1s", "-q", "--no-store", "--json"])
         .arg(&json)
         .output()
@@ -398,6 +397,8 @@ impl Drop for TracefsRestore {
 
 #[test]
 fn breaktrace_stops_at_the_first_sample_over_the_limit() {
+    // Another break trace between this one and its check would change tracing_on.
+    let _guard = serial();
     let restore = TracefsRestore::capture();
     let (code, run, out) = measure(&["-c", "0", "-d", "5s", "-b", "1ns"]);
     assert_eq!(code, 0, "{out}");
@@ -459,7 +460,7 @@ fn a_corrupt_store_is_a_clear_error_before_measuring() {
 
 #[test]
 fn a_closed_pipe_is_not_an_error() {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let mut child = std::process::Command::new(crate::common::latlab_path())
         .args(["methods"])
         .stdout(Stdio::piped())
         .spawn()
@@ -494,7 +495,7 @@ fn json_goes_to_pipes_and_devices_too() {
 #[test]
 fn a_closed_pipe_keeps_the_verdict() {
     let _guard = serial();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let mut child = std::process::Command::new(crate::common::latlab_path())
         .args(["run", "-c", "0", "-d", "1s", "--max", "1ns", "--no-store"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -630,7 +631,7 @@ fn loads_stop_on(signal: i32) {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let child = std::process::Command::new(crate::common::latlab_path())
         .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store"])
         .args([
             "--load",

@@ -1,11 +1,12 @@
 //! Bad input gets a clear usage error (exit 2) naming what is wrong — never a hang, a
 //! runaway read, a silent choice between conflicting values, or raw terminal escapes.
 
+use crate::common::serial;
 use assert_cmd::Command;
 use std::time::Duration;
 
-fn latlab() -> Command {
-    let mut command = Command::cargo_bin("latlab").expect("binary built");
+fn bounded_latlab() -> Command {
+    let mut command = crate::common::latlab();
     // A refusal takes milliseconds; a hang or a runaway read must not stall the suite.
     command.timeout(Duration::from_secs(20));
     command
@@ -13,7 +14,7 @@ fn latlab() -> Command {
 
 /// Runs latlab; returns the exit code and stderr.
 fn refused(args: &[&str]) -> (Option<i32>, String) {
-    let out = latlab().args(args).output().unwrap();
+    let out = bounded_latlab().args(args).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -52,6 +53,7 @@ fn a_scenario_that_is_a_device_a_fifo_or_huge_is_refused_without_reading_it() {
 
 #[test]
 fn a_probe_that_cannot_run_at_the_policy_is_a_usage_error_naming_what_it_accepts() {
+    let _guard = serial();
     let deadline = "d:100us:1ms";
     // A SCHED_DEADLINE thread cannot start partner tasks: these failed with exit 3
     // ("start the partner thread: Resource temporarily unavailable").
@@ -90,7 +92,7 @@ fn a_probe_that_cannot_run_at_the_policy_is_a_usage_error_naming_what_it_accepts
     assert!(stderr.contains("it accepts -P f:3 to f:99"), "{stderr}");
     // Those that start no partner run at it (degraded where it is not permitted).
     for probe in ["signal:kind=timer", "clock"] {
-        let out = latlab()
+        let out = bounded_latlab()
             .args([
                 "run",
                 "-c",
@@ -171,6 +173,7 @@ fn has_terminal_control(text: &str) -> bool {
 #[test]
 fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
     use latlab_store::RunStore;
+    let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let store_arg = store.to_str().unwrap();
@@ -181,7 +184,7 @@ fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
          [[phase]]\nname = \"ph\\u001b]0;title\\u0007ase\"\n",
     )
     .unwrap();
-    let run = latlab()
+    let run = bounded_latlab()
         .args([
             "run",
             scenario.to_str().unwrap(),
@@ -200,7 +203,8 @@ fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
     // A stored run whose texts carry escapes (written by another tool, or before
     // imports were checked): listing and showing it print none of them.
     let mut stored =
-        latlab_model::run::Run::from_json(include_str!("../../../docs/example-run.json")).unwrap();
+        latlab_model::run::Run::from_json(include_str!("../../../../docs/example-run.json"))
+            .unwrap();
     stored.id = "20260101T000000Z-\u{1b}[31mred".to_string();
     stored.host.as_mut().unwrap().hostname = "host\u{1b}[2J".to_string();
     stored.host.as_mut().unwrap().kernel_release = "6.1\u{9b}0m".to_string();
@@ -215,7 +219,7 @@ fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
         (vec!["show", "--store", store_arg, "last"], 0),
         (vec!["show", "--store", store_arg, "20260101"], 3),
     ] {
-        let out = latlab().args(&args).output().unwrap();
+        let out = bounded_latlab().args(&args).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {text}{err}");
@@ -233,14 +237,14 @@ fn one_stream_and_one_run_are_counted_in_the_singular() {
     let store = dir.path().join("runs.sqlite");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../latlab-model/tests/fixtures/import/cyclictest-1t.hist.txt");
-    let import = latlab()
+    let import = bounded_latlab()
         .args(["import", "--store", store.to_str().unwrap()])
         .arg(&fixture)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&import.stdout);
     assert!(text.contains(": 1 stream, 500 samples"), "{text}");
-    let runs = latlab()
+    let runs = bounded_latlab()
         .args(["runs", "--store", store.to_str().unwrap()])
         .output()
         .unwrap();

@@ -2,13 +2,9 @@
 //! of latlab-measure (a tuned PREEMPT_RT box, a stock desktop, a VM) and on this
 //! machine (invariants only).
 
-use assert_cmd::Command;
+use crate::common::latlab;
 use latlab_model::audit::{Audit, CheckVerdict};
 use std::path::PathBuf;
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
-}
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,0 +1,192 @@
+//! What the integration tests of the `latlab` binary share: running it, measuring with
+//! it (one measurement at a time, leaving nothing behind), reading its fixtures and
+//! stores.
+
+use assert_cmd::Command;
+use latlab_model::run::Run;
+use std::cell::Cell;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::Duration;
+
+/// Measurements share two CPUs, and the checks for left-over processes, IPC objects and
+/// tracefs settings must see only what their own test made: one such test at a time.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this test's thread holds [`MEASURING`] already.
+    static HOLDS_MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The measuring slot, held until dropped.
+pub struct Serial {
+    lock: Option<MutexGuard<'static, ()>>,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        if self.lock.is_some() {
+            HOLDS_MEASURING.set(false);
+        }
+    }
+}
+
+/// Holds the measuring slot of this test binary. A test that already holds it may take
+/// it again (as [`measure`] does), so a test holds it across its own snapshot,
+/// measurements and checks.
+pub fn serial() -> Serial {
+    if HOLDS_MEASURING.get() {
+        return Serial { lock: None };
+    }
+    let lock = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    HOLDS_MEASURING.set(true);
+    Serial { lock: Some(lock) }
+}
+
+/// The binary under test.
+pub fn latlab() -> Command {
+    Command::cargo_bin("latlab").expect("binary built")
+}
+
+/// Its path, for `std::process::Command`.
+pub fn latlab_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+/// Output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `latlab ARGS` as the leader of a process group of its own: every partner it forks
+/// shares the group, so [`assert_nothing_left_of`] finds them and nothing another test
+/// started.
+pub fn latlab_in_own_group() -> std::process::Command {
+    adopt_orphans();
+    let mut command = std::process::Command::new(latlab_path());
+    command.process_group(0);
+    command
+}
+
+/// Makes this test process the reaper of orphaned descendants: a partner latlab failed
+/// to reap then stays, a zombie of ours, where [`assert_nothing_left_of`] finds it,
+/// instead of being reaped by init unseen.
+fn adopt_orphans() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        latlab_rt::process::become_subreaper().expect("become a subreaper");
+    });
+}
+
+/// The processes of process group `pgid`, zombies included.
+pub fn processes_in_group(pgid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rfind(')')
+                    .and_then(|end| stat[end + 1..].split_whitespace().nth(2))
+                    .is_some_and(|group| group == pgid.to_string())
+            })
+        })
+        .collect()
+}
+
+/// Asserts that nothing of the ended run `leader` (started by [`latlab_in_own_group`])
+/// is left — no partner running, none unreaped — then reaps what it left.
+pub fn assert_nothing_left_of(leader: u32, what: &str) {
+    let left = processes_in_group(leader);
+    for pid in &left {
+        // SIGKILL by the pid found in the run's own group, so a failure cleans up too.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    std::thread::sleep(Duration::from_millis(if left.is_empty() { 0 } else { 100 }));
+    latlab_rt::process::reap_group(leader);
+    assert_eq!(left, Vec::<u32>::new(), "{what}: processes left behind");
+}
+
+/// What a measuring run produced.
+pub struct Measurement {
+    /// The exit code (-1 when ended by a signal).
+    pub code: i32,
+    /// The Run written with `--json`, if any.
+    pub run: Option<Run>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `latlab run` with `args` plus quiet/no-store/JSON to a temp file, holding the
+/// measuring slot, and checks that no process of it outlives it.
+pub fn measurement(args: &[&str]) -> Measurement {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut command = latlab_in_own_group();
+    command
+        .arg("run")
+        .args(args)
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json);
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let leader = child.id();
+    let (sender, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(child.wait_with_output()));
+    // A measurement here lasts seconds; a hang must fail the test, not stall the suite.
+    let Ok(out) = outcome.recv_timeout(Duration::from_secs(120)) else {
+        assert_nothing_left_of(leader, "a run that did not end in 120 s");
+        panic!("latlab run {args:?} did not end in 120 s");
+    };
+    let out = out.unwrap();
+    assert_nothing_left_of(leader, &format!("latlab run {args:?}"));
+    let run = std::fs::read_to_string(&json)
+        .ok()
+        .map(|json| Run::from_json(&json).expect("the Run parses back into the model"));
+    Measurement {
+        code: out.status.code().unwrap_or(-1),
+        run,
+        stdout: text(&out.stdout),
+        stderr: text(&out.stderr),
+    }
+}
+
+/// [`measurement`] of a run that writes its Run: the exit code, the Run and the human
+/// output.
+pub fn measure(args: &[&str]) -> (i32, Run, String) {
+    let m = measurement(args);
+    let run = m
+        .run
+        .unwrap_or_else(|| panic!("no JSON; stderr: {}", m.stderr));
+    (m.code, run, m.stdout)
+}
+
+/// A file the real tools wrote (see the fixtures' README).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-model/tests/fixtures/import")
+        .join(name)
+}
+
+/// Runs latlab with `args` plus `--store store`; returns (exit code, stdout, stderr).
+pub fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = latlab()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}

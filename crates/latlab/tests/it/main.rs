@@ -1,0 +1,20 @@
+//! The integration tests of the `latlab` binary, one test binary: a module per subject,
+//! the helpers they share in `common`. Tests of different modules run concurrently, so
+//! every test that measures, or creates or checks machine-wide state (IPC objects,
+//! processes, tracefs), holds `common::serial()` for the whole of it.
+
+mod common;
+
+mod browser;
+mod check;
+mod cli;
+mod import_report;
+mod probe_ipc;
+mod probe_noise_signal;
+mod probe_sched;
+mod probes;
+mod trust_accounting;
+mod trust_figures;
+mod trust_input;
+mod trust_runs;
+mod trust_unprivileged;
