@@ -175,39 +175,56 @@ pub(crate) struct DecodedRun<'a> {
 impl<'a> DecodedRun<'a> {
     /// Decodes every stream's histogram.
     pub fn decode(run: &'a Run) -> Result<DecodedRun<'a>, ReportError> {
+        let histograms = run
+            .streams
+            .iter()
+            .map(|stream| {
+                stream
+                    .decode_histogram()
+                    .map_err(|source| ReportError::Histogram {
+                        run: run.id.clone(),
+                        stream: format!("{} [{}]", stream.label(), stream.phase),
+                        source,
+                    })
+            })
+            .collect::<Result<Vec<_>, ReportError>>()?;
+        Ok(Self::with(run, histograms))
+    }
+
+    /// Names and places every stream without decoding a histogram (every
+    /// [`DecodedStream::histogram`] is `None`), for what reads only the Run's own
+    /// figures: the run summary. A decoded histogram holds every bucket up to the
+    /// largest sample (over 100 KiB for a few milliseconds), which `latlab run` would
+    /// otherwise add to its peak memory just to print a summary.
+    pub fn figures_only(run: &'a Run) -> DecodedRun<'a> {
+        Self::with(run, run.streams.iter().map(|_| None).collect())
+    }
+
+    /// The run with `histograms`, one per stream in order.
+    fn with(run: &'a Run, histograms: Vec<Option<LatencyHistogram>>) -> DecodedRun<'a> {
         let phased = run.phases.len() > 1;
         let streams = run
             .streams
             .iter()
+            .zip(histograms)
             .enumerate()
-            .map(|(colour, stream)| {
-                let name = if phased {
+            .map(|(colour, (stream, histogram))| DecodedStream {
+                stream,
+                name: if phased {
                     format!("{} [{}]", stream.label(), stream.phase)
                 } else {
                     stream.label()
-                };
-                let histogram =
-                    stream
-                        .decode_histogram()
-                        .map_err(|source| ReportError::Histogram {
-                            run: run.id.clone(),
-                            stream: format!("{} [{}]", stream.label(), stream.phase),
-                            source,
-                        })?;
-                Ok(DecodedStream {
-                    stream,
-                    name,
-                    histogram,
-                    offset: phase_offset(run, &stream.phase),
-                    colour,
-                })
+                },
+                histogram,
+                offset: phase_offset(run, &stream.phase),
+                colour,
             })
-            .collect::<Result<Vec<_>, ReportError>>()?;
-        Ok(DecodedRun {
+            .collect();
+        DecodedRun {
             run,
             streams,
             phased,
-        })
+        }
     }
 }
 

@@ -190,7 +190,7 @@ pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
         ReportKind::Html => html::render(&assemble::report(runs, true)?),
         ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, false)?)),
         ReportKind::Text => Ok(text::render(&assemble::report(runs, false)?, Ansi::Off)),
-        ReportKind::Summary => Ok(text::render(&assemble::summary(runs)?, Ansi::Off)),
+        ReportKind::Summary => Ok(text::render(&assemble::summary(runs), Ansi::Off)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
     }
 }
@@ -233,11 +233,8 @@ pub fn render_comparison(
 
 /// The summary of `run` as `latlab run` prints it: [`ReportKind::Summary`], with ANSI
 /// emphasis when `ansi` is on (for a terminal).
-pub fn render_summary(run: &Run, ansi: Ansi) -> Result<String, ReportError> {
-    Ok(text::render(
-        &assemble::summary(std::slice::from_ref(run))?,
-        ansi,
-    ))
+pub fn render_summary(run: &Run, ansi: Ansi) -> String {
+    text::render(&assemble::summary(std::slice::from_ref(run)), ansi)
 }
 
 /// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its

@@ -171,14 +171,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let kept = keep(&run, store.as_mut(), json.as_mut());
     code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
-    match crate::cmd::show::summary_for(&run, human) {
-        Ok(summary) => output::ignore_closed(human.write(&summary))?,
-        // The run is kept and its exit code settled: a summary that cannot be written
-        // (a histogram that does not decode) is said, and changes neither.
-        Err(e) => {
-            let _ = Human::Stderr.write(&format!("latlab: no summary: {e}\n"));
-        }
-    }
+    output::ignore_closed(human.write(&crate::cmd::show::summary_for(&run, human)))?;
     output::ignore_closed(human.write(&kept.said))?;
     if !kept.errors.is_empty() {
         let _ = Human::Stderr.write(&kept.errors);

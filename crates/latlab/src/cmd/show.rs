@@ -4,7 +4,7 @@ use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use latlab_model::run::Run;
-use latlab_report::report::{render_summary, Ansi, ReportError};
+use latlab_report::report::{render_summary, Ansi};
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
@@ -38,14 +38,13 @@ pub fn find_runs(
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
     let run = find_run(args.store.as_deref(), &args.run)?;
     // The summary names the run and says when it ran.
-    let summary = summary_for(&run, Human::Stdout).map_err(CliError::runtime)?;
-    Human::Stdout.write(&summary)?;
+    Human::Stdout.write(&summary_for(&run, Human::Stdout))?;
     Ok(exit::OK)
 }
 
 /// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
 /// for a terminal, plain for a file or a pipe.
-pub fn summary_for(run: &Run, human: Human) -> Result<String, ReportError> {
+pub fn summary_for(run: &Run, human: Human) -> String {
     let ansi = if human.is_terminal() {
         Ansi::On
     } else {

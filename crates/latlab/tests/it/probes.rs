@@ -131,8 +131,9 @@ fn timer_plan(run: &latlab_model::run::Run) -> Option<&latlab_model::run::TimerS
 }
 
 /// Every `latlab run` flag that shapes a measurement, and how the Run shows it was
-/// honoured. Flags that do not depend on the probe (--json, --store, -q, --load,
-/// thresholds' spelling) are tested on their own elsewhere.
+/// honoured. Flags about where the Run goes (--json, --store, --no-store, -q,
+/// --no-audit) and where loads keep their files (--load-dir) are tested on their own
+/// elsewhere.
 const FLAGS: &[(&[&str], Honoured)] = &[
     (&["-c", "1"], |r| {
         r.plan.cpus == [1] && r.streams.iter().all(|s| s.cpu == Some(1))
@@ -190,11 +191,29 @@ const FLAGS: &[(&[&str], Honoured)] = &[
     (&["--no-mlock"], |r| {
         r.plan.memory_lock == Some(latlab_model::run::MemoryLockPlan::None)
     }),
+    (&["--mlock-all"], |r| {
+        r.plan.memory_lock == Some(latlab_model::run::MemoryLockPlan::All)
+    }),
     (&["--dma-latency", "10"], |r| {
         r.plan.dma_latency_us == Some(10)
     }),
+    (&["--no-tune"], |r| {
+        r.plan.dma_latency_us.is_none()
+            && r.conditions
+                .as_ref()
+                .is_some_and(|c| c.dma_latency_us.is_none())
+    }),
     (&["--max", "1h"], |r| {
         r.thresholds.len() == 1 && r.verdict.status == latlab_model::threshold::Status::Pass
+    }),
+    (&["--threshold", "p99=1h"], |r| {
+        r.thresholds.len() == 1 && r.verdict.status == latlab_model::threshold::Status::Pass
+    }),
+    // The load on the CPU that is not measured, so the probe keeps its own.
+    (&["--load", "cpu:threads=1", "--load-cpus", "1"], |r| {
+        r.phases
+            .iter()
+            .all(|p| p.loads.len() == 1 && p.loads[0].name == "cpu" && p.loads[0].cpus == [1])
     }),
 ];
 
