@@ -3,7 +3,7 @@
 //! stores.
 
 use assert_cmd::Command;
-use latlab_model::run::Run;
+use latlab_model::run::{Run, Stream};
 use std::cell::Cell;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -189,4 +189,30 @@ pub fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
         text(&out.stdout),
         text(&out.stderr),
     )
+}
+
+/// What holds for any measured stream: percentiles in order between min and max, the
+/// mean between them, and the histogram and the timeline each holding every sample.
+pub fn assert_statistics_ordered(s: &Stream) {
+    let st = &s.stats;
+    let (min, max) = (st.min_ns.unwrap(), st.max_ns.unwrap());
+    let p = |q| {
+        st.percentile(q)
+            .unwrap()
+            .exact()
+            .expect("a measured percentile is a value")
+    };
+    assert!(min <= p(50.0), "min {min:?} > p50");
+    assert!(p(50.0) <= p(90.0) && p(90.0) <= p(99.0) && p(99.0) <= p(99.9));
+    assert!(p(99.9) <= p(99.99) && p(99.99) <= p(99.999) && p(99.999) <= max);
+    let mean = st.mean_ns.unwrap();
+    assert!(min.0 as f64 <= mean && mean <= max.0 as f64);
+    let hist = s.decode_histogram().unwrap().unwrap();
+    assert_eq!(hist.len(), s.samples, "histogram total = samples");
+    assert_eq!(s.histogram.as_ref().unwrap().total, s.samples);
+    assert_eq!(
+        s.timeline.count.iter().sum::<u64>(),
+        s.samples,
+        "timeline counts add up"
+    );
 }

@@ -23,26 +23,8 @@ fn refused(args: &[&str]) -> String {
 }
 
 fn assert_ordered(s: &Stream) {
-    let st = &s.stats;
-    let (min, max) = (st.min_ns.unwrap(), st.max_ns.unwrap());
-    let p = |q| {
-        st.percentile(q)
-            .unwrap()
-            .exact()
-            .expect("a measured percentile is a value")
-    };
-    assert!(min <= p(50.0), "min {min:?} > p50");
-    assert!(p(50.0) <= p(90.0) && p(90.0) <= p(99.0) && p(99.0) <= p(99.9));
-    assert!(p(99.9) <= p(99.99) && p(99.99) <= p(99.999) && p(99.999) <= max);
-    let mean = st.mean_ns.unwrap();
-    assert!(min.0 as f64 <= mean && mean <= max.0 as f64);
-    assert_eq!(s.decode_histogram().unwrap().unwrap().len(), s.samples);
-    assert_eq!(
-        s.histogram.as_ref().unwrap().total,
-        s.samples,
-        "histogram total = samples"
-    );
-    assert_eq!(s.timeline.count.iter().sum::<u64>(), s.samples);
+    crate::common::assert_statistics_ordered(s);
+    let min = s.stats.min_ns.unwrap();
     assert!(min.0 >= 0, "a sample spans two instants in order: {min:?}");
     assert_eq!(s.early_wakes, Some(0));
 }
