@@ -1014,11 +1014,19 @@ fn compare_finds_a_regression_and_an_improvement() {
             .unwrap();
         assert!(out.status.success());
     }
+    // Different policies: refused, naming the difference, unless forced.
+    let unforced = latlab()
+        .args(["compare", "last~1", "last", "--store", store_arg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&unforced.stderr);
+    assert_eq!(unforced.status.code(), Some(2), "{err}");
+    assert!(err.contains("policy: fifo:95 (base) vs other:0") && err.contains("--force"));
     // The verdicts on p50, which the 200 µs decide; the maximum is one sample, which a
     // host's millisecond preemption of this VM may put in either run.
     let compare = |base: &str, new: &str| {
         latlab()
-            .args(["compare", base, new, "--metric", "p50"])
+            .args(["compare", base, new, "--metric", "p50", "--force"])
             .args(["--tolerance", "10%", "--store", store_arg])
             .output()
             .unwrap()
@@ -1037,7 +1045,7 @@ fn compare_finds_a_regression_and_an_improvement() {
     assert!(text.contains("improvement"), "{text}");
     let max = latlab()
         .args([
-            "compare", "last~1", "last", "--metric", "max", "--store", store_arg,
+            "compare", "last~1", "last", "--metric", "max", "--force", "--store", store_arg,
         ])
         .output()
         .unwrap();
