@@ -36,7 +36,7 @@ pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons
             .collect();
         blocks.push(Block::List(lines));
         if !c.loads.is_empty() {
-            blocks.push(Block::Table(loads_table(compared, c)));
+            blocks.push(Block::Table(loads_table(c)));
         }
     }
     blocks.push(Block::Paragraph(format!("Method: {}", compared.method)));
@@ -217,17 +217,18 @@ fn verdict_line(compared: &Comparisons, c: &RunComparison, v: &Verdict) -> Strin
     )
 }
 
-/// The loads of the base and one later run, side by side.
-fn loads_table(compared: &Comparisons, c: &RunComparison) -> Table {
+/// The loads of the base and one later run, side by side (the runs are named in the
+/// verdict lines above it).
+fn loads_table(c: &RunComparison) -> Table {
     let mut table = Table::new(&[
         ("phase", false),
         ("load", false),
-        (&format!("rate: {}", compared.base.id), true),
-        (&format!("rate: {}", c.new.id), true),
+        ("base rate", true),
+        ("new rate", true),
         ("change", true),
         ("verdict", false),
-        (&format!("CPU / wall (s): {}", compared.base.id), true),
-        (&format!("CPU / wall (s): {}", c.new.id), true),
+        ("base CPU / wall (s)", true),
+        ("new CPU / wall (s)", true),
     ]);
     for row in &c.loads {
         table.push(load_row(row), None);
