@@ -321,6 +321,7 @@ fn phases_are_reported_with_their_loads() {
                 ended: "stopped".to_string(),
                 stop_ns: Nanos::from_millis(3),
                 notes: vec![],
+                cpu_time: None,
             }],
             ..main
         },

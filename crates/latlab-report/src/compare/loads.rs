@@ -8,7 +8,8 @@
 //! over those phases: their mean rate with a 95 % Student-t interval, and a verdict
 //! when both runs have one.
 
-use latlab_model::run::{LoadRecord, Run};
+use latlab_model::run::{CpuTime, LoadRecord, Run};
+use latlab_model::Nanos;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,8 +41,14 @@ pub struct LoadFigures {
     pub interval: Option<(f64, f64)>,
     /// The phases it is taken from.
     pub phases: usize,
-    /// CPU time, user and system, in seconds: what an `exec:` load's command used.
+    /// CPU time, user and system together, in seconds: what an `exec:` load's
+    /// command used (its work).
     pub cpu_s: Option<f64>,
+    /// CPU time in user mode of the load's processes, in seconds (`None`: not
+    /// recorded).
+    pub user_s: Option<f64>,
+    /// CPU time in the kernel on behalf of the load's processes, in seconds.
+    pub system_s: Option<f64>,
     /// How long the load ran (summed over phases when pooled), in seconds.
     pub wall_s: f64,
 }
@@ -87,11 +94,17 @@ fn figures(records: &[&LoadRecord]) -> LoadFigures {
         .iter()
         .all(|r| r.name == "exec")
         .then(|| records.iter().map(|r| r.work as f64 / 1e9).sum());
+    let seconds = |part: fn(&CpuTime) -> Nanos| {
+        let times: Option<Vec<CpuTime>> = records.iter().map(|r| r.cpu_time).collect();
+        times.map(|t| t.iter().map(|t| part(t).0 as f64 / 1e9).sum())
+    };
     LoadFigures {
         rate,
         interval,
         phases: n,
         cpu_s,
+        user_s: seconds(|t| t.user_ns),
+        system_s: seconds(|t| t.system_ns),
         wall_s: records.iter().map(|r| r.elapsed_ns.0 as f64 / 1e9).sum(),
     }
 }
@@ -175,7 +188,6 @@ pub fn compare_loads(base: &Run, new: &Run) -> Vec<LoadComparison> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latlab_model::Nanos;
 
     fn record(spec: &str, rate: f64) -> LoadRecord {
         LoadRecord {
@@ -191,6 +203,7 @@ mod tests {
             ended: "stopped".into(),
             stop_ns: Nanos(0),
             notes: Vec::new(),
+            cpu_time: None,
         }
     }
 
@@ -229,10 +242,21 @@ mod tests {
 
     #[test]
     fn an_exec_load_shows_its_cpu_time() {
-        let exec = record("exec:make", 1.5);
+        let mut exec = record("exec:make", 1.5);
         let f = figures(&[&exec]);
         assert_eq!(f.cpu_s, Some(1.5));
+        assert_eq!(
+            (f.user_s, f.system_s),
+            (None, None),
+            "not recorded: unknown"
+        );
         assert_eq!(f.wall_s, 1.0);
+        exec.cpu_time = Some(CpuTime {
+            user_ns: Nanos(1_000_000_000),
+            system_ns: Nanos(500_000_000),
+        });
+        let twice = figures(&[&exec, &exec]);
+        assert_eq!((twice.user_s, twice.system_s), (Some(2.0), Some(1.0)));
         assert_eq!(figures(&[&record("cpu", 1.0)]).cpu_s, None);
     }
 }

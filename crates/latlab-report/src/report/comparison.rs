@@ -227,8 +227,8 @@ fn loads_table(c: &RunComparison) -> Table {
         ("new rate", true),
         ("change", true),
         ("verdict", false),
-        ("base CPU / wall (s)", true),
-        ("new CPU / wall (s)", true),
+        ("base CPU, wall time (s)", true),
+        ("new CPU, wall time (s)", true),
     ]);
     for row in &c.loads {
         table.push(load_row(row), None);
@@ -251,8 +251,14 @@ fn load_row(row: &LoadComparison) -> Vec<String> {
     let times = |f: &Option<LoadFigures>| match f {
         None => figures::MISSING.to_string(),
         Some(f) => {
-            let cpu = f.cpu_s.map_or_else(|| figures::MISSING.to_string(), number);
-            format!("{cpu} / {}", number(f.wall_s))
+            let wall = format!("wall {}", number(f.wall_s));
+            match (f.user_s, f.system_s, f.cpu_s) {
+                (Some(user), Some(system), _) => {
+                    format!("user {} / sys {} / {wall}", number(user), number(system))
+                }
+                (_, _, Some(cpu)) => format!("CPU {} / {wall}", number(cpu)),
+                _ => wall,
+            }
         }
     };
     let verdict = match row.change {

@@ -592,6 +592,20 @@ fn every_load_works_reports_its_rate_stops_and_leaves_nothing() {
         assert_eq!(record.spec, load);
         assert!(record.work > 0, "{load}: no work done");
         assert!(record.rate.is_some_and(|r| r > 0.0), "{load}: no rate");
+        // Its processes' CPU time, from the kernel: an exec load's command's, which is
+        // its work, is part of it.
+        let cpu = record
+            .cpu_time
+            .unwrap_or_else(|| panic!("{load}: no CPU time"));
+        let cpu_ns = (cpu.user_ns.0 + cpu.system_ns.0) as u64;
+        assert!(cpu_ns > 0, "{load}: {cpu:?}");
+        if record.name == "exec" {
+            assert!(
+                cpu_ns >= record.work,
+                "{load}: {cpu:?} < {} ns",
+                record.work
+            );
+        }
         assert_eq!(record.ended, "stopped", "{load}");
         assert!(
             record.stop_ns < latlab_model::Nanos::SECOND,

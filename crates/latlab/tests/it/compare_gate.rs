@@ -6,7 +6,8 @@
 use crate::common::with_store;
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{
-    EncodedHistogram, ExactSums, LoadRecord, Phase, Run, Spikes, Statistics, Stream, Timeline,
+    CpuTime, EncodedHistogram, ExactSums, LoadRecord, Phase, Run, Spikes, Statistics, Stream,
+    Timeline,
 };
 use latlab_model::Nanos;
 use serde_json::Value;
@@ -117,6 +118,11 @@ fn load(spec: &str, rate: f64, unit: &str, rate_unit: &str, scale: f64) -> LoadR
         ended: "stopped".to_string(),
         stop_ns: Nanos(1_000_000),
         notes: Vec::new(),
+        // An exec load's command: three quarters of its CPU time in user mode.
+        cpu_time: (unit == "CPU ns").then(|| CpuTime {
+            user_ns: Nanos((rate * 15.0 * 1e9) as i64),
+            system_ns: Nanos((rate * 5.0 * 1e9) as i64),
+        }),
     }
 }
 
@@ -336,6 +342,15 @@ fn loads_stand_beside_the_latency_verdicts() {
         "{exec}"
     );
     assert_eq!(exec["base"]["wall_s"], 20.0);
+    assert!(
+        (exec["base"]["user_s"].as_f64().unwrap() - 28.5).abs() < 1e-6,
+        "{exec}"
+    );
+    assert!(
+        (exec["base"]["system_s"].as_f64().unwrap() - 9.5).abs() < 1e-6,
+        "{exec}"
+    );
+    assert_eq!(one["base"]["user_s"], Value::Null, "not recorded: unknown");
     // The text: both sides in one view.
     let (code, out, _) = with_store(&store, &["compare", BASE, NEW]);
     assert_eq!(code, 0);
