@@ -79,3 +79,38 @@ pub fn differences(base: &Run, new: &Run) -> Vec<Difference> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Run {
+        Run::from_json(include_str!("../../../../docs/example-run.json")).unwrap()
+    }
+
+    #[test]
+    fn a_run_is_like_itself() {
+        assert_eq!(differences(&example(), &example()), Vec::new());
+    }
+
+    #[test]
+    fn each_known_difference_is_named_and_an_unknown_is_not_one() {
+        let base = example();
+        let mut new = example();
+        for s in &mut new.streams {
+            s.probe = "msg".into();
+            s.policy = None;
+        }
+        new.plan.probes.clear();
+        let found = differences(&base, &new);
+        assert_eq!(
+            found,
+            [Difference {
+                what: "probe",
+                base: "timer".into(),
+                new: "msg".into()
+            }]
+        );
+        assert_eq!(found[0].to_string(), "probe: timer (base) vs msg");
+    }
+}

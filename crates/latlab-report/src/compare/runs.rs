@@ -21,9 +21,13 @@ pub fn run_name(run: &Run) -> Option<String> {
 /// A run in a sentence: `osadl (20261121T005337Z-7ebf7f)`, or the id alone when the
 /// run has no name.
 pub fn run_label(run: &Run) -> String {
-    match run_name(run) {
-        Some(name) => format!("{name} ({})", run.id),
-        None => run.id.clone(),
+    label(run_name(run).as_deref(), &run.id)
+}
+
+fn label(name: Option<&str>, id: &str) -> String {
+    match name {
+        Some(name) => format!("{name} ({id})"),
+        None => id.to_string(),
     }
 }
 
@@ -77,10 +81,7 @@ impl RunRef {
 
     /// [`run_label`] of the run.
     pub fn label(&self) -> String {
-        match &self.name {
-            Some(name) => format!("{name} ({})", self.id),
-            None => self.id.clone(),
-        }
+        label(self.name.as_deref(), &self.id)
     }
 }
 

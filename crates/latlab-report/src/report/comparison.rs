@@ -6,10 +6,11 @@
 use super::document::{Block, Severity, Table};
 use super::figures;
 use crate::compare::{
-    run_name, Change, Comparisons, Estimate, LoadComparison, LoadFigures, Outcome, RunComparison,
-    RunFigures, ThroughputChange, Tolerance, Verdict,
+    run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
+    RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
 };
 use latlab_model::run::Run;
+use latlab_model::threshold::Metric;
 
 /// The comparison's blocks: the table, then per later run what differs, the verdicts
 /// and the loads, then the method.
@@ -170,22 +171,20 @@ fn verdict_line(compared: &Comparisons, c: &RunComparison, v: &Verdict) -> Strin
         .as_ref()
         .map_or_else(String::new, |p| format!("[{p}] "));
     let metric = v.metric;
-    let latency = v.unit == "ns";
     let (base, new) = match (v.outcome, &v.base, &v.new) {
-        (Outcome::NoSamples, ..) | (Outcome::Unknown, ..) | (_, None, _) | (_, _, None) => {
-            let (word, reason) = match v.outcome {
-                Outcome::NoSamples => ("FAILED", "has no samples to compare"),
-                _ => ("CANNOT BE JUDGED", ""),
-            };
-            let why = v.reason.clone().unwrap_or_default();
-            return if reason.is_empty() {
-                format!("{phase}{metric}: {word}: {why}")
-            } else {
-                format!("{phase}{metric}: {word}: {} {reason}", c.new.label())
-            };
+        (Outcome::NoSamples, ..) => {
+            return format!(
+                "{phase}{metric}: FAILED: {} has no samples to compare",
+                c.new.label()
+            )
         }
-        (_, Some(b), Some(n)) => (b, n),
+        (Outcome::Judged(_), Some(b), Some(n)) => (b, n),
+        _ => {
+            let why = v.reason.as_deref().unwrap_or("a run lacks it");
+            return format!("{phase}{metric}: CANNOT BE JUDGED: {why}");
+        }
     };
+    let latency = matches!(metric, Judged::Latency(_));
     let within = tolerance(compared.tolerance, latency);
     let verdict = match v.outcome {
         Outcome::Judged(Change::Regression) => format!("REGRESSION (beyond {within})"),
@@ -199,8 +198,7 @@ fn verdict_line(compared: &Comparisons, c: &RunComparison, v: &Verdict) -> Strin
     let relative = v
         .relative_change
         .map_or_else(String::new, |r| format!(" ({:+.1} %)", r * 100.0));
-    let unmeasured = if metric
-        == crate::compare::Judged::Latency(latlab_model::threshold::Metric::Mean)
+    let unmeasured = if metric == Judged::Latency(Metric::Mean)
         && !base.bound
         && (base.interval.is_none() || new.interval.is_none())
     {
