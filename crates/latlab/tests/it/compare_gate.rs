@@ -119,7 +119,7 @@ fn load(spec: &str, rate: f64, unit: &str, rate_unit: &str, scale: f64) -> LoadR
         stop_ns: Nanos(1_000_000),
         notes: Vec::new(),
         // An exec load's command: three quarters of its CPU time in user mode.
-        cpu_time: (unit == "CPU ns").then(|| CpuTime {
+        cpu_time: (unit == "CPU ns").then_some(CpuTime {
             user_ns: Nanos((rate * 15.0 * 1e9) as i64),
             system_ns: Nanos((rate * 5.0 * 1e9) as i64),
         }),
