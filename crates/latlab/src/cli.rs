@@ -4,7 +4,8 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use latlab_measure::plan::RunInput;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,6 +19,27 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line's definition: the derived one, completed with what is only known
+/// at run time (the export formats, each with its one line). Parsing, help, the
+/// completions and the manual page all come from it, so they cannot disagree.
+pub fn command() -> clap::Command {
+    let formats: Vec<PossibleValue> = latlab_model::export::exporters()
+        .into_iter()
+        .map(|e| PossibleValue::new(e.name()).help(e.describe()))
+        .collect();
+    Cli::command().mut_subcommand("export", |export| {
+        export.mut_arg("format", |format| {
+            format.value_parser(PossibleValuesParser::new(formats))
+        })
+    })
+}
+
+/// Parses the arguments (program name first) with [`command`].
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -27,7 +49,7 @@ pub enum Command {
     Runs(RunsArgs),
     /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
     Show(ShowArgs),
-    /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
+    /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
     Compare(CompareArgs),
@@ -310,7 +332,7 @@ pub struct ImportArgs {
 pub struct ExportArgs {
     /// The run: an id, a unique prefix of one, last, last~1, ...
     pub run: String,
-    /// json, csv, cyclictest, openmetrics or junit.
+    /// The format (`latlab help export` says what reads each).
     #[arg(short, long, value_name = "FORMAT")]
     pub format: String,
     /// Write to FILE instead of standard output.
@@ -529,7 +551,41 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn help_export_lists_every_format_with_its_line() {
+        // Unwrapped, so each format's line is whole.
+        let help = command()
+            .find_subcommand("export")
+            .unwrap()
+            .clone()
+            .max_term_width(1000)
+            .term_width(1000)
+            .render_long_help()
+            .to_string();
+        for exporter in latlab_model::export::exporters() {
+            let name = exporter.name();
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("- {name}:")))
+                .unwrap_or_else(|| panic!("no line for {name} in\n{help}"));
+            assert!(line.ends_with(exporter.describe()), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_export_format_is_a_usage_error() {
+        let e = parse(&[
+            "latlab".into(),
+            "export".into(),
+            "last".into(),
+            "-f".into(),
+            "xml".into(),
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue);
+        assert_eq!(e.exit_code(), 2);
     }
 }

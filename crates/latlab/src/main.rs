@@ -10,7 +10,6 @@ mod error;
 mod keep;
 mod output;
 
-use clap::Parser;
 use error::exit;
 use std::process::ExitCode;
 
@@ -22,7 +21,7 @@ fn main() -> ExitCode {
     }
     latlab_rt::memory::share_one_malloc_arena();
     let args = cli::expand_percentile_flags(args);
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
