@@ -5,7 +5,7 @@
 //! every error.
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -14,9 +14,31 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "latlab", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        global = true,
+        default_value = "auto",
+        display_order = 900
+    )]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`: when to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    // Plain comments, not doc comments: clap would list these lines under every
+    // subcommand's --help, as the flag is global.
+    // When the output is a terminal and `NO_COLOR` is not set (no-color.org).
+    Auto,
+    // Always, also into files and pipes (`less -R`).
+    Always,
+    // Never.
+    Never,
 }
 
 /// The command line's definition: the derived one, completed with what is only known

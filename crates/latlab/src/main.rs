@@ -9,6 +9,7 @@ mod display;
 mod error;
 mod keep;
 mod output;
+mod terminal;
 
 use error::exit;
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    terminal::choose_colour(cli.color);
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
