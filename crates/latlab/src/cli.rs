@@ -89,6 +89,34 @@ pub enum Command {
     Loads,
     /// List the built-in scenarios, or print one (scenarios show NAME).
     Scenarios(ScenariosArgs),
+    /// A shell's completion script, on standard output.
+    #[command(after_help = "\
+Install, e.g.:
+  latlab completions bash > /etc/bash_completion.d/latlab
+  latlab completions zsh > /usr/local/share/zsh/site-functions/_latlab
+  latlab completions fish > ~/.config/fish/completions/latlab.fish")]
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on standard output, or every page into a directory.
+    #[command(after_help = "\
+Read it with `latlab man | man -l -`; install with
+`latlab man --dir /usr/local/share/man/man1`.")]
+    Man(ManArgs),
+}
+
+/// `latlab completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `latlab man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write latlab.1 and a page per subcommand (latlab-run.1, ...) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `latlab probes`.

@@ -55,6 +55,8 @@ fn main() -> ExitCode {
                 "write `latlab scenarios` or `latlab scenarios show NAME`",
             )),
         },
+        cli::Command::Completions(c) => cmd::completions::execute(&c),
+        cli::Command::Man(m) => cmd::man::execute(&m),
     };
     match result {
         Ok(code) => ExitCode::from(code),
