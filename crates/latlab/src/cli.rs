@@ -4,7 +4,8 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,9 +14,52 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "latlab", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        global = true,
+        default_value = "auto",
+        display_order = 900
+    )]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`: when to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    // Plain comments, not doc comments: clap would list these lines under every
+    // subcommand's --help, as the flag is global.
+    // When the output is a terminal and `NO_COLOR` is not set (no-color.org).
+    Auto,
+    // Always, also into files and pipes (`less -R`).
+    Always,
+    // Never.
+    Never,
+}
+
+/// The command line's definition: the derived one, completed with what is only known
+/// at run time (the export formats, each with its one line). Parsing, help, the
+/// completions and the manual page all come from it, so they cannot disagree.
+pub fn command() -> clap::Command {
+    let formats: Vec<PossibleValue> = latlab_model::export::exporters()
+        .into_iter()
+        .map(|e| PossibleValue::new(e.name()).help(e.describe()))
+        .collect();
+    Cli::command().mut_subcommand("export", |export| {
+        export.mut_arg("format", |format| {
+            format.value_parser(PossibleValuesParser::new(formats))
+        })
+    })
+}
+
+/// Parses the arguments (program name first) with [`command`].
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
 }
 
 /// Subcommands.
@@ -27,7 +71,7 @@ pub enum Command {
     Runs(RunsArgs),
     /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
     Show(ShowArgs),
-    /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
+    /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
     Compare(CompareArgs),
@@ -45,6 +89,34 @@ pub enum Command {
     Loads,
     /// List the built-in scenarios, or print one (scenarios show NAME).
     Scenarios(ScenariosArgs),
+    /// A shell's completion script, on standard output.
+    #[command(after_help = "\
+Install, e.g.:
+  latlab completions bash > /etc/bash_completion.d/latlab
+  latlab completions zsh > /usr/local/share/zsh/site-functions/_latlab
+  latlab completions fish > ~/.config/fish/completions/latlab.fish")]
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on standard output, or every page into a directory.
+    #[command(after_help = "\
+Read it with `latlab man | man -l -`; install with
+`latlab man --dir /usr/local/share/man/man1`.")]
+    Man(ManArgs),
+}
+
+/// `latlab completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `latlab man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write latlab.1 and a page per subcommand (latlab-run.1, ...) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `latlab probes`.
@@ -310,7 +382,7 @@ pub struct ImportArgs {
 pub struct ExportArgs {
     /// The run: an id, a unique prefix of one, last, last~1, ...
     pub run: String,
-    /// json, csv, cyclictest, openmetrics or junit.
+    /// The format (`latlab help export` says what reads each).
     #[arg(short, long, value_name = "FORMAT")]
     pub format: String,
     /// Write to FILE instead of standard output.
@@ -529,7 +601,41 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn help_export_lists_every_format_with_its_line() {
+        // Unwrapped, so each format's line is whole.
+        let help = command()
+            .find_subcommand("export")
+            .unwrap()
+            .clone()
+            .max_term_width(1000)
+            .term_width(1000)
+            .render_long_help()
+            .to_string();
+        for exporter in latlab_model::export::exporters() {
+            let name = exporter.name();
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("- {name}:")))
+                .unwrap_or_else(|| panic!("no line for {name} in\n{help}"));
+            assert!(line.ends_with(exporter.describe()), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_export_format_is_a_usage_error() {
+        let e = parse(&[
+            "latlab".into(),
+            "export".into(),
+            "last".into(),
+            "-f".into(),
+            "xml".into(),
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue);
+        assert_eq!(e.exit_code(), 2);
     }
 }

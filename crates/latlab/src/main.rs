@@ -9,8 +9,8 @@ mod display;
 mod error;
 mod keep;
 mod output;
+mod terminal;
 
-use clap::Parser;
 use error::exit;
 use std::process::ExitCode;
 
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     }
     latlab_rt::memory::share_one_malloc_arena();
     let args = cli::expand_percentile_flags(args);
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    terminal::choose_colour(cli.color);
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
@@ -54,6 +55,8 @@ fn main() -> ExitCode {
                 "write `latlab scenarios` or `latlab scenarios show NAME`",
             )),
         },
+        cli::Command::Completions(c) => cmd::completions::execute(&c),
+        cli::Command::Man(m) => cmd::man::execute(&m),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -2,9 +2,11 @@
 
 pub mod check;
 pub mod compare;
+pub mod completions;
 pub mod export;
 pub mod import;
 pub mod loads;
+pub mod man;
 pub mod methods;
 pub mod probes;
 pub mod report;

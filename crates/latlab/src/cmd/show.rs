@@ -4,7 +4,7 @@ use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::Human;
 use latlab_model::run::Run;
-use latlab_report::report::{render_summary, Ansi};
+use latlab_report::report::render_summary;
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
@@ -43,12 +43,7 @@ pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
 }
 
 /// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
-/// for a terminal, plain for a file or a pipe.
+/// when `human` is coloured (`--color`), plain otherwise.
 pub fn summary_for(run: &Run, human: Human) -> String {
-    let ansi = if human.is_terminal() {
-        Ansi::On
-    } else {
-        Ansi::Off
-    };
-    render_summary(run, ansi)
+    render_summary(run, crate::terminal::ansi(human))
 }
