@@ -110,11 +110,11 @@ fn the_html_page_is_self_contained_and_complete() {
     }
     for text in [
         &run.id,
-        "latency (µs)",
-        "samples per 5 µs bin (log scale)",
+        "latency (µs, log scale as max 2283.378 µs &gt; 10 × p99 26.527 µs)",
+        "samples per bin (1/50 decade, log scale)",
         "fraction of samples ≥ latency (log scale)",
         "time into the run (s)",
-        "largest sample per interval (µs)",
+        "largest sample per interval (µs, log scale)",
         "max 2283.378 µs",
         "4998 samples",
         "<td class=\"num\">4998</td>",

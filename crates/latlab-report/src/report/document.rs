@@ -4,7 +4,7 @@
 //! This module is the model only: `assemble.rs` chooses the blocks of each kind of
 //! report, from the sections that build on this model.
 
-use super::curves::Chart;
+use super::chart::Chart;
 use latlab_model::threshold::Status;
 
 /// A whole report.

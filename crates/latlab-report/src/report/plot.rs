@@ -5,7 +5,7 @@
 //! Okabe–Ito colours first, then Paul Tol's "muted" ones; a stream keeps its colour in
 //! every plot and in the tables' swatches.
 
-use super::curves::{Chart, YAxis};
+use super::chart::{Axis, Chart};
 use super::ReportError;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
@@ -106,32 +106,57 @@ fn draw(root: &Area, chart: &Chart, legend: &Legend) -> DrawResult {
         ))?;
         return Ok(());
     }
-    match chart.y_axis {
-        YAxis::Log { min, max } => {
-            draw_lines(&plot_area, chart, (min..max).log_scale(), power_of_ten)?
+    let area = &plot_area;
+    // Log axes are labelled at every power of ten, linear ones at round numbers.
+    match (chart.x_axis, chart.y_axis) {
+        (Axis::Linear { max: x }, Axis::Linear { max: y }) => {
+            draw_lines(area, chart, (0f64..x, axis_number), (0f64..y, axis_number))?
         }
-        YAxis::Linear { max } => draw_lines(&plot_area, chart, 0f64..max, axis_number)?,
+        (Axis::Linear { max: x }, Axis::Log { min, max }) => draw_lines(
+            area,
+            chart,
+            (0f64..x, axis_number),
+            ((min..max).log_scale(), power_of_ten),
+        )?,
+        (Axis::Log { min, max }, Axis::Linear { max: y }) => draw_lines(
+            area,
+            chart,
+            ((min..max).log_scale(), power_of_ten),
+            (0f64..y, axis_number),
+        )?,
+        (Axis::Log { min: x0, max: x1 }, Axis::Log { min: y0, max: y1 }) => draw_lines(
+            area,
+            chart,
+            ((x0..x1).log_scale(), power_of_ten),
+            ((y0..y1).log_scale(), power_of_ten),
+        )?,
     }
     legend.draw(&legend_area, chart)
 }
 
-/// Axes, grid and lines, with the y axis `y_range` labelled by `y_label`.
-fn draw_lines<Y>(area: &Area, chart: &Chart, y_range: Y, y_label: fn(&f64) -> String) -> DrawResult
+/// A label for an axis' value.
+type Labeller = fn(&f64) -> String;
+
+/// Axes, grid and lines: the x axis is `x.0` labelled by `x.1`, the y axis likewise.
+fn draw_lines<X, Y>(area: &Area, chart: &Chart, x: (X, Labeller), y: (Y, Labeller)) -> DrawResult
 where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
+    let ((x_range, x_label), (y_range, y_label)) = (x, y);
     let mut plot = ChartBuilder::on(area)
         .caption(&chart.caption, (FONT, 18))
         .margin(12)
         .margin_right(28)
         .x_label_area_size(52)
         .y_label_area_size(78)
-        .build_cartesian_2d(0f64..chart.x_max, y_range)?;
+        .build_cartesian_2d(x_range, y_range)?;
     plot.configure_mesh()
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
-        .x_label_formatter(&axis_number)
+        .x_label_formatter(&x_label)
         .y_label_formatter(&y_label)
         .x_labels(12)
         .y_labels(12)
