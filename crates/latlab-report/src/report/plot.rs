@@ -60,8 +60,22 @@ pub(crate) fn colour_hex(index: usize) -> String {
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-/// The chart as an `<svg>` element, to place in a page.
-pub(crate) fn svg(chart: &Chart) -> Result<String, ReportError> {
+/// Where a plot's description is, for assistive technology.
+pub(crate) enum Description<'a> {
+    /// In the SVG itself, as its `<desc>` (a standalone plot).
+    Inside,
+    /// In the page, in the element with this id (a figure's caption).
+    Elsewhere(&'a str),
+}
+
+/// The chart as an `<svg>` element, to place in a page: an image (`role="img"`) named by
+/// its `<title>`, the chart's caption, and described by its explanation. `id` is
+/// unique in the page; the title's id is derived from it.
+pub(crate) fn svg(
+    chart: &Chart,
+    id: &str,
+    description: Description,
+) -> Result<String, ReportError> {
     let legend = Legend::of(chart);
     let mut out = String::new();
     {
@@ -74,14 +88,59 @@ pub(crate) fn svg(chart: &Chart) -> Result<String, ReportError> {
                 message: e.to_string(),
             })?;
     }
-    Ok(out)
+    Ok(accessible(&out, chart, id, description))
+}
+
+/// `svg` (as plotters writes it) with its accessible name and description: the root
+/// element gets `role="img"` and ARIA references, and the title (and a description
+/// kept inside) become its first children.
+fn accessible(svg: &str, chart: &Chart, id: &str, description: Description) -> String {
+    let title_id = format!("{id}-title");
+    let (described_by, desc) = match description {
+        Description::Inside => (
+            format!("{id}-desc"),
+            format!(
+                "<desc id=\"{id}-desc\">{}</desc>\n",
+                xml_escape(&chart.explanation)
+            ),
+        ),
+        Description::Elsewhere(caption_id) => (caption_id.to_string(), String::new()),
+    };
+    let Some(end) = svg.find('>') else {
+        return svg.to_string();
+    };
+    let (open, rest) = svg.split_at(end);
+    format!(
+        "{open} role=\"img\" aria-labelledby=\"{title_id}\" aria-describedby=\"{described_by}\">\n\
+         <title id=\"{title_id}\">{}</title>\n{desc}{}",
+        xml_escape(&chart.caption),
+        &rest[1..]
+    )
+}
+
+/// Escapes text for XML content and attribute values; control characters, which XML
+/// 1.0 does not allow, become U+FFFD.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' | '\t' => out.push(' '),
+            c if c.is_control() => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The chart as a standalone SVG document.
 pub(crate) fn standalone(chart: &Chart) -> Result<String, ReportError> {
     Ok(format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}",
-        svg(chart)?
+        svg(chart, "plot", Description::Inside)?
     ))
 }
 

@@ -5,7 +5,7 @@ use super::curves;
 use super::document::{Block, Severity};
 use super::figures::{self, DecodedRun};
 use super::run_tables::{
-    checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
+    audit, checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
 };
 use super::{LatencyAxis, PlotKind};
 use latlab_model::run::{
@@ -42,6 +42,8 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
     blocks.push(system_facts(run));
     blocks.push(section("Conditions"));
     blocks.push(condition_facts(run));
+    blocks.push(section("Readiness audit"));
+    blocks.extend(audit(run));
     blocks.push(section("Statistics"));
     blocks.extend(statistics(decoded));
     if let Some(axis) = plots {
