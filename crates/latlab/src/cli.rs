@@ -345,6 +345,10 @@ pub struct ReportArgs {
     /// else text].
     #[arg(short, long, value_name = "KIND")]
     pub format: Option<String>,
+    /// The plots' latency axis: log when the largest sample exceeds 10 × p99 (auto),
+    /// linear, or log (labelled at every power of ten) [default: auto].
+    #[arg(long, value_name = "auto|linear|log")]
+    pub latency_axis: Option<String>,
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
