@@ -1,35 +1,14 @@
 //! `openmetrics`: OpenMetrics text for Prometheus — each stream's latency as a
-//! histogram with fixed bounds, plus gauges for its percentiles and counters for its
+//! histogram on log-spaced bounds, plus gauges for its percentiles and counters for its
 //! samples, missed periods and early wakes.
+
+mod buckets;
 
 use super::{histogram_of, ExportError, Exporter};
 use crate::run::{percentile_key, Run, REPORTED_PERCENTILES};
 use std::fmt::Write as _;
 
 pub(super) struct OpenMetrics;
-
-/// Histogram bounds in seconds: 1-2-5 steps from 1 µs to 1 s.
-const BOUNDS_NS: [u64; 19] = [
-    1_000,
-    2_000,
-    5_000,
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    200_000,
-    500_000,
-    1_000_000,
-    2_000_000,
-    5_000_000,
-    10_000_000,
-    20_000_000,
-    50_000_000,
-    100_000_000,
-    200_000_000,
-    500_000_000,
-    1_000_000_000,
-];
 
 fn seconds(ns: f64) -> String {
     let s = format!("{:.9}", ns / 1e9);
@@ -77,28 +56,32 @@ impl Exporter for OpenMetrics {
             out,
             "# HELP {name} Wake-up latency: wake-up minus deadline."
         );
-        for s in &run.streams {
-            // A stream whose source kept no histogram has no series here.
-            let Some(histogram) = histogram_of(s)? else {
-                continue;
-            };
-            let buckets = histogram.known_buckets();
-            // Samples known only as bounds lie somewhere up to the maximum: counted from
-            // the first bucket that surely holds them.
-            let bounded = histogram.bounded();
-            let max = s.stats.max_ns.map_or(u64::MAX, |m| m.0.max(0) as u64);
+        let kept = run
+            .streams
+            .iter()
+            .map(|s| {
+                // A stream whose source kept no histogram has no series here.
+                Ok(histogram_of(s)?.map(|h| {
+                    let values = buckets::known_values(s, &h);
+                    (s, h, values)
+                }))
+            })
+            .collect::<Result<Vec<_>, ExportError>>()?;
+        let kept: Vec<_> = kept.into_iter().flatten().collect();
+        let bounds = buckets::span(
+            &kept
+                .iter()
+                .map(|(s, _, values)| (*s, values.as_slice()))
+                .collect::<Vec<_>>(),
+        );
+        for (s, histogram, values) in &kept {
             let l = labels(s);
-            for bound in BOUNDS_NS {
-                let below: u64 = buckets
-                    .iter()
-                    .filter(|(v, _)| *v <= bound)
-                    .map(|(_, c)| c)
-                    .sum::<u64>()
-                    + if bound >= max { bounded } else { 0 };
+            let counts = buckets::cumulative(s, values, histogram, &bounds);
+            for (bound, below) in bounds.iter().zip(counts) {
                 let _ = writeln!(
                     out,
                     "{name}_bucket{{{l},le=\"{}\"}} {below}",
-                    seconds(bound as f64)
+                    seconds(*bound as f64)
                 );
             }
             let _ = writeln!(out, "{name}_bucket{{{l},le=\"+Inf\"}} {}", s.samples);
@@ -173,10 +156,11 @@ mod tests {
     }
 
     #[test]
-    fn histograms_are_cumulative() {
-        let text = OpenMetrics.export(&fixture::run()).unwrap();
-        for cpu in ["0", "1"] {
-            let label = format!("cpu=\"{cpu}\"");
+    fn histograms_are_cumulative_and_end_with_the_count() {
+        let run = fixture::run();
+        let text = OpenMetrics.export(&run).unwrap();
+        for stream in &run.streams {
+            let label = format!("cpu=\"{}\"", stream.cpu.unwrap());
             let buckets: Vec<u64> = text
                 .lines()
                 .filter(|l| {
@@ -184,8 +168,12 @@ mod tests {
                 })
                 .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
                 .collect();
-            assert_eq!(buckets.len(), BOUNDS_NS.len() + 1);
+            assert!(buckets.len() > 2, "{text}");
             assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
+            assert_eq!(buckets.last(), Some(&stream.samples));
+            // The last finite bound holds the maximum, the first none of the samples.
+            assert_eq!(buckets[buckets.len() - 2], stream.samples);
+            assert_eq!(buckets[0], 0);
         }
     }
 
