@@ -21,18 +21,62 @@ fn lattice(k: i32) -> u64 {
     ((raw / scale as f64).round() as u64 * scale).max(1)
 }
 
-/// One stream's samples as (value in ns, count), ascending: its HdrHistogram's buckets
-/// of known values, each read at its highest value (within 0.1 % of its samples, as
-/// latlab's percentiles read it) kept within the stream's exact minimum and maximum,
-/// which no sample passes; samples below zero (early wakes) are at 0.
-pub(super) fn known_values(stream: &Stream, histogram: &LatencyHistogram) -> Vec<(u64, u64)> {
-    let low = stream.stats.min_ns.map_or(0, |m| m.0.max(0) as u64);
-    let high = stream.stats.max_ns.map_or(u64::MAX, |m| m.0.max(0) as u64);
-    histogram
-        .known_buckets()
-        .into_iter()
-        .map(|(value, count)| (value.clamp(low, high.max(low)), count))
-        .collect()
+/// One stream's samples, as its buckets count them.
+pub(super) struct StreamValues<'a> {
+    stream: &'a Stream,
+    histogram: &'a LatencyHistogram,
+    /// (value in ns, count), ascending: the HdrHistogram's buckets of known values,
+    /// each read at its highest value (within 0.1 % of its samples, as latlab's
+    /// percentiles read it) kept within the stream's exact minimum and maximum, which
+    /// no sample passes; samples below zero (early wakes) are at 0.
+    values: Vec<(u64, u64)>,
+}
+
+impl<'a> StreamValues<'a> {
+    /// The samples of `stream`, whose histogram is `histogram`.
+    pub(super) fn new(stream: &'a Stream, histogram: &'a LatencyHistogram) -> Self {
+        let low = stream.stats.min_ns.map_or(0, |m| m.0.max(0) as u64);
+        let high = stream.stats.max_ns.map_or(u64::MAX, |m| m.0.max(0) as u64);
+        let values = histogram
+            .known_buckets()
+            .into_iter()
+            .map(|(value, count)| (value.clamp(low, high.max(low)), count))
+            .collect();
+        StreamValues {
+            stream,
+            histogram,
+            values,
+        }
+    }
+
+    /// The samples at or below each bound. Samples known only as lying between a
+    /// bound and the stream's maximum (a source's overflow bucket) are counted from the
+    /// first bound at or above the maximum, where they surely lie; with no maximum
+    /// known, only in `+Inf`.
+    pub(super) fn cumulative(&self, bounds: &[u64]) -> Vec<u64> {
+        let bounded = self.histogram.bounded();
+        let max = self.stream.stats.max_ns.map(|m| m.0.max(0) as u64);
+        let mut below = 0;
+        let mut next = self.values.iter().peekable();
+        bounds
+            .iter()
+            .map(|&bound| {
+                while let Some(&&(value, count)) = next.peek() {
+                    if value > bound {
+                        break;
+                    }
+                    below += count;
+                    next.next();
+                }
+                below
+                    + if max.is_some_and(|m| m <= bound) {
+                        bounded
+                    } else {
+                        0
+                    }
+            })
+            .collect()
+    }
 }
 
 /// The bounds shared by every stream of a Run: the lattice from the bound just below
@@ -40,10 +84,10 @@ pub(super) fn known_values(stream: &Stream, histogram: &LatencyHistogram) -> Vec
 /// holding any sample has both its edges written. One set for the whole Run, so
 /// `sum by (le)` over its streams (all CPUs, say) adds like buckets. Empty when no
 /// stream has a sample above 0.
-pub(super) fn span(streams: &[(&Stream, &[(u64, u64)])]) -> Vec<u64> {
+pub(super) fn span(streams: &[StreamValues]) -> Vec<u64> {
     let positive = streams
         .iter()
-        .flat_map(|(_, values)| values.iter().map(|&(v, _)| v))
+        .flat_map(|s| s.values.iter().map(|&(v, _)| v))
         .filter(|&v| v > 0);
     let Some(lowest) = positive.clone().min() else {
         return Vec::new();
@@ -51,7 +95,7 @@ pub(super) fn span(streams: &[(&Stream, &[(u64, u64)])]) -> Vec<u64> {
     // Samples known only as bounds are at most the stream's maximum.
     let highest = streams
         .iter()
-        .filter_map(|(s, _)| s.stats.max_ns.map(|m| m.0.max(0) as u64))
+        .filter_map(|s| s.stream.stats.max_ns.map(|m| m.0.max(0) as u64))
         .chain(positive)
         .max()
         .unwrap_or(lowest);
@@ -79,40 +123,6 @@ fn first_at_or_above(ns: u64) -> i32 {
         k += 1;
     }
     k
-}
-
-/// The stream's samples at or below each bound. Samples known only as lying between a
-/// bound and the stream's maximum (a source's overflow bucket) are counted from the
-/// first bound at or above the maximum, where they surely lie; with no maximum known,
-/// only in `+Inf`.
-pub(super) fn cumulative(
-    stream: &Stream,
-    values: &[(u64, u64)],
-    histogram: &LatencyHistogram,
-    bounds: &[u64],
-) -> Vec<u64> {
-    let bounded = histogram.bounded();
-    let max = stream.stats.max_ns.map(|m| m.0.max(0) as u64);
-    let mut below = 0;
-    let mut next = values.iter().peekable();
-    bounds
-        .iter()
-        .map(|&bound| {
-            while let Some(&&(value, count)) = next.peek() {
-                if value > bound {
-                    break;
-                }
-                below += count;
-                next.next();
-            }
-            below
-                + if max.is_some_and(|m| m <= bound) {
-                    bounded
-                } else {
-                    0
-                }
-        })
-        .collect()
 }
 
 #[cfg(test)]
