@@ -1,4 +1,6 @@
-//! `openmetrics`: a Run as OpenMetrics text, for Prometheus.
+//! `openmetrics` and `prometheus`: a Run for Prometheus. One set of metric families,
+//! written as OpenMetrics text (what Prometheus scrapes) or as the Prometheus text
+//! format 0.0.4 (what node_exporter's textfile collector and `promtool` read).
 //!
 //! The families name what a sample is. Streams whose samples are wake-up latencies
 //! (the timer probe; cyclictest, rtla timerlat and jitterdebugger imports) go to
@@ -14,15 +16,17 @@
 
 mod buckets;
 
-use buckets::StreamValues;
-
 use super::{histogram_of, ExportError, Exporter};
 use crate::hist::LatencyHistogram;
 use crate::run::{percentile_key, Run, Stream, REPORTED_PERCENTILES};
+use buckets::StreamValues;
 use std::fmt::Write as _;
 
 /// OpenMetrics 1.0 text.
 pub(super) struct OpenMetrics;
+
+/// The Prometheus text format 0.0.4.
+pub(super) struct PrometheusText;
 
 impl Exporter for OpenMetrics {
     fn name(&self) -> &'static str {
@@ -34,8 +38,33 @@ impl Exporter for OpenMetrics {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        Ok(write(&families(run)?))
+        Ok(write(&families(run)?, Dialect::OpenMetrics))
     }
+}
+
+impl Exporter for PrometheusText {
+    fn name(&self) -> &'static str {
+        "prometheus"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Prometheus text 0.0.4 (node_exporter's textfile collector): the openmetrics figures"
+    }
+
+    fn export(&self, run: &Run) -> Result<String, ExportError> {
+        Ok(write(&families(run)?, Dialect::Prometheus))
+    }
+}
+
+/// The two ways of writing the same families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// `# TYPE`, `# UNIT`, `# HELP`; a counter's family named without `_total`;
+    /// `# EOF` at the end.
+    OpenMetrics,
+    /// `# HELP`, `# TYPE`; a counter's family named as its sample, with `_total`; no
+    /// units, no end marker.
+    Prometheus,
 }
 
 /// A metric family's type.
@@ -297,14 +326,29 @@ fn sum_and_count(s: &Stream, labels: &str) -> Vec<Sample> {
     sum.into_iter().chain([count]).collect()
 }
 
-/// The families as OpenMetrics text.
-fn write(families: &[Family]) -> String {
+/// The families as text in `dialect`.
+fn write(families: &[Family], dialect: Dialect) -> String {
     let mut out = String::new();
     for f in families {
         let (name, kind) = (f.name, f.kind.name());
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        let _ = writeln!(out, "# UNIT {name} {}", f.unit);
-        let _ = writeln!(out, "# HELP {name} {}", escape_help(f.help));
+        let help = escape_help(f.help, dialect);
+        match dialect {
+            Dialect::OpenMetrics => {
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+                let _ = writeln!(out, "# UNIT {name} {}", f.unit);
+                let _ = writeln!(out, "# HELP {name} {help}");
+            }
+            Dialect::Prometheus => {
+                // The text format names a counter's family as its sample: with `_total`.
+                let total = if f.kind == Kind::Counter {
+                    "_total"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "# HELP {name}{total} {help}");
+                let _ = writeln!(out, "# TYPE {name}{total} {kind}");
+            }
+        }
         for sample in &f.samples {
             let _ = writeln!(
                 out,
@@ -313,7 +357,9 @@ fn write(families: &[Family]) -> String {
             );
         }
     }
-    out.push_str("# EOF\n");
+    if dialect == Dialect::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
     out
 }
 
@@ -336,9 +382,12 @@ fn escape_label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// A help text, escaped as OpenMetrics escapes it.
-fn escape_help(help: &str) -> String {
-    escape_label(help)
+/// A help text, escaped as `dialect` escapes it (OpenMetrics escapes quotes too).
+fn escape_help(help: &str, dialect: Dialect) -> String {
+    match dialect {
+        Dialect::OpenMetrics => escape_label(help),
+        Dialect::Prometheus => help.replace('\\', "\\\\").replace('\n', "\\n"),
+    }
 }
 
 #[cfg(test)]
@@ -349,6 +398,11 @@ mod tests {
     #[test]
     fn writes_every_figure_and_ends_with_eof() {
         insta::assert_snapshot!(OpenMetrics.export(&fixture::run()).unwrap());
+    }
+
+    #[test]
+    fn prometheus_text_names_counters_with_total_and_has_no_units_or_eof() {
+        insta::assert_snapshot!(PrometheusText.export(&fixture::run()).unwrap());
     }
 
     #[test]
