@@ -264,7 +264,7 @@ fn histogram(
             labels: format!("{l},le=\"+Inf\""),
             value: s.samples.to_string(),
         });
-        samples.extend(sum_and_count(s, l));
+        samples.extend(sum_and_count(s, l, Kind::Histogram));
     }
     Family {
         name: kind.histogram,
@@ -300,7 +300,7 @@ fn quantiles(kind: &SampleKind, run: &Run, streams: &[usize], labels: &[String])
                 value: seconds(value.0 as f64),
             });
         }
-        samples.extend(sum_and_count(s, l));
+        samples.extend(sum_and_count(s, l, Kind::Summary));
     }
     Family {
         name: kind.quantiles,
@@ -311,13 +311,18 @@ fn quantiles(kind: &SampleKind, run: &Run, streams: &[usize], labels: &[String])
     }
 }
 
-/// A histogram's or summary's `_sum` (when the mean is known) and `_count`.
-fn sum_and_count(s: &Stream, labels: &str) -> Vec<Sample> {
+/// A summary's `_sum` (when the mean is known) and `_count`; a histogram's, whose
+/// `_count` OpenMetrics allows only beside a `_sum` (its `+Inf` bucket counts the
+/// samples all the same), only when the mean is known.
+fn sum_and_count(s: &Stream, labels: &str, kind: Kind) -> Vec<Sample> {
     let sum = s.stats.mean_ns.map(|mean| Sample {
         suffix: "_sum",
         labels: labels.to_string(),
         value: seconds(mean * s.samples as f64),
     });
+    if sum.is_none() && kind == Kind::Histogram {
+        return Vec::new();
+    }
     let count = Sample {
         suffix: "_count",
         labels: labels.to_string(),
@@ -472,6 +477,23 @@ mod tests {
             .all(|l| l.starts_with("latlab_sample_")
                 || l.starts_with("latlab_missed_periods")
                 || l.starts_with("latlab_early_wakes")));
+    }
+
+    #[test]
+    fn without_a_known_mean_the_histogram_has_no_count_and_the_summary_has() {
+        let mut run = fixture::run();
+        run.streams.truncate(1);
+        run.streams[0].stats.mean_ns = None;
+        let text = OpenMetrics.export(&run).unwrap();
+        let sums_and_counts: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("_sum{") || l.contains("_count{"))
+            .map(|l| l.split('{').next().unwrap())
+            .collect();
+        assert_eq!(
+            sums_and_counts,
+            ["latlab_wakeup_latency_quantile_seconds_count"]
+        );
     }
 
     #[test]
