@@ -35,6 +35,7 @@ pub fn exporters() -> Vec<&'static dyn Exporter> {
         &cyclictest::Cyclictest,
         &cyclictest_json::CyclictestJson,
         &openmetrics::OpenMetrics,
+        &openmetrics::PrometheusText,
         &junit::Junit,
     ]
 }
