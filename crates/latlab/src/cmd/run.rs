@@ -314,6 +314,9 @@ fn assemble(
                 .collect(),
         ),
         scenario: plan.scenario.clone(),
+        name: None,
+        tags: Default::default(),
+        note: None,
         plan: Plan {
             duration_ns: first.request.duration,
             warm_up_ns: first.request.warm_up,
