@@ -14,6 +14,28 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(text).ok()
 }
 
+/// Why a time bound (`--since`, `--older-than`) could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: give an age such as 30d, 12h or 1h30m, or a UTC date such as 2026-11-01 or 2026-11-01T12:00")]
+pub struct TimeBoundError(pub String);
+
+/// An instant from what a user types: an age before `now` (`30d`, `2h`, `1h30m`), or a
+/// UTC date (`2026-11-01`, midnight), date and time (`2026-11-01T12:00`, `2026-11-01
+/// 12:00:00`) or RFC 3339 instant.
+pub fn parse_time_bound(text: &str, now: SystemTime) -> Result<SystemTime, TimeBoundError> {
+    let t = text.trim();
+    let refused = || TimeBoundError(text.to_string());
+    if let Ok(age) = humantime::parse_duration(t) {
+        return now.checked_sub(age).ok_or_else(refused);
+    }
+    let full = match t.len() {
+        10 => format!("{t}T00:00:00Z"),
+        16 => format!("{t}:00Z"),
+        _ => t.to_string(),
+    };
+    humantime::parse_rfc3339_weak(&full).map_err(|_| refused())
+}
+
 /// A sortable, unique id: UTC start to the second, then 6 random hex digits.
 pub fn run_id(started: SystemTime) -> String {
     use std::hash::{BuildHasher, Hasher};
@@ -60,5 +82,28 @@ mod tests {
         assert_eq!(id.len(), "20270115T080000Z-".len() + 6);
         assert!(is_run_id(&id), "{id}");
         assert!(!is_run_id("20270115T080000Z-ABCDEF"));
+    }
+
+    #[test]
+    fn time_bounds_are_ages_or_utc_dates() {
+        let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let at = |text: &str| parse_time_bound(text, now).map(|t| rfc3339(t));
+        assert_eq!(at("2h").unwrap(), "2027-01-15T06:00:00.000Z");
+        assert_eq!(at("30d").unwrap(), "2026-12-16T08:00:00.000Z");
+        assert_eq!(at("1h30m").unwrap(), "2027-01-15T06:30:00.000Z");
+        assert_eq!(at("2026-11-01").unwrap(), "2026-11-01T00:00:00.000Z");
+        assert_eq!(at("2026-11-01T12:30").unwrap(), "2026-11-01T12:30:00.000Z");
+        assert_eq!(
+            at("2026-11-01 12:30:05").unwrap(),
+            "2026-11-01T12:30:05.000Z"
+        );
+        assert_eq!(
+            at("2026-11-01T12:30:05.250Z").unwrap(),
+            "2026-11-01T12:30:05.250Z"
+        );
+        for bad in ["", "30", "yesterday", "2026-13-01"] {
+            let e = at(bad).unwrap_err().to_string();
+            assert!(e.contains("give an age such as 30d"), "{bad}: {e}");
+        }
     }
 }
