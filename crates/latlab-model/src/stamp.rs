@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn time_bounds_are_ages_or_utc_dates() {
         let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-        let at = |text: &str| parse_time_bound(text, now).map(|t| rfc3339(t));
+        let at = |text: &str| parse_time_bound(text, now).map(rfc3339);
         assert_eq!(at("2h").unwrap(), "2027-01-15T06:00:00.000Z");
         assert_eq!(at("30d").unwrap(), "2026-12-16T08:00:00.000Z");
         assert_eq!(at("1h30m").unwrap(), "2027-01-15T06:30:00.000Z");

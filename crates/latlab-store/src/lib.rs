@@ -702,7 +702,7 @@ impl RunStore for SqliteStore {
                 duration_ns: r.get(18)?,
                 loads: r.get(19)?,
             };
-            Ok(base_summary(r, r.get(11)?, columns.listing())?)
+            base_summary(r, r.get(11)?, columns.listing())
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
