@@ -323,13 +323,34 @@ pub struct ExportArgs {
 
 /// `latlab runs`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Runs are listed newest added first: `last` is the run added to the store most recently.
+HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
-    /// How many runs to list.
+    /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
+    /// Only runs on this host.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only runs on this kernel release.
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Option<String>,
+    /// Only runs of this scenario.
+    #[arg(long, value_name = "SCENARIO")]
+    pub scenario: Option<String>,
+    /// Only runs with this tag, KEY=VALUE or KEY with any value (repeatable: all must hold).
+    #[arg(long = "tag", value_name = "KEY[=VALUE]")]
+    pub tags: Vec<String>,
+    /// Only runs added since: an age (30d, 2h) or a UTC date (2026-11-01, 2026-11-01T12:00).
+    #[arg(long, value_name = "AGE|DATE")]
+    pub since: Option<String>,
+    /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
