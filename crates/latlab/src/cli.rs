@@ -173,6 +173,24 @@ pub struct RunArgs {
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]
     pub no_audit: bool,
+    /// The user's name, tags and note for the run.
+    #[command(flatten)]
+    pub labels: LabelArgs,
+}
+
+/// What a user gives a run to tell it apart (`latlab run`, `latlab import`).
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// A name for the run, unique in the store; it stands for the run wherever a RUN is
+    /// asked for (one word: baseline, rt-6.18).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A tag KEY=VALUE, for finding runs with `latlab runs --tag` (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// A note kept with the run.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
 }
 
 impl RunArgs {
@@ -303,6 +321,9 @@ pub struct ImportArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
+    /// The user's name (with one file only), tags and note for the imported runs.
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 /// `latlab export`.

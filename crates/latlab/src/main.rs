@@ -8,6 +8,7 @@ mod cmd;
 mod display;
 mod error;
 mod keep;
+mod labels;
 mod output;
 
 use clap::Parser;
