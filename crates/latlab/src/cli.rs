@@ -23,10 +23,14 @@ pub struct Cli {
 pub enum Command {
     /// Measure periodic wake-up latency (the cyclictest / Wilshire test).
     Run(Box<RunArgs>),
-    /// List the runs in the store, newest first.
+    /// List the runs in the store, newest added first, with filters.
     Runs(RunsArgs),
-    /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
+    /// One stored run's summary (RUN: an id, a unique prefix, a name, last, last~1, ...).
     Show(ShowArgs),
+    /// Remove runs from the store.
+    Rm(RmArgs),
+    /// Remove the runs added to the store before a time.
+    Prune(PruneArgs),
     /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
@@ -254,9 +258,41 @@ pub struct CheckArgs {
 /// `latlab show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The run: an id, a unique prefix of one, last, last~1, ...
+    /// The run: an id, a unique prefix of one, its id's random suffix, its name, last,
+    /// last~1, ...
     #[arg(default_value = "last")]
     pub run: String,
+    /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab rm`.
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The runs: ids, unique prefixes, id suffixes, names, last, last~1, ...
+    #[arg(value_name = "RUN", required = true, num_args = 1..)]
+    pub runs: Vec<String>,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Remove the runs added before this: an age (30d, 12h) or a UTC date (2026-11-01).
+    #[arg(long, value_name = "AGE|DATE", required = true)]
+    pub older_than: String,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

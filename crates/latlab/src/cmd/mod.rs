@@ -8,6 +8,7 @@ pub mod loads;
 pub mod methods;
 pub mod probes;
 pub mod report;
+pub mod rm;
 pub mod run;
 pub mod runs;
 pub mod scenarios;
