@@ -7,6 +7,7 @@
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
+//! * [`labels`] — what a user gives a run to tell it apart: name, tags, note.
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`params`] — `NAME[:key=value,...]`, how probes and loads are named with their
@@ -26,6 +27,7 @@ pub mod export;
 pub mod hist;
 pub mod import;
 mod judge;
+pub mod labels;
 pub mod params;
 pub mod run;
 mod run_check;

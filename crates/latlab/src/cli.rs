@@ -67,10 +67,14 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
 pub enum Command {
     /// Measure periodic wake-up latency (the cyclictest / Wilshire test).
     Run(Box<RunArgs>),
-    /// List the runs in the store, newest first.
+    /// List the runs in the store, newest added first, with filters.
     Runs(RunsArgs),
-    /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
+    /// One stored run's summary (RUN: an id, a unique prefix, a name, last, last~1, ...).
     Show(ShowArgs),
+    /// Remove runs from the store.
+    Rm(RmArgs),
+    /// Remove the runs added to the store before a time.
+    Prune(PruneArgs),
     /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
@@ -245,6 +249,24 @@ pub struct RunArgs {
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]
     pub no_audit: bool,
+    /// The user's name, tags and note for the run.
+    #[command(flatten)]
+    pub labels: LabelArgs,
+}
+
+/// What a user gives a run to tell it apart (`latlab run`, `latlab import`).
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// A name for the run, unique in the store; it stands for the run wherever a RUN is
+    /// asked for (one word: baseline, rt-6.18).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A tag KEY=VALUE, for finding runs with `latlab runs --tag` (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// A note kept with the run.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
 }
 
 impl RunArgs {
@@ -308,9 +330,41 @@ pub struct CheckArgs {
 /// `latlab show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The run: an id, a unique prefix of one, last, last~1, ...
+    /// The run: an id, a unique prefix of one, its id's random suffix, its name, last,
+    /// last~1, ...
     #[arg(default_value = "last")]
     pub run: String,
+    /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab rm`.
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The runs: ids, unique prefixes, id suffixes, names, last, last~1, ...
+    #[arg(value_name = "RUN", required = true, num_args = 1..)]
+    pub runs: Vec<String>,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Remove the runs added before this: an age (30d, 12h) or a UTC date (2026-11-01).
+    #[arg(long, value_name = "AGE|DATE", required = true)]
+    pub older_than: String,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
@@ -379,6 +433,9 @@ pub struct ImportArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
+    /// The user's name (with one file only), tags and note for the imported runs.
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 /// `latlab export`.
@@ -399,13 +456,34 @@ pub struct ExportArgs {
 
 /// `latlab runs`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Runs are listed newest added first: `last` is the run added to the store most recently.
+HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
-    /// How many runs to list.
+    /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
+    /// Only runs on this host.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only runs on this kernel release.
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Option<String>,
+    /// Only runs of this scenario.
+    #[arg(long, value_name = "SCENARIO")]
+    pub scenario: Option<String>,
+    /// Only runs with this tag, KEY=VALUE or KEY with any value (repeatable: all must hold).
+    #[arg(long = "tag", value_name = "KEY[=VALUE]")]
+    pub tags: Vec<String>,
+    /// Only runs added since: an age (30d, 2h) or a UTC date (2026-11-01, 2026-11-01T12:00).
+    #[arg(long, value_name = "AGE|DATE")]
+    pub since: Option<String>,
+    /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,

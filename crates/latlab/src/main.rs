@@ -8,6 +8,7 @@ mod cmd;
 mod display;
 mod error;
 mod keep;
+mod labels;
 mod output;
 mod terminal;
 
@@ -39,6 +40,8 @@ fn main() -> ExitCode {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Show(show) => cmd::show::execute(&show),
+        cli::Command::Rm(rm) => cmd::rm::execute(&rm),
+        cli::Command::Prune(prune) => cmd::rm::prune(&prune),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),

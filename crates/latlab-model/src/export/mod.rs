@@ -169,6 +169,9 @@ pub(crate) mod fixture {
             ended_at: Some("2026-11-21T00:00:01.000Z".into()),
             command_line: Some(vec!["latlab".into(), "run".into()]),
             scenario: None,
+            name: None,
+            tags: Default::default(),
+            note: None,
             plan: Plan {
                 duration_ns: Some(Nanos::SECOND),
                 warm_up_ns: Nanos::ZERO,

@@ -10,6 +10,7 @@ pub mod man;
 pub mod methods;
 pub mod probes;
 pub mod report;
+pub mod rm;
 pub mod run;
 pub mod runs;
 pub mod scenarios;

@@ -5,6 +5,7 @@ use crate::cli::RunArgs;
 use crate::display::LiveDisplay;
 use crate::error::{exit, CliError};
 use crate::keep::keep;
+use crate::labels::Labels;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
@@ -48,6 +49,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
     let plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
+    let labels = Labels::from_args(&args.labels)?;
     let store_path = (!args.no_store).then(|| {
         args.store
             .clone()
@@ -71,6 +73,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         _ => Human::Stdout,
     };
     let mut store = store_path.as_deref().map(SqliteStore::open).transpose()?;
+    if let Some(store) = &store {
+        labels.check_name_is_free(store)?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
@@ -156,7 +161,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     drop(setup);
 
     let failed = measured.failed;
-    let run = assemble(&plan, host, audit, measured, breaktrace_armed);
+    let mut run = assemble(&plan, host, audit, measured, breaktrace_armed);
+    labels.apply(&mut run);
     // The exit code is settled first: no output problem may change a verdict.
     let mut code = match run.verdict.status {
         Status::Fail => exit::FAILED,
@@ -314,6 +320,9 @@ fn assemble(
                 .collect(),
         ),
         scenario: plan.scenario.clone(),
+        name: None,
+        tags: Default::default(),
+        note: None,
         plan: Plan {
             duration_ns: first.request.duration,
             warm_up_ns: first.request.warm_up,

@@ -15,6 +15,7 @@ mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;
 mod probes;
+mod runs_store;
 mod trust_accounting;
 mod trust_figures;
 mod trust_input;
