@@ -4,6 +4,10 @@
 //! JSON read latlab runs. Unlike cyclictest's own it is always valid JSON: strings are
 //! escaped, and a stream without samples has `avg` `null` where cyclictest writes `-nan`.
 //!
+//! `return_code` is latlab's exit status for the Run (`0` passed or no thresholds, `1` a
+//! threshold failed, `2` a threshold cannot be judged, `3` measuring failed part-way), as
+//! cyclictest's is its own: a script that reads it as pass/fail reads latlab's verdict.
+//!
 //! Values are in µs (`resolution_in_ns` 0), truncated as cyclictest truncates them; one
 //! thread per stream, in order. A histogram bucket goes to the microsecond of its highest
 //! equivalent value (exact for whole-µs values such as imported ones; within the
@@ -46,7 +50,9 @@ impl Exporter for CyclictestJson {
                 let _ = writeln!(out, "  \"{key}\": {},", text(&t));
             }
         }
-        let _ = writeln!(out, "  \"return_code\": 0,");
+        // What latlab exits with for this Run (scripts such as LAVA's
+        // parse_rt_tests_results.py call any other value than 0 a failure).
+        let _ = writeln!(out, "  \"return_code\": {},", run.exit_status().code());
         if let Some(host) = &run.host {
             let realtime = u8::from(host.preemption.model == "PREEMPT_RT");
             let _ = writeln!(out, "  \"sysinfo\": {{");
@@ -123,5 +129,25 @@ mod tests {
         // Written by hand in cyclictest's layout, so whether it parses is checked too.
         serde_json::from_str::<serde_json::Value>(&text).unwrap();
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn return_code_is_latlabs_exit_status() {
+        let code = |run: &Run| {
+            let text = CyclictestJson.export(run).unwrap();
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()["return_code"].clone()
+        };
+        let mut run = fixture::run();
+        assert_eq!(code(&run), 1, "the fixture's max=20us fails on cpu 1");
+        run.verdict.status = crate::threshold::Status::Pass;
+        assert_eq!(code(&run), 0);
+        run.verdict.status = crate::threshold::Status::Undecided;
+        assert_eq!(code(&run), 2);
+        run.warnings.push(crate::run::Warning {
+            code: crate::outcome::MEASURING_FAILED.into(),
+            message: "measuring on CPU 1 failed".into(),
+            degrades: false,
+        });
+        assert_eq!(code(&run), 3);
     }
 }
