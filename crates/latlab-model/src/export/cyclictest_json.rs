@@ -4,6 +4,8 @@
 //! JSON read latlab runs. Unlike cyclictest's own it is always valid JSON: strings are
 //! escaped, and a stream without samples has `avg` `null` where cyclictest writes `-nan`.
 //!
+//! Like the histogram text it holds one phase of one probe that measures wake-ups.
+//!
 //! `return_code` is latlab's exit status for the Run (`0` passed or no thresholds, `1` a
 //! threshold failed, `2` a threshold cannot be judged, `3` measuring failed part-way), as
 //! cyclictest's is its own: a script that reads it as pass/fail reads latlab's verdict.
@@ -13,6 +15,7 @@
 //! equivalent value (exact for whole-µs values such as imported ones; within the
 //! histogram's 0.1 % otherwise), the minimum's and maximum's to theirs.
 
+use super::series::wake_up_series;
 use super::{microsecond_bins, ExportError, Exporter};
 use crate::import::time::rfc3339_to_rfc2822;
 use crate::run::Run;
@@ -29,10 +32,12 @@ impl Exporter for CyclictestJson {
         "cyclictest --json layout (µs), read by scripts written for cyclictest's JSON"
     }
 
+    fn holds_one_series(&self) -> bool {
+        true
+    }
+
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        if run.streams.is_empty() {
-            return Err(ExportError("the run has no streams to export".into()));
-        }
+        let streams = wake_up_series(run, self.name())?;
         // A fact the Run does not know is left out, as rt-tests leaves out what it
         // does not have; it is never filled in.
         let text = |s: &str| serde_json::to_string(s).expect("a str always serialises");
@@ -64,10 +69,10 @@ impl Exporter for CyclictestJson {
             let _ = writeln!(out, "    \"realtime\": {realtime}");
             let _ = writeln!(out, "  }},");
         }
-        let _ = writeln!(out, "  \"num_threads\": {},", run.streams.len());
+        let _ = writeln!(out, "  \"num_threads\": {},", streams.len());
         let _ = writeln!(out, "  \"resolution_in_ns\": 0,");
         let _ = writeln!(out, "  \"thread\": {{");
-        for (i, stream) in run.streams.iter().enumerate() {
+        for (i, stream) in streams.iter().enumerate() {
             let _ = writeln!(out, "    \"{i}\": {{");
             out.push_str("      \"histogram\": {");
             // Samples beyond a source's range are in `cycles` only, as cyclictest keeps
@@ -110,7 +115,7 @@ impl Exporter for CyclictestJson {
                 stream.cpu.map_or(-1, |c| c as i64)
             );
             let _ = writeln!(out, "      \"node\": -1");
-            let last = i + 1 == run.streams.len();
+            let last = i + 1 == streams.len();
             let _ = writeln!(out, "    }}{}", if last { "" } else { "," });
         }
         out.push_str("  }\n}\n");
