@@ -58,6 +58,7 @@ enum Outcome {
         body: String,
     },
     Skipped {
+        kind: &'static str,
         message: String,
     },
 }
@@ -98,9 +99,9 @@ impl Case {
                 xml(message),
                 xml(body)
             ),
-            Outcome::Skipped { message } => writeln!(
+            Outcome::Skipped { kind, message } => writeln!(
                 out,
-                "{head}>\n      <skipped message=\"{}\"/>\n    </testcase>",
+                "{head}>\n      <skipped type=\"{kind}\" message=\"{}\"/>\n    </testcase>",
                 xml(message)
             ),
         };
@@ -182,6 +183,7 @@ fn threshold_cases(run: &Run) -> Result<Vec<Case>, ExportError> {
             classname: format!("latlab.{}", run.id),
             name: "no thresholds".to_string(),
             outcome: Outcome::Skipped {
+                kind: "no-thresholds",
                 message: "the run set no thresholds (latlab run --max, --p99, ...)".to_string(),
             },
         }]);
@@ -238,6 +240,7 @@ fn run_cases(run: &Run) -> [Case; 2] {
         }
     } else if run.conditions.is_none() {
         Outcome::Skipped {
+            kind: "not-recorded",
             message: "the source of this imported run did not record its conditions".to_string(),
         }
     } else {

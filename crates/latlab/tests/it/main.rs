@@ -8,6 +8,7 @@ mod common;
 mod browser;
 mod check;
 mod cli;
+mod consumer_ci;
 mod import_report;
 mod probe_ipc;
 mod probe_noise_signal;
