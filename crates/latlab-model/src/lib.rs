@@ -12,7 +12,8 @@
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`params`] — `NAME[:key=value,...]`, how probes and loads are named with their
 //!   parameters: one parser, with each parameter's default and choices.
-//! * [`threshold`] — pass/fail limits and the verdict they give.
+//! * [`threshold`] — pass/fail limits and the verdict they give; [`outcome`] — the exit
+//!   status a Run stands for, as `latlab run` and every export give it.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
@@ -28,6 +29,7 @@ pub mod hist;
 pub mod import;
 mod judge;
 pub mod labels;
+pub mod outcome;
 pub mod params;
 pub mod run;
 mod run_check;

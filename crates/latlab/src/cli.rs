@@ -449,6 +449,14 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// For cyclictest and cyclictest-json, which hold one phase: the phase to write
+    /// (a run of several phases is refused without it).
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
+    /// For cyclictest and cyclictest-json, which hold one probe: the probe whose
+    /// streams to write (e.g. timerlat-thread of an rtla import).
+    #[arg(long, value_name = "NAME")]
+    pub probe: Option<String>,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

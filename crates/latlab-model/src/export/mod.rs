@@ -7,10 +7,13 @@ mod cyclictest_json;
 mod json;
 mod junit;
 mod openmetrics;
+mod series;
 
 use crate::hist::LatencyHistogram;
 use crate::run::{Run, Stream};
 use std::collections::BTreeMap;
+
+pub use series::narrow;
 
 /// Why a Run could not be exported.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +28,11 @@ pub trait Exporter {
     fn describe(&self) -> &'static str;
     /// The Run, as text in this format.
     fn export(&self, run: &Run) -> Result<String, ExportError>;
+    /// Whether the format holds one series of wake-up latencies, one phase of one
+    /// probe (cyclictest's formats): a Run of more is [`narrow`]ed first, or refused.
+    fn holds_one_series(&self) -> bool {
+        false
+    }
 }
 
 /// Every format.

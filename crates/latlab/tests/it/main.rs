@@ -8,6 +8,7 @@ mod common;
 mod browser;
 mod check;
 mod cli;
+mod consumer_ci;
 mod consumer_prometheus;
 mod conventions;
 mod import_report;
