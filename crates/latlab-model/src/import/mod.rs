@@ -238,7 +238,9 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     {
         return Some(Format::Oslat);
     }
-    // A -v log may end with a histogram (-v -h), so samples first decide.
+    // A -v log may end with a histogram (-v -h), so samples first decide. Without -q,
+    // cyclictest's live status lines come before the histogram, and a long run's fill
+    // more than the head: they show a -h file (-v prints samples instead).
     let mut complete = text.lines().collect::<Vec<_>>();
     if !text.ends_with('\n') {
         complete.pop();
@@ -246,7 +248,10 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     complete.iter().find_map(|l| {
         if cyclictest_verbose::is_sample_line(l.as_bytes()) {
             Some(Format::CyclictestVerbose)
-        } else if *l == "# Histogram" || l.starts_with("# Min Latencies:") {
+        } else if *l == "# Histogram"
+            || l.starts_with("# Min Latencies:")
+            || cyclictest_hist::is_status_line(l)
+        {
             Some(Format::CyclictestHist)
         } else {
             None

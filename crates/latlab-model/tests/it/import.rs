@@ -31,6 +31,21 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
         Format::CyclictestHist,
         None,
     ),
+    (
+        "cyclictest-2t-status-D3.hist.txt",
+        Format::CyclictestHist,
+        None,
+    ),
+    (
+        "cyclictest-ns-status.hist.txt",
+        Format::CyclictestHist,
+        None,
+    ),
+    (
+        "cyclictest-overflow-ns.hist.txt",
+        Format::CyclictestHist,
+        Some(TimeUnit::Nanoseconds),
+    ),
     ("cyclictest-quote.hist.txt", Format::CyclictestHist, None),
     ("cyclictest-zero.hist.txt", Format::CyclictestHist, None),
     ("cyclictest-2t.json", Format::CyclictestJson, None),
@@ -60,6 +75,7 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
     ("oslat.json", Format::OslatJson, None),
     ("jitterdebugger.json", Format::Jitterdebugger, None),
     ("jitterdebugger-v1.json", Format::Jitterdebugger, None),
+    ("jitterdebugger-overflow.json", Format::Jitterdebugger, None),
 ];
 
 fn import_fixture(name: &str) -> Run {
@@ -472,6 +488,79 @@ fn jitterdebugger_counts_samples_beyond_its_histogram() {
     assert_eq!((s.samples, s.stats.max_ns), (993, Some(Nanos(2_200_000))));
     assert_eq!(s.decode_histogram().unwrap().unwrap().len(), 993);
     assert_eq!(v1.streams[2].samples, 0);
+}
+
+/// cyclictest's display thread prints its last status before the measuring threads'
+/// last cycles: the histogram counts, and the Run says so.
+#[test]
+fn status_lines_behind_the_histogram_are_a_warning() {
+    let name = "cyclictest-2t-status-D3.hist.txt";
+    let text = String::from_utf8(read(name)).unwrap();
+    // The live status fills more than the head detect() looks at.
+    assert!(text.find("# Histogram").unwrap() > import::DETECT_BYTES);
+    let run = import_fixture(name);
+    let totals = footer(&text, "Total");
+    let overflows = footer(&text, "Histogram Overflows");
+    for (t, s) in run.streams.iter().enumerate() {
+        assert_eq!(s.samples as i64, totals[t] + overflows[t], "thread {t}");
+        assert_eq!(s.period_ns, Some(Nanos::MILLISECOND));
+    }
+    let codes: Vec<_> = run.warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, ["status-behind-histogram"]);
+    assert!(
+        run.warnings[0]
+            .message
+            .contains("thread 0 C:2990 against 2998 samples"),
+        "{}",
+        run.warnings[0].message
+    );
+    // A status line ahead of the histogram is a different run's.
+    let ahead = text.replacen("C:   2990 Min:      9", "C:   3990 Min:      9", 1);
+    let err = import::import(Format::CyclictestHist, ahead.as_bytes(), &ctx(name)).unwrap_err();
+    assert!(err.to_string().contains("mixes two runs"), "{err}");
+}
+
+/// A status line without a histogram after it (cyclictest without -h) holds nothing to
+/// import, and says what to run instead.
+#[test]
+fn status_lines_without_histogram_say_how_to_save_results() {
+    let text = "policy: fifo: loadavg: 0.42 0.63 0.30 2/94 11188          \n\n\
+                T: 0 (11187) P:95 I:1000 C:   2990 Min:      9 Act:   43 Avg:   32 Max:    1982\n";
+    assert_eq!(
+        import::detect(text.as_bytes()),
+        Some(Format::CyclictestHist)
+    );
+    let err = import::import(Format::CyclictestHist, text.as_bytes(), &ctx("s.txt")).unwrap_err();
+    assert!(err.to_string().contains("-h N"), "{err}");
+}
+
+fn warning_codes(run: &Run) -> Vec<&str> {
+    run.warnings.iter().map(|w| w.code.as_str()).collect()
+}
+
+/// Item: a -N file imported without its unit became 1000 times too large, silently.
+#[test]
+fn the_unit_is_read_from_status_line_widths() {
+    let name = "cyclictest-ns-status.hist.txt";
+    let run = import_fixture(name);
+    let text = String::from_utf8(read(name)).unwrap();
+    let min = footer(&text, "Min Latencies")[0];
+    assert_eq!(run.streams[0].stats.min_ns, Some(Nanos(min)));
+    assert_eq!(warning_codes(&run), [""; 0]);
+    assert!(!run.import.unwrap().lacks.iter().any(|l| l.contains("unit")));
+    let mut c = ctx(name);
+    c.unit = Some(TimeUnit::Microseconds);
+    let err = import::import(Format::CyclictestHist, text.as_bytes(), &c).unwrap_err();
+    assert!(
+        err.to_string().contains("import it without a unit"),
+        "{err}"
+    );
+    assert_eq!(err.line, Some(4));
+    // And a µs file's status lines say µs.
+    let mut c = ctx("cyclictest-2t-status-D3.hist.txt");
+    c.unit = Some(TimeUnit::Nanoseconds);
+    let us = read("cyclictest-2t-status-D3.hist.txt");
+    assert!(import::import(Format::CyclictestHist, us.as_slice(), &c).is_err());
 }
 
 /// Cut positions inside a line (so the cut is visible), spread over the file.
