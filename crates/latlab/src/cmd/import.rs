@@ -85,6 +85,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
                     counted(run.streams.len() as u64, "stream"),
                     counted(samples, "sample"),
                 );
+                for warning in &run.warnings {
+                    let _ = writeln!(text, "  WARNING: {}", warning.message);
+                }
                 if let Some(record) = &run.import {
                     for lack in &record.lacks {
                         let _ = writeln!(text, "  lacks: {lack}");
