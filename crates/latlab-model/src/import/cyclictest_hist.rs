@@ -210,7 +210,9 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         warnings: status_behind_warning(&behind).into_iter().collect(),
         ..Source::default()
     };
-    build::assemble(super::Format::CyclictestHist, ctx, source, streams, p)
+    let mut run = build::assemble(super::Format::CyclictestHist, ctx, source, streams, p)?;
+    super::plausible::warn_of_unit(&mut run, unit);
+    Ok(run)
 }
 
 /// The values' unit: the status lines' if they show it (a unit given must agree), else

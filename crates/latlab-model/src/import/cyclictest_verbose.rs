@@ -254,7 +254,9 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         tool: "cyclictest",
         ..Source::default()
     };
-    build::assemble(super::Format::CyclictestVerbose, ctx, source, streams, p)
+    let mut run = build::assemble(super::Format::CyclictestVerbose, ctx, source, streams, p)?;
+    super::plausible::warn_of_unit(&mut run, unit);
+    Ok(run)
 }
 
 /// Reads every line from the reader's buffer; a line split between two fills is

@@ -33,6 +33,7 @@ mod jitterdebugger;
 mod lines;
 mod oslat_json;
 mod oslat_text;
+mod plausible;
 mod printf_json;
 mod provenance;
 mod rt_json;

@@ -42,6 +42,11 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
         None,
     ),
     (
+        "cyclictest-ns-q.hist.txt",
+        Format::CyclictestHist,
+        Some(TimeUnit::Nanoseconds),
+    ),
+    (
         "cyclictest-overflow-ns.hist.txt",
         Format::CyclictestHist,
         Some(TimeUnit::Nanoseconds),
@@ -561,6 +566,37 @@ fn the_unit_is_read_from_status_line_widths() {
     c.unit = Some(TimeUnit::Nanoseconds);
     let us = read("cyclictest-2t-status-D3.hist.txt");
     assert!(import::import(Format::CyclictestHist, us.as_slice(), &c).is_err());
+}
+
+/// Where the file does not say (-q, -v), values implausible in the unit assumed are a
+/// warning naming the fix.
+#[test]
+fn ns_files_read_as_us_are_warned_of() {
+    for (name, format) in [
+        ("cyclictest-ns-q.hist.txt", Format::CyclictestHist),
+        ("cyclictest-ns-h.verbose.txt", Format::CyclictestVerbose),
+        ("cyclictest-overflow-ns.hist.txt", Format::CyclictestHist),
+    ] {
+        let assumed = import::import(format, read(name).as_slice(), &ctx(name)).unwrap();
+        assert_eq!(warning_codes(&assumed), ["implausible-unit"], "{name}");
+        assert!(assumed.warnings[0].message.contains("--unit ns"), "{name}");
+        assert_eq!(warning_codes(&import_fixture(name)), [""; 0], "{name}");
+    }
+    for (name, _, _) in FIXTURES.iter().filter(|f| f.2.is_none()) {
+        let run = import_fixture(name);
+        assert!(
+            !warning_codes(&run).contains(&"implausible-unit"),
+            "{name}: {:?}",
+            run.warnings
+        );
+    }
+    // µs read as ns: too small.
+    let name = "cyclictest-1t.hist.txt";
+    let mut c = ctx(name);
+    c.unit = Some(TimeUnit::Nanoseconds);
+    let run = import::import(Format::CyclictestHist, read(name).as_slice(), &c).unwrap();
+    assert_eq!(warning_codes(&run), ["implausible-unit"]);
+    assert!(run.warnings[0].message.contains("--unit us"));
 }
 
 /// Cut positions inside a line (so the cut is visible), spread over the file.
