@@ -25,6 +25,7 @@
 
 use super::binned::{self, Binned, Figure};
 use super::build::{self, Source, StreamSource, Values};
+use super::cyclictest_status::{self as status, Status};
 use super::lines::Lines;
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
@@ -32,16 +33,6 @@ use crate::run::{Run, Warning};
 use crate::spec::SchedSpec;
 use crate::Nanos;
 use std::io::BufRead;
-
-/// One thread's status line (`print_stat`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Status {
-    priority: i32,
-    interval_us: i64,
-    cycles: u64,
-    /// The unit its field widths show, when they show it.
-    unit: Option<TimeUnit>,
-}
 
 /// What the status lines tell of the values' unit.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -570,12 +561,6 @@ fn policy(name: Option<&str>, priority: i32) -> Option<SchedSpec> {
     }
 }
 
-/// Whether `line` is a thread's status line (`T: 0 ( 1234) P:95 I:1000 C: ...`), which
-/// cyclictest prints without `-q` and without `-v`.
-pub(super) fn is_status_line(line: &str) -> bool {
-    parse_status_line(without_cursor_moves(line)).is_some()
-}
-
 /// Reads the status output cyclictest prints before the histogram: `policy: fifo: ...`
 /// and `T: 0 ( 1234) P:95 I:1000 C:    500 Min: ...`; the last one of each thread counts.
 /// Returns, for a thread's status line, the unit its field widths show (if they do).
@@ -584,62 +569,17 @@ fn read_status_line(
     policy_name: &mut Option<String>,
     statuses: &mut Vec<Option<Status>>,
 ) -> Option<Option<TimeUnit>> {
-    let line = without_cursor_moves(line);
+    let line = status::without_cursor_moves(line);
     if let Some(rest) = line.strip_prefix("policy: ") {
         *policy_name = rest.split(':').next().map(|s| s.trim().to_string());
         return None;
     }
-    let (t, s) = parse_status_line(line)?;
-    if statuses.len() <= t {
-        statuses.resize(t + 1, None);
+    let s = Status::parse(line)?;
+    if statuses.len() <= s.thread {
+        statuses.resize(s.thread + 1, None);
     }
-    statuses[t] = Some(s);
+    statuses[s.thread] = Some(s);
     Some(s.unit)
-}
-
-/// The line after the live display's cursor movement (`ESC [ 4 A`), if any.
-fn without_cursor_moves(line: &str) -> &str {
-    match line.rfind('\x1b') {
-        Some(at) => {
-            line[at + 1..].trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == 'A')
-        }
-        None => line,
-    }
-}
-
-/// A thread's number and status, from `print_stat`'s line
-/// `T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld` (`Act:%8ld
-/// Avg:%8ld` with `-N`).
-fn parse_status_line(line: &str) -> Option<(usize, Status)> {
-    let rest = line.strip_prefix("T:")?;
-    let field = |name: &str| -> Option<&str> {
-        let at = rest.find(name)? + name.len();
-        rest[at..].split_whitespace().next()
-    };
-    let thread: usize = rest.split_whitespace().next()?.parse().ok()?;
-    let status = Status {
-        priority: field("P:")?.parse().ok()?,
-        interval_us: field("I:")?.parse().ok()?,
-        cycles: field("C:")?.parse().ok()?,
-        unit: width_unit(rest, "Act:", " Avg:").or_else(|| width_unit(rest, "Avg:", " Max:")),
-    };
-    (thread < 4_096).then_some((thread, status))
-}
-
-/// The unit a field's printed width shows: narrower than 8 is `%5ld` (µs); exactly 8
-/// with padding is `%8ld` (ns); 8 digits or more could be either.
-fn width_unit(rest: &str, label: &str, next: &str) -> Option<TimeUnit> {
-    let start = rest.find(label)? + label.len();
-    let end = start + rest[start..].find(next)?;
-    let printed = &rest[start..end];
-    if printed.trim_start().parse::<i64>().is_err() {
-        return None;
-    }
-    match printed.len() {
-        0..=7 => Some(TimeUnit::Microseconds),
-        8 if printed.starts_with(' ') => Some(TimeUnit::Nanoseconds),
-        _ => None,
-    }
 }
 
 fn shorten(text: &str) -> String {
@@ -678,34 +618,14 @@ mod tests {
             [
                 None,
                 Some(Status {
+                    thread: 1,
                     priority: 95,
                     interval_us: 1_500,
                     cycles: 300,
+                    max: None,
                     unit: None,
                 })
             ]
         );
-    }
-
-    #[test]
-    fn status_line_widths_tell_the_unit() {
-        let unit = |line: &str| parse_status_line(line).and_then(|(_, s)| s.unit);
-        // rt-tests 2.4, without and with -N.
-        let us = "T: 0 (11187) P:95 I:1000 C:   2990 Min:      9 Act:   43 Avg:   32 Max:    1982";
-        let ns =
-            "T: 0 (11566) P:95 I:1000 C:    300 Min:  14159 Act:   32218 Avg:   32042 Max:  107051";
-        let ns_start =
-            "T: 0 (    0) P:95 I:1000 C:      0 Min:1000000 Act:       0 Avg:       0 Max:       0";
-        let wide_us =
-            "T: 0 (11187) P:95 I:1000 C:   2990 Min:      9 Act:123456 Avg:   32 Max:  123456";
-        let either =
-            "T: 0 (11187) P:95 I:1000 C:   2990 Min:      9 Act:12345678 Avg:12345678 Max:12345678";
-        assert_eq!(unit(us), Some(TimeUnit::Microseconds));
-        assert_eq!(unit(ns), Some(TimeUnit::Nanoseconds));
-        assert_eq!(unit(ns_start), Some(TimeUnit::Nanoseconds));
-        assert_eq!(unit(wide_us), Some(TimeUnit::Microseconds));
-        assert_eq!(unit(either), None);
-        assert!(is_status_line(&format!("\x1b[4A{us}")));
-        assert!(!is_status_line("       0:       1:      23"));
     }
 }

@@ -26,6 +26,7 @@ mod build;
 mod cyclictest_cmdline;
 mod cyclictest_hist;
 mod cyclictest_json;
+mod cyclictest_status;
 mod cyclictest_verbose;
 mod error;
 mod getopt;
@@ -251,7 +252,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
             Some(Format::CyclictestVerbose)
         } else if *l == "# Histogram"
             || l.starts_with("# Min Latencies:")
-            || cyclictest_hist::is_status_line(l)
+            || cyclictest_status::is_status_line(l)
         {
             Some(Format::CyclictestHist)
         } else {
