@@ -60,6 +60,11 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
     ("cyclictest-zero.json", Format::CyclictestJson, None),
     ("cyclictest-2t.verbose.txt", Format::CyclictestVerbose, None),
     (
+        "cyclictest-2t-q.verbose.txt",
+        Format::CyclictestVerbose,
+        None,
+    ),
+    (
         "cyclictest-1t-h.verbose.txt",
         Format::CyclictestVerbose,
         None,
@@ -523,6 +528,23 @@ fn status_lines_behind_the_histogram_are_a_warning() {
     let ahead = text.replacen("C:   2990 Min:      9", "C:   3990 Min:      9", 1);
     let err = import::import(Format::CyclictestHist, ahead.as_bytes(), &ctx(name)).unwrap_err();
     assert!(err.to_string().contains("mixes two runs"), "{err}");
+}
+
+/// `cyclictest -v -q` ends with the status lines, which count cycles the log lacks.
+#[test]
+fn verbose_log_status_lines_tell_the_cycles_not_logged() {
+    let run = import_fixture("cyclictest-2t-q.verbose.txt");
+    assert_eq!(
+        run.streams.iter().map(|s| s.samples).collect::<Vec<_>>(),
+        [300, 207]
+    );
+    assert_eq!(warning_codes(&run), ["samples-not-logged"]);
+    let message = &run.warnings[0].message;
+    assert!(
+        message.contains("thread 1: 213 cycles, 207 logged, its maximum 5.41 ms not among them"),
+        "{message}"
+    );
+    assert!(!message.contains("thread 0"), "{message}");
 }
 
 /// A status line without a histogram after it (cyclictest without -h) holds nothing to
