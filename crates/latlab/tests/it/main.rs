@@ -13,6 +13,7 @@ mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;
 mod probes;
+mod real_tools;
 mod trust_accounting;
 mod trust_figures;
 mod trust_input;
