@@ -48,6 +48,7 @@ use crate::run::Run;
 use crate::Nanos;
 use std::fmt;
 use std::io::BufRead;
+use std::path::PathBuf;
 
 // How a Run's buckets are read depends on the format it was imported from, which only
 // the importers know.
@@ -197,6 +198,10 @@ pub struct ImportContext {
     /// timeline and spikes, and counts missed periods. A period the file does state
     /// differently is an error.
     pub period: Option<Nanos>,
+    /// The directory holding the file, for tools that save other files beside their
+    /// results (jitterdebugger `-o DIR`: `cpuinfo`, `config.gz`), which give host facts.
+    /// `None` reads the file alone.
+    pub directory: Option<PathBuf>,
 }
 
 impl ImportContext {
@@ -208,6 +213,7 @@ impl ImportContext {
             imported_at: imported_at.to_string(),
             unit: None,
             period: None,
+            directory: None,
         }
     }
 }

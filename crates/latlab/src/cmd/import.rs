@@ -55,6 +55,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         let mut ctx = ImportContext::new(&file.display().to_string(), &run_id(now), &rfc3339(now));
         ctx.unit = unit;
         ctx.period = period;
+        // Where a tool saved more beside its results (jitterdebugger -o DIR).
+        let directory = file.parent().filter(|d| !d.as_os_str().is_empty());
+        ctx.directory = Some(directory.unwrap_or(Path::new(".")).to_path_buf());
         read_files.push(read(file, forced, &ctx)?);
     }
 

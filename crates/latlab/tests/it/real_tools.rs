@@ -458,6 +458,26 @@ fn real_jitterdebugger_results_import_with_their_counts_and_sysinfo() {
         host.cpus_online,
         sysinfo["cpus_online"].as_u64().map(|n| n as usize)
     );
+    // And what it saved beside results.json: the CPU model and the tick rate.
+    let cpuinfo = std::fs::read_to_string(dir.path().join("jd/cpuinfo")).unwrap();
+    let model = cpuinfo.lines().find_map(|l| {
+        Some(
+            l.split_once(':')
+                .filter(|(k, _)| k.trim() == "model name")?
+                .1
+                .trim(),
+        )
+    });
+    assert_eq!(host.cpu_model.as_deref(), model);
+    let config = Command::new("gzip")
+        .arg("-dc")
+        .arg(dir.path().join("jd/config.gz"))
+        .output()
+        .unwrap();
+    let hz = text(&config.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.parse::<u32>().ok());
+    assert_eq!(host.hz, hz);
 }
 
 /// The Java check program (tests/data/HdrHistogramCheck.java) on `streams`: one line
