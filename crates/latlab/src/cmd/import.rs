@@ -67,6 +67,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         let mut ctx = ImportContext::new(&file.display().to_string(), &run_id(now), &rfc3339(now));
         ctx.unit = unit;
         ctx.period = period;
+        // Where a tool saved more beside its results (jitterdebugger -o DIR).
+        let directory = file.parent().filter(|d| !d.as_os_str().is_empty());
+        ctx.directory = Some(directory.unwrap_or(Path::new(".")).to_path_buf());
         let mut read_file = read(file, forced, &ctx)?;
         labels.apply(&mut read_file.run);
         read_files.push(read_file);
@@ -110,6 +113,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
                     counted(run.streams.len() as u64, "stream"),
                     counted(samples, "sample"),
                 );
+                for warning in &run.warnings {
+                    let _ = writeln!(text, "  WARNING: {}", warning.message);
+                }
                 if let Some(record) = &run.import {
                     for lack in &record.lacks {
                         let _ = writeln!(text, "  lacks: {lack}");

@@ -16,6 +16,7 @@ mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;
 mod probes;
+mod real_tools;
 mod runs_store;
 mod trust_accounting;
 mod trust_figures;
