@@ -103,7 +103,7 @@ fn page(command: clap::Command, extra: &str) -> Result<(String, Vec<u8>), CliErr
         Ok(())
     })();
     rendered.map_err(|e| CliError::runtime(format!("cannot render {name}: {e}")))?;
-    Ok((name, once_preamble(&roff)))
+    Ok((name, ascii_only(&once_preamble(&roff))))
 }
 
 /// Writes each page whole (a temporary file renamed into place).
@@ -146,6 +146,22 @@ fn once_preamble(roff: &[u8]) -> Vec<u8> {
         return roff.to_vec();
     }
     format!("{PREAMBLE}{body}").into_bytes()
+}
+
+/// The page with every character outside ASCII (µ, ×, ≥, ...) written as groff's
+/// `\[uXXXX]` escape: roff input is read as Latin-1 unless a preprocessor says
+/// otherwise, so UTF-8 in a help text would render as garbage or a warning.
+fn ascii_only(roff: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(roff);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\[u{:04X}]", u32::from(c)));
+        }
+    }
+    out.into_bytes()
 }
 
 #[cfg(test)]

@@ -119,6 +119,8 @@ const SUBCOMMANDS: &[&str] = &[
     "run",
     "runs",
     "show",
+    "rm",
+    "prune",
     "export",
     "compare",
     "report",
