@@ -138,7 +138,7 @@ impl Notice {
             Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
             Notice::Clamped { .. } => "clamped-samples",
             Notice::Saturated { .. } => "saturated-counts",
-            Notice::MeasuringFailed { .. } => "measuring-failed",
+            Notice::MeasuringFailed { .. } => latlab_model::outcome::MEASURING_FAILED,
             Notice::PageFaults { .. } => "page-faults",
             Notice::CoarseClock { .. } => "coarse-clock",
             Notice::LoadEndedEarly { .. } => "load-ended-early",

@@ -7,11 +7,13 @@
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
+//! * [`labels`] — what a user gives a run to tell it apart: name, tags, note.
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
 //! * [`params`] — `NAME[:key=value,...]`, how probes and loads are named with their
 //!   parameters: one parser, with each parameter's default and choices.
-//! * [`threshold`] — pass/fail limits and the verdict they give.
+//! * [`threshold`] — pass/fail limits and the verdict they give; [`outcome`] — the exit
+//!   status a Run stands for, as `latlab run` and every export give it.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts.
 //! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
 //!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
@@ -26,6 +28,8 @@ pub mod export;
 pub mod hist;
 pub mod import;
 mod judge;
+pub mod labels;
+pub mod outcome;
 pub mod params;
 pub mod run;
 mod run_check;

@@ -44,6 +44,16 @@ pub struct Run {
     pub command_line: Option<Vec<String>>,
     /// The built-in or file scenario, when one was named.
     pub scenario: Option<String>,
+    /// The name the user gave the run (`--name`), which can stand for it wherever a run
+    /// is referred to; absent when none was given ([`crate::labels::check_name`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The tags the user gave (`--tag key=value`), for finding runs; absent when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// The user's note (`--note`); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The resolved, validated plan that ran.
     pub plan: Plan,
     /// Facts about the machine and kernel (`null`: an imported Run whose source had

@@ -48,6 +48,7 @@ impl Run {
                 return Err(invalid(format!("phases[{i}].elapsed_ns"), "is negative"));
             }
         }
+        self.check_labels()?;
         if let Some(import) = &self.import {
             instant("import.imported_at", &import.imported_at)?;
         }
@@ -56,21 +57,28 @@ impl Run {
         }
         Ok(())
     }
+
+    /// The user's name, tags and note, as `latlab run` accepts them.
+    fn check_labels(&self) -> Result<(), RunFormatError> {
+        use crate::labels::{check_name, check_note, check_tag};
+        if let Some(name) = &self.name {
+            check_name(name).map_err(|e| invalid("name", e.to_string()))?;
+        }
+        for (key, value) in &self.tags {
+            check_tag(key, value)
+                .map_err(|e| invalid(format!("tags.{}", key.escape_debug()), e.to_string()))?;
+        }
+        if let Some(note) = &self.note {
+            check_note(note).map_err(|e| invalid("note", e.to_string()))?;
+        }
+        Ok(())
+    }
 }
 
 /// latlab's run ids: `20261121T001012Z-3f9a2c` (UTC start, 6 hex digits). Nothing else
 /// may name a run: not `last`, not a path, not text with terminal escapes.
 fn check_id(id: &str) -> Result<(), RunFormatError> {
-    let b = id.as_bytes();
-    let shaped = b.len() == 23
-        && b[..8].iter().all(u8::is_ascii_digit)
-        && b[8] == b'T'
-        && b[9..15].iter().all(u8::is_ascii_digit)
-        && b[15] == b'Z'
-        && b[16] == b'-'
-        && b[17..]
-            .iter()
-            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c));
+    let shaped = crate::stamp::is_run_id(id);
     if shaped {
         Ok(())
     } else {

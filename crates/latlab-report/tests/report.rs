@@ -111,11 +111,11 @@ fn the_html_page_is_self_contained_and_complete() {
     }
     for text in [
         &run.id,
-        "latency (µs)",
-        "samples per 5 µs bin (log scale)",
+        "latency (µs, log scale as max 2283.378 µs &gt; 10 × p99 26.527 µs)",
+        "samples per bin (1/50 decade, log scale)",
         "fraction of samples ≥ latency (log scale)",
         "time into the run (s)",
-        "largest sample per interval (µs)",
+        "largest sample per interval (µs, log scale)",
         "max 2283.378 µs",
         "4998 samples",
         "<td class=\"num\">4998</td>",
@@ -455,4 +455,97 @@ fn the_comparison_of_two_runs() {
         (differences[0].what, differences[0].base.as_str()),
         ("CPUs", "0, 1")
     );
+}
+
+#[test]
+fn the_audit_is_reported_failures_first_with_their_fixes() {
+    use latlab_model::audit::{Audit, CheckResult, CheckVerdict};
+    let check = |id: &str, verdict, finding: &str, fix: Option<&str>| CheckResult {
+        id: id.to_string(),
+        title: id.to_string(),
+        verdict,
+        finding: finding.to_string(),
+        explanation: None,
+        evidence: Vec::new(),
+        fix: fix.map(str::to_string),
+    };
+    let mut run = example();
+    run.audit = Some(Audit {
+        cpus: vec![0, 1],
+        priority: 95,
+        checks: vec![
+            check("thp", CheckVerdict::Ok, "never", None),
+            check(
+                "cpufreq",
+                CheckVerdict::Warn,
+                "governor powersave",
+                Some("cpupower frequency-set -g performance"),
+            ),
+            check("smt", CheckVerdict::Info, "no SMT", None),
+            check(
+                "preemption",
+                CheckVerdict::Fail,
+                "not PREEMPT_RT",
+                Some("boot a PREEMPT_RT kernel"),
+            ),
+        ],
+    });
+    let markdown = rendered(&run, ReportKind::Markdown);
+    let start = markdown.find("## Readiness audit").unwrap();
+    let end = markdown.find("## Statistics").unwrap();
+    insta::assert_snapshot!(&markdown[start..end], @r"
+    ## Readiness audit
+
+    latlab check of CPUs 0-1 for a task at priority 95, before measuring: 4 checks, 1 fail, 1 warn, 1 info, 1 ok.
+
+    - FAIL preemption: not PREEMPT\_RT. Fix: boot a PREEMPT\_RT kernel
+    - WARN cpufreq: governor powersave. Fix: cpupower frequency-set -g performance
+
+    latlab check --json gives every check with its evidence.
+    ");
+    let text = rendered(&run, ReportKind::Text);
+    assert!(text.contains("FAIL preemption: not PREEMPT_RT. Fix: boot a PREEMPT_RT kernel"));
+    let page = html(std::slice::from_ref(&run));
+    assert!(
+        page.contains("<li>FAIL preemption: not PREEMPT_RT. Fix: boot a PREEMPT_RT kernel</li>")
+    );
+}
+
+#[test]
+fn plots_are_named_images_and_tables_have_captions() {
+    let run = example();
+    for plot in PlotKind::ALL {
+        let svg = render(std::slice::from_ref(&run), ReportKind::Svg(plot)).unwrap();
+        let document = roxmltree::Document::parse(&svg).unwrap();
+        let root = document.root_element();
+        assert_eq!(root.attribute("role"), Some("img"), "{plot}");
+        let by_id = |id: &str| {
+            root.descendants()
+                .find(|n| n.attribute("id") == Some(id))
+                .and_then(|n| n.text())
+                .map(str::to_string)
+        };
+        let name = by_id(root.attribute("aria-labelledby").unwrap()).unwrap();
+        assert!(name.contains(&run.id), "{plot}: {name}");
+        let description = by_id(root.attribute("aria-describedby").unwrap()).unwrap();
+        assert!(
+            description.contains("Latency axis: log scale as max"),
+            "{plot}: {description}"
+        );
+    }
+    let page = html(std::slice::from_ref(&run));
+    let svgs = inline_svgs(&page);
+    for (i, svg) in svgs.iter().enumerate() {
+        let id = format!("plot-{}", i + 1);
+        assert!(
+            svg.contains(&format!("aria-labelledby=\"{id}-title\"")),
+            "{svg:.300}"
+        );
+        assert!(page.contains(&format!("<figcaption id=\"{id}-caption\">")));
+    }
+    assert_eq!(
+        page.matches("<table>").count(),
+        page.matches("<caption>").count()
+    );
+    assert!(page.contains("<caption>Latency statistics per stream</caption>"));
 }

@@ -8,19 +8,33 @@
 //! Reading commands open it read-only ([`SqliteStore::open_read_only`]), so a store on
 //! a read-only or full disk can still be listed and reported on. A stored run is never
 //! replaced: saving an id the store holds is [`StoreError::Duplicate`].
+//!
+//! Every run has the time it was added (entered this store), and the store lists runs
+//! by it, newest first: `last` is the run added most recently, whether measured or
+//! imported, and whatever time its source says it was measured at. Runs are found by
+//! reference ([`resolve_reference`]): position, id, name, or the id's random suffix.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod reference;
+mod summary;
+
+pub use reference::resolve_reference;
+pub use summary::{RunFilter, RunSummary};
+
 use latlab_model::run::{Percentile, Run};
+use latlab_model::stamp::rfc3339;
 use latlab_model::Nanos;
 use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+use summary::{added_before_it_was_kept, Listing};
 
 /// The schema version this build reads and writes (2: the SHA-256 of an imported
-/// run's source file).
-pub const SCHEMA_VERSION: i64 = 2;
+/// run's source file; 3: when each run was added, the user's name, tags and note, and
+/// the listing's probes, periods, CPUs, duration and loads).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,32 +114,19 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// A reference that several runs answer to (a name given twice, an id prefix).
+    #[error("'{reference}' could mean {} runs: {}{}; give the full id of the one you mean", candidates.len() + more, candidates.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
+    Ambiguous {
+        /// The reference as given.
+        reference: String,
+        /// The first runs it could mean, each with its name and start where known.
+        candidates: Vec<String>,
+        /// How many more it could mean.
+        more: usize,
+    },
     /// A query failed.
     #[error("run store error: {0}")]
     Sql(#[from] rusqlite::Error),
-}
-
-/// One row of the store's listing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
-    /// Run id.
-    pub id: String,
-    /// Start time (RFC 3339).
-    pub started_at: String,
-    /// Host name.
-    pub host: String,
-    /// Kernel release.
-    pub kernel: String,
-    /// Scenario name, if any.
-    pub scenario: Option<String>,
-    /// Worst p99.9 over the run's streams (a bound when one stream's is).
-    pub p99_9: Option<Percentile>,
-    /// Worst maximum over the run's streams, ns.
-    pub max_ns: Option<i64>,
-    /// `pass`, `fail` or `none`.
-    pub verdict: String,
-    /// The run is degraded.
-    pub degraded: bool,
 }
 
 /// Where Runs are kept.
@@ -138,62 +139,37 @@ pub trait RunStore {
     fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError>;
     /// The id of the run imported from content with the SHA-256 `source_sha256`.
     fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError>;
-    /// Lists runs, newest first.
-    fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
+    /// Every run's summary, newest added first.
+    fn summaries(&self) -> Result<Vec<RunSummary>, StoreError>;
     /// Loads one run whole.
     fn load(&self, id: &str) -> Result<Option<Run>, StoreError>;
+    /// Removes the runs with these ids; returns how many there were.
+    fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError>;
 
-    /// Ids of every run, newest first.
-    fn ids(&self) -> Result<Vec<String>, StoreError>;
+    /// The runs `filter` lets through, newest added first, at most `limit` of them
+    /// (`None`: all).
+    fn list(
+        &self,
+        filter: &RunFilter,
+        limit: Option<usize>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        Ok(self
+            .summaries()?
+            .into_iter()
+            .filter(|r| filter.matches(r))
+            .take(limit.unwrap_or(usize::MAX))
+            .collect())
+    }
 
-    /// Finds a run by reference: `last`, `last~N` (N runs before the last), a full id,
-    /// or a unique prefix of one.
+    /// Finds a run by reference: `last`, `last~N` (N runs before the last added), a
+    /// full id, a run's name, its id's random suffix, or a unique prefix of its id
+    /// ([`resolve_reference`]).
     fn resolve(&self, reference: &str) -> Result<Run, StoreError> {
-        let ids = self.ids()?;
-        let id = resolve_reference(reference, &ids)?;
+        let id = resolve_reference(reference, &self.summaries()?)?;
         self.load(&id)?.ok_or_else(|| StoreError::NotFound {
             reference: reference.to_string(),
             reason: "it vanished from the store".to_string(),
         })
-    }
-}
-
-/// Picks the id a reference means among `ids` (newest first).
-pub fn resolve_reference(reference: &str, ids: &[String]) -> Result<String, StoreError> {
-    let not_found = |reason: String| StoreError::NotFound {
-        reference: reference.to_string(),
-        reason,
-    };
-    let r = reference.trim();
-    if let Some(back) = r.strip_prefix("last") {
-        let n: usize = match back.strip_prefix('~') {
-            None if back.is_empty() => 0,
-            Some(n) => n
-                .parse()
-                .map_err(|_| not_found("write last, last~1, last~2, ...".to_string()))?,
-            None => return Err(not_found("write last, last~1, last~2, ...".to_string())),
-        };
-        return ids
-            .get(n)
-            .cloned()
-            .ok_or_else(|| not_found(format!("the store holds {} run(s)", ids.len())));
-    }
-    if r.is_empty() {
-        return Err(not_found(
-            "give a run id, a prefix of one, or last".to_string(),
-        ));
-    }
-    let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(r)).collect();
-    match matches.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Err(not_found(
-            "no run has that id (latlab runs lists them)".to_string(),
-        )),
-        many => Err(not_found(format!(
-            "{} runs start with it ({}, ...): give more of the id",
-            many.len(),
-            many[0]
-        ))),
     }
 }
 
@@ -301,8 +277,117 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
              CREATE INDEX IF NOT EXISTS runs_source ON runs(source_sha256);",
         )?;
     }
+    if from < 3 {
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN added_at TEXT;
+             ALTER TABLE runs ADD COLUMN name TEXT;
+             ALTER TABLE runs ADD COLUMN tags_json TEXT;
+             ALTER TABLE runs ADD COLUMN note TEXT;
+             ALTER TABLE runs ADD COLUMN probes_json TEXT;
+             ALTER TABLE runs ADD COLUMN periods_json TEXT;
+             ALTER TABLE runs ADD COLUMN cpus_json TEXT;
+             ALTER TABLE runs ADD COLUMN duration_ns INTEGER;
+             ALTER TABLE runs ADD COLUMN loads_json TEXT;
+             CREATE INDEX IF NOT EXISTS runs_added ON runs(added_at);
+             CREATE INDEX IF NOT EXISTS runs_name ON runs(name);",
+        )?;
+        fill_listing_columns(&tx)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
+}
+
+/// Fills the columns version 3 added for the runs stored before: each from its Run,
+/// the added time from its import or its end ([`added_before_it_was_kept`]). A run
+/// that cannot be read keeps them unknown, its added time its start where known.
+fn fill_listing_columns(tx: &rusqlite::Transaction) -> Result<(), rusqlite::Error> {
+    let rows: Vec<(i64, String, String)> = tx
+        .prepare("SELECT rowid, run_json, started_at FROM runs")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    for (rowid, json, started_at) in rows {
+        let (listing, added_at) = match Run::from_json(&json) {
+            Ok(run) => (Listing::of(&run), added_before_it_was_kept(&run)),
+            Err(_) => (
+                Listing::default(),
+                Some(started_at).filter(|s| !s.is_empty()),
+            ),
+        };
+        let columns = ListingColumns::of(&listing);
+        tx.execute(
+            "UPDATE runs SET added_at = ?1, name = ?2, tags_json = ?3, note = ?4,
+                 probes_json = ?5, periods_json = ?6, cpus_json = ?7, duration_ns = ?8,
+                 loads_json = ?9
+             WHERE rowid = ?10",
+            params![
+                added_at,
+                columns.name,
+                columns.tags,
+                columns.note,
+                columns.probes,
+                columns.periods,
+                columns.cpus,
+                columns.duration_ns,
+                columns.loads,
+                rowid
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A [`Listing`] as the store's columns hold it: lists and tags as JSON text, `NULL`
+/// for unknown (and for no tags).
+struct ListingColumns {
+    name: Option<String>,
+    tags: Option<String>,
+    note: Option<String>,
+    probes: Option<String>,
+    periods: Option<String>,
+    cpus: Option<String>,
+    duration_ns: Option<i64>,
+    loads: Option<String>,
+}
+
+impl ListingColumns {
+    fn of(listing: &Listing) -> ListingColumns {
+        let text = |v: serde_json::Value| v.to_string();
+        ListingColumns {
+            name: listing.name.clone(),
+            tags: (!listing.tags.is_empty()).then(|| text(serde_json::json!(listing.tags))),
+            note: listing.note.clone(),
+            probes: listing.probes.as_ref().map(|v| text(serde_json::json!(v))),
+            periods: listing
+                .periods_ns
+                .as_ref()
+                .map(|v| text(serde_json::json!(v))),
+            cpus: listing.cpus.as_ref().map(|v| text(serde_json::json!(v))),
+            duration_ns: listing.duration_ns,
+            loads: listing.loads.as_ref().map(|v| text(serde_json::json!(v))),
+        }
+    }
+
+    /// Reads the columns back; a value that is not what latlab writes reads as unknown.
+    fn listing(&self) -> Listing {
+        // Each column's type is known where it is read, so serde_json infers it.
+        macro_rules! parse {
+            ($column:expr) => {
+                $column
+                    .as_deref()
+                    .and_then(|t| serde_json::from_str(t).ok())
+            };
+        }
+        Listing {
+            name: self.name.clone(),
+            tags: parse!(self.tags).unwrap_or_default(),
+            note: self.note.clone(),
+            probes: parse!(self.probes),
+            periods_ns: parse!(self.periods),
+            cpus: parse!(self.cpus),
+            duration_ns: self.duration_ns,
+            loads: parse!(self.loads),
+        }
+    }
 }
 
 /// A read-only connection to the store at `path` and its schema version; `immutable`
@@ -437,11 +522,15 @@ impl SqliteStore {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
+        let listing = ListingColumns::of(&Listing::of(run));
+        let added_at = rfc3339(SystemTime::now());
         let inserted = self.conn.execute(
             "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
-                  verdict, degraded, run_json, source_sha256)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                  verdict, degraded, run_json, source_sha256, added_at, name, tags_json,
+                  note, probes_json, periods_json, cpus_json, duration_ns, loads_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                     ?16, ?17, ?18, ?19, ?20, ?21)",
             params![
                 run.id,
                 // The index's columns hold "" for what an imported Run does not know;
@@ -457,6 +546,15 @@ impl SqliteStore {
                 run.degraded,
                 json,
                 source_sha256,
+                added_at,
+                listing.name,
+                listing.tags,
+                listing.note,
+                listing.probes,
+                listing.periods,
+                listing.cpus,
+                listing.duration_ns,
+                listing.loads,
             ],
         );
         match inserted {
@@ -471,6 +569,76 @@ impl SqliteStore {
             }
             Err(e) => Err(classify(&self.path, e)),
         }
+    }
+}
+
+/// The listing's columns every schema version has, in [`base_summary`]'s order.
+const BASE_COLUMNS: &str = "rowid, id, started_at, host, kernel, scenario, p99_9_ns, max_ns,
+     verdict, degraded, p99_9_bound";
+
+/// A summary from a row starting with [`BASE_COLUMNS`] (a version-1 store, read as it
+/// is, has 0 for `p99_9_bound`: no bounds), with the rest given.
+fn base_summary(
+    r: &rusqlite::Row,
+    added_at: Option<String>,
+    listing: Listing,
+) -> Result<RunSummary, rusqlite::Error> {
+    // The index's text columns hold "" for what an imported Run does not know.
+    let known = |i: usize| -> Result<Option<String>, rusqlite::Error> {
+        Ok(r.get::<_, String>(i).ok().filter(|t| !t.is_empty()))
+    };
+    let bound: bool = r.get::<_, bool>(10).unwrap_or(false);
+    Ok(RunSummary {
+        id: r.get(1)?,
+        name: listing.name,
+        tags: listing.tags,
+        note: listing.note,
+        added_at,
+        started_at: known(2)?,
+        host: known(3)?,
+        kernel: known(4)?,
+        scenario: r.get(5)?,
+        probes: listing.probes,
+        periods_ns: listing.periods_ns,
+        cpus: listing.cpus,
+        duration_ns: listing.duration_ns,
+        loads: listing.loads,
+        p99_9: r.get::<_, Option<i64>>(6)?.map(|ns| match bound {
+            true => Percentile::AtLeast {
+                at_least_ns: Nanos(ns),
+            },
+            false => Percentile::Exact(Nanos(ns)),
+        }),
+        max_ns: r.get(7)?,
+        verdict: r.get(8)?,
+        degraded: r.get(9)?,
+    })
+}
+
+impl SqliteStore {
+    /// The summaries of a store of an older version, read as it is: what version 3
+    /// keeps in columns is taken from each Run, ordered as version 3 orders it.
+    fn summaries_before_version_3(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let bound = if self.version >= 2 {
+            "p99_9_bound"
+        } else {
+            "0"
+        };
+        let columns = BASE_COLUMNS.replace("p99_9_bound", bound);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {columns}, run_json FROM runs"))?;
+        let rows = stmt.query_map([], |r| {
+            let json: String = r.get(11)?;
+            let run = Run::from_json(&json).ok();
+            let listing = run.as_ref().map(Listing::of).unwrap_or_default();
+            let added_at = run.as_ref().and_then(added_before_it_was_kept);
+            Ok((r.get::<_, i64>(0)?, base_summary(r, added_at, listing)?))
+        })?;
+        let mut rows: Vec<(i64, RunSummary)> = rows.collect::<Result<_, _>>()?;
+        // Newest added first; unknown last, as SQLite orders NULL.
+        rows.sort_by(|(a_row, a), (b_row, b)| (&b.added_at, b_row).cmp(&(&a.added_at, a_row)));
+        Ok(rows.into_iter().map(|(_, summary)| summary).collect())
     }
 }
 
@@ -514,49 +682,42 @@ impl RunStore for SqliteStore {
         })
     }
 
-    fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            // A version-1 store read as it is has no bounds.
-            if self.version >= 2 {
-                "SELECT id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict,
-                     degraded, p99_9_bound
-                 FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
-            } else {
-                "SELECT id, started_at, host, kernel, scenario, p99_9_ns, max_ns, verdict,
-                     degraded, 0
-                 FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
-            },
-        )?;
-        let rows = stmt.query_map([limit as i64], |r| {
-            Ok(RunSummary {
-                id: r.get(0)?,
-                started_at: r.get(1)?,
-                host: r.get(2)?,
-                kernel: r.get(3)?,
-                scenario: r.get(4)?,
-                p99_9: r.get::<_, Option<i64>>(5)?.map(|ns| {
-                    if r.get::<_, bool>(9).unwrap_or(false) {
-                        Percentile::AtLeast {
-                            at_least_ns: Nanos(ns),
-                        }
-                    } else {
-                        Percentile::Exact(Nanos(ns))
-                    }
-                }),
-                max_ns: r.get(6)?,
-                verdict: r.get(7)?,
-                degraded: r.get(8)?,
-            })
+    fn summaries(&self) -> Result<Vec<RunSummary>, StoreError> {
+        if self.version < 3 {
+            return self.summaries_before_version_3();
+        }
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {BASE_COLUMNS}, added_at, name, tags_json, note, probes_json,
+                 periods_json, cpus_json, duration_ns, loads_json
+             FROM runs ORDER BY added_at DESC, rowid DESC"
+        ))?;
+        let rows = stmt.query_map([], |r| {
+            let columns = ListingColumns {
+                name: r.get(12)?,
+                tags: r.get(13)?,
+                note: r.get(14)?,
+                probes: r.get(15)?,
+                periods: r.get(16)?,
+                cpus: r.get(17)?,
+                duration_ns: r.get(18)?,
+                loads: r.get(19)?,
+            };
+            base_summary(r, r.get(11)?, columns.listing())
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn ids(&self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id FROM runs ORDER BY started_at DESC, id DESC")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+    fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        let mut removed = 0;
+        for id in ids {
+            removed += tx
+                .execute("DELETE FROM runs WHERE id = ?1", [id])
+                .map_err(|e| classify(&path, e))?;
+        }
+        tx.commit().map_err(|e| classify(&path, e))?;
+        Ok(removed)
     }
 
     fn load(&self, id: &str) -> Result<Option<Run>, StoreError> {

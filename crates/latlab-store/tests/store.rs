@@ -6,7 +6,7 @@ use latlab_model::run::*;
 use latlab_model::spec::{ClockName, SchedSpec, TimerMethod};
 use latlab_model::threshold::{Status, Verdict};
 use latlab_model::Nanos;
-use latlab_store::{RunStore, SqliteStore, StoreError};
+use latlab_store::{RunFilter, RunStore, SqliteStore, StoreError};
 
 fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
     let mut sums = ExactSums::default();
@@ -26,6 +26,9 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
         ended_at: Some(started_at.to_string()),
         command_line: Some(vec!["latlab".into(), "run".into()]),
         scenario: None,
+        name: None,
+        tags: Default::default(),
+        note: None,
         plan: Plan {
             duration_ns: Some(Nanos::SECOND),
             warm_up_ns: Nanos::ZERO,
@@ -108,7 +111,7 @@ fn saves_lists_and_loads_whole_runs() {
     );
     store.save(&a).unwrap();
     store.save(&b).unwrap();
-    let list = store.list(10).unwrap();
+    let list = store.list(&RunFilter::default(), Some(10)).unwrap();
     assert_eq!(
         list.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
         ["20261121T100000Z-00000b", "20261120T100000Z-00000a"]
@@ -120,7 +123,10 @@ fn saves_lists_and_loads_whole_runs() {
     // Reopening keeps everything and does not migrate twice.
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.list(10).unwrap().len(), 2);
+    assert_eq!(
+        store.list(&RunFilter::default(), Some(10)).unwrap().len(),
+        2
+    );
 }
 
 #[test]
@@ -174,7 +180,7 @@ fn concurrent_writers_do_not_corrupt_the_store() {
         w.join().unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.list(1000).unwrap().len(), 100);
+    assert_eq!(store.list(&RunFilter::default(), None).unwrap().len(), 100);
 }
 
 #[test]
@@ -197,8 +203,11 @@ fn references_resolve_to_runs() {
         store.resolve("20261120").unwrap().id,
         "20261120T100000Z-aaaaaa"
     );
-    let ambiguous = store.resolve("20261121").unwrap_err().to_string();
-    assert!(ambiguous.contains("2 runs start with it"), "{ambiguous}");
+    let ambiguous = store.resolve("20261121").unwrap_err();
+    assert!(
+        matches!(&ambiguous, StoreError::Ambiguous { candidates, .. } if candidates.len() == 2),
+        "{ambiguous}"
+    );
     assert!(store
         .resolve("last~3")
         .unwrap_err()
@@ -318,9 +327,180 @@ fn reading_needs_no_write_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none/runs.sqlite");
     let store = SqliteStore::open_read_only(&missing).unwrap();
-    assert_eq!(store.list(10).unwrap(), vec![]);
+    assert_eq!(store.list(&RunFilter::default(), Some(10)).unwrap(), vec![]);
     assert!(
         !dir.path().join("none").exists(),
         "a reader created the store"
     );
+}
+
+/// A run of `sample_run` with the user's labels.
+fn labelled(id: &str, name: Option<&str>, tags: &[(&str, &str)]) -> Run {
+    let mut run = sample_run(id, "2026-11-20T10:00:00.000Z", 1_000);
+    run.name = name.map(str::to_string);
+    run.tags = tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    run
+}
+
+#[test]
+fn names_and_id_suffixes_are_references_and_ambiguity_lists_the_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    store
+        .save(&labelled("20261120T100000Z-aaaaaa", Some("baseline"), &[]))
+        .unwrap();
+    store
+        .save(&labelled("20261121T100000Z-bbbbbb", Some("twice"), &[]))
+        .unwrap();
+    store
+        .save(&labelled("20261122T100000Z-cccccc", Some("twice"), &[]))
+        .unwrap();
+    assert_eq!(
+        store.resolve("baseline").unwrap().id,
+        "20261120T100000Z-aaaaaa"
+    );
+    assert_eq!(
+        store.resolve("bbbbbb").unwrap().id,
+        "20261121T100000Z-bbbbbb"
+    );
+    match store.resolve("twice") {
+        Err(e @ StoreError::Ambiguous { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("could mean 2 runs"), "{text}");
+            assert!(
+                text.contains("20261121T100000Z-bbbbbb (named twice")
+                    && text.contains("20261122T100000Z-cccccc (named twice"),
+                "{text}"
+            );
+        }
+        other => panic!("not ambiguous: {other:?}"),
+    }
+    // A full id is that run, whatever else it is a prefix or name of.
+    assert_eq!(
+        store
+            .resolve("20261122T100000Z-cccccc")
+            .unwrap()
+            .name
+            .as_deref(),
+        Some("twice")
+    );
+}
+
+#[test]
+fn runs_are_listed_by_when_they_were_added_and_removed_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    // Added in this order; the second has no start time (an import of a cyclictest -h
+    // file), the third was measured long before the others.
+    let mut first = sample_run("20261121T100000Z-000001", "2026-11-21T10:00:00.000Z", 1);
+    first.tags.insert("env".into(), "lab".into());
+    let mut no_start = sample_run("20261122T100000Z-000002", "2026-11-22T10:00:00.000Z", 1);
+    no_start.started_at = None;
+    no_start.ended_at = None;
+    let old = sample_run("20201122T100000Z-000003", "2020-11-22T10:00:00.000Z", 1);
+    for run in [&first, &no_start, &old] {
+        store.save(run).unwrap();
+    }
+    let all = store.list(&RunFilter::default(), None).unwrap();
+    let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20201122T100000Z-000003",
+            "20261122T100000Z-000002",
+            "20261121T100000Z-000001"
+        ]
+    );
+    assert!(all.iter().all(|r| r.added_at.is_some()));
+    assert_eq!(all[1].started_at, None, "unknown, not a stand-in");
+    assert_eq!(store.resolve("last").unwrap(), old);
+    assert_eq!(store.resolve("last~1").unwrap(), no_start);
+    // What the listing shows of each run.
+    let listed = &all[2];
+    assert_eq!(
+        listed.probes.as_deref(),
+        Some(&["timer abs".to_string()][..])
+    );
+    assert_eq!(listed.periods_ns.as_deref(), Some(&[1_000_000][..]));
+    assert_eq!(listed.cpus.as_deref(), Some(&[0][..]));
+    assert_eq!(listed.loads.as_deref(), Some(&[][..]), "none ran, known");
+    assert_eq!(listed.duration_ns, None, "no phase recorded its span");
+    let tagged = RunFilter {
+        tags: vec![("env".into(), Some("lab".into()))],
+        ..RunFilter::default()
+    };
+    let found = store.list(&tagged, None).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, first.id);
+    let none_yet = RunFilter {
+        added_before: Some(std::time::SystemTime::now() - std::time::Duration::from_secs(3600)),
+        ..RunFilter::default()
+    };
+    assert!(store.list(&none_yet, None).unwrap().is_empty());
+    assert_eq!(
+        store
+            .remove(&[first.id.clone(), "20261121T100000Z-ffffff".into()])
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.load(&first.id).unwrap(), None);
+    assert_eq!(store.list(&RunFilter::default(), None).unwrap().len(), 2);
+}
+
+#[test]
+fn a_version_2_store_is_read_in_added_order_and_migrated_with_its_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let measured = labelled("20261120T100000Z-000001", Some("kept"), &[("k", "v")]);
+    let mut imported = sample_run("20261119T100000Z-000002", "2026-11-19T10:00:00.000Z", 1);
+    // Imported after the measured run, from a file without a start time.
+    imported.started_at = None;
+    imported.ended_at = None;
+    imported.import = Some(ImportRecord {
+        format: "cyclictest-hist".into(),
+        file: "h.txt".into(),
+        imported_at: "2026-11-21T08:00:00.000Z".into(),
+        lacks: vec!["no start or end time".into()],
+    });
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, started_at TEXT NOT NULL, host TEXT NOT NULL,
+             kernel TEXT NOT NULL, scenario TEXT, p99_9_ns INTEGER, max_ns INTEGER,
+             verdict TEXT NOT NULL, degraded INTEGER NOT NULL, run_json TEXT NOT NULL,
+             source_sha256 TEXT, p99_9_bound INTEGER NOT NULL DEFAULT 0);
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    for run in [&measured, &imported] {
+        conn.execute(
+            "INSERT INTO runs VALUES (?1, ?2, 'rig', '6.18.0', NULL, NULL, NULL, 'none', 0, ?3, NULL, 0)",
+            rusqlite::params![
+                run.id,
+                run.started_at.clone().unwrap_or_default(),
+                serde_json::to_string(run).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let expect = |store: &SqliteStore| {
+        let all = store.list(&RunFilter::default(), None).unwrap();
+        let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, [imported.id.as_str(), measured.id.as_str()]);
+        assert_eq!(all[0].added_at.as_deref(), Some("2026-11-21T08:00:00.000Z"));
+        assert_eq!(all[0].loads, None, "an import does not say");
+        assert_eq!(all[1].added_at, measured.ended_at);
+        assert_eq!(all[1].name.as_deref(), Some("kept"));
+        assert_eq!(store.resolve("kept").unwrap(), measured);
+    };
+    expect(&SqliteStore::open_read_only(&path).unwrap());
+    expect(&SqliteStore::open(&path).unwrap());
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 3);
 }

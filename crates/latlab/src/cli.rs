@@ -4,7 +4,8 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,9 +14,52 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "latlab", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        global = true,
+        default_value = "auto",
+        display_order = 900
+    )]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`: when to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    // Plain comments, not doc comments: clap would list these lines under every
+    // subcommand's --help, as the flag is global.
+    // When the output is a terminal and `NO_COLOR` is not set (no-color.org).
+    Auto,
+    // Always, also into files and pipes (`less -R`).
+    Always,
+    // Never.
+    Never,
+}
+
+/// The command line's definition: the derived one, completed with what is only known
+/// at run time (the export formats, each with its one line). Parsing, help, the
+/// completions and the manual page all come from it, so they cannot disagree.
+pub fn command() -> clap::Command {
+    let formats: Vec<PossibleValue> = latlab_model::export::exporters()
+        .into_iter()
+        .map(|e| PossibleValue::new(e.name()).help(e.describe()))
+        .collect();
+    Cli::command().mut_subcommand("export", |export| {
+        export.mut_arg("format", |format| {
+            format.value_parser(PossibleValuesParser::new(formats))
+        })
+    })
+}
+
+/// Parses the arguments (program name first) with [`command`].
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
 }
 
 /// Subcommands.
@@ -23,11 +67,15 @@ pub struct Cli {
 pub enum Command {
     /// Measure periodic wake-up latency (the cyclictest / Wilshire test).
     Run(Box<RunArgs>),
-    /// List the runs in the store, newest first.
+    /// List the runs in the store, newest added first, with filters.
     Runs(RunsArgs),
-    /// One stored run's summary (RUN: an id, a unique prefix, last, last~1, ...).
+    /// One stored run's summary (RUN: an id, a unique prefix, a name, last, last~1, ...).
     Show(ShowArgs),
-    /// A stored run in another format: json, csv, cyclictest, openmetrics, junit.
+    /// Remove runs from the store.
+    Rm(RmArgs),
+    /// Remove the runs added to the store before a time.
+    Prune(PruneArgs),
+    /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
     Compare(CompareArgs),
@@ -45,6 +93,34 @@ pub enum Command {
     Loads,
     /// List the built-in scenarios, or print one (scenarios show NAME).
     Scenarios(ScenariosArgs),
+    /// A shell's completion script, on standard output.
+    #[command(after_help = "\
+Install, e.g.:
+  latlab completions bash > /etc/bash_completion.d/latlab
+  latlab completions zsh > /usr/local/share/zsh/site-functions/_latlab
+  latlab completions fish > ~/.config/fish/completions/latlab.fish")]
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on standard output, or every page into a directory.
+    #[command(after_help = "\
+Read it with `latlab man | man -l -`; install with
+`latlab man --dir /usr/local/share/man/man1`.")]
+    Man(ManArgs),
+}
+
+/// `latlab completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `latlab man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write latlab.1 and a page per subcommand (latlab-run.1, ...) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `latlab probes`.
@@ -173,6 +249,24 @@ pub struct RunArgs {
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]
     pub no_audit: bool,
+    /// The user's name, tags and note for the run.
+    #[command(flatten)]
+    pub labels: LabelArgs,
+}
+
+/// What a user gives a run to tell it apart (`latlab run`, `latlab import`).
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// A name for the run, unique in the store; it stands for the run wherever a RUN is
+    /// asked for (one word: baseline, rt-6.18).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A tag KEY=VALUE, for finding runs with `latlab runs --tag` (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// A note kept with the run.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
 }
 
 impl RunArgs {
@@ -236,9 +330,41 @@ pub struct CheckArgs {
 /// `latlab show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The run: an id, a unique prefix of one, last, last~1, ...
+    /// The run: an id, a unique prefix of one, its id's random suffix, its name, last,
+    /// last~1, ...
     #[arg(default_value = "last")]
     pub run: String,
+    /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab rm`.
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The runs: ids, unique prefixes, id suffixes, names, last, last~1, ...
+    #[arg(value_name = "RUN", required = true, num_args = 1..)]
+    pub runs: Vec<String>,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Remove the runs added before this: an age (30d, 12h) or a UTC date (2026-11-01).
+    #[arg(long, value_name = "AGE|DATE", required = true)]
+    pub older_than: String,
+    /// Remove without asking (needed when standard input is not a terminal).
+    #[arg(short, long)]
+    pub yes: bool,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
@@ -286,6 +412,10 @@ pub struct ReportArgs {
     /// else text].
     #[arg(short, long, value_name = "KIND")]
     pub format: Option<String>,
+    /// The plots' latency axis: log when the largest sample exceeds 10 × p99 (auto),
+    /// linear, or log (labelled at every power of ten) [default: auto].
+    #[arg(long, value_name = "auto|linear|log")]
+    pub latency_axis: Option<String>,
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -316,6 +446,9 @@ pub struct ImportArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
+    /// The user's name (with one file only), tags and note for the imported runs.
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 /// `latlab export`.
@@ -323,12 +456,20 @@ pub struct ImportArgs {
 pub struct ExportArgs {
     /// The run: an id, a unique prefix of one, last, last~1, ...
     pub run: String,
-    /// json, csv, cyclictest, openmetrics or junit.
+    /// The format (`latlab help export` says what reads each).
     #[arg(short, long, value_name = "FORMAT")]
     pub format: String,
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// For cyclictest and cyclictest-json, which hold one phase: the phase to write
+    /// (a run of several phases is refused without it).
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
+    /// For cyclictest and cyclictest-json, which hold one probe: the probe whose
+    /// streams to write (e.g. timerlat-thread of an rtla import).
+    #[arg(long, value_name = "NAME")]
+    pub probe: Option<String>,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
@@ -336,13 +477,34 @@ pub struct ExportArgs {
 
 /// `latlab runs`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Runs are listed newest added first: `last` is the run added to the store most recently.
+HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
-    /// How many runs to list.
+    /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
+    /// Only runs on this host.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only runs on this kernel release.
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Option<String>,
+    /// Only runs of this scenario.
+    #[arg(long, value_name = "SCENARIO")]
+    pub scenario: Option<String>,
+    /// Only runs with this tag, KEY=VALUE or KEY with any value (repeatable: all must hold).
+    #[arg(long = "tag", value_name = "KEY[=VALUE]")]
+    pub tags: Vec<String>,
+    /// Only runs added since: an age (30d, 2h) or a UTC date (2026-11-01, 2026-11-01T12:00).
+    #[arg(long, value_name = "AGE|DATE")]
+    pub since: Option<String>,
+    /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,
@@ -542,7 +704,41 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn help_export_lists_every_format_with_its_line() {
+        // Unwrapped, so each format's line is whole.
+        let help = command()
+            .find_subcommand("export")
+            .unwrap()
+            .clone()
+            .max_term_width(1000)
+            .term_width(1000)
+            .render_long_help()
+            .to_string();
+        for exporter in latlab_model::export::exporters() {
+            let name = exporter.name();
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("- {name}:")))
+                .unwrap_or_else(|| panic!("no line for {name} in\n{help}"));
+            assert!(line.ends_with(exporter.describe()), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_export_format_is_a_usage_error() {
+        let e = parse(&[
+            "latlab".into(),
+            "export".into(),
+            "last".into(),
+            "-f".into(),
+            "xml".into(),
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue);
+        assert_eq!(e.exit_code(), 2);
     }
 }

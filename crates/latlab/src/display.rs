@@ -1,7 +1,8 @@
 //! The live display: per-CPU figures while measuring.
 //!
-//! On a terminal the table is redrawn in place four times a second; otherwise one
-//! plain line per CPU is printed each second, so logs stay readable. It runs on the
+//! On a terminal the table is redrawn in place four times a second; otherwise (or on a
+//! `TERM=dumb` terminal) one plain line per CPU is printed each second, so logs stay
+//! readable. Warnings are coloured as `--color` says. It runs on the
 //! coordinating thread, which the runner keeps off the measured CPUs when it can.
 
 use crate::output::Human;
@@ -40,7 +41,7 @@ impl LiveDisplay {
     pub fn new(human: Human, quiet: bool, request: &RunRequest, what: &str) -> LiveDisplay {
         let mode = if quiet {
             Mode::Off
-        } else if human.is_terminal() {
+        } else if crate::terminal::redraws(human) {
             Mode::Redraw
         } else {
             Mode::Lines
@@ -90,7 +91,7 @@ impl RunObserver for LiveDisplay {
     /// that its numbers are not real-time numbers (the summary repeats it). Shown even
     /// with `-q`.
     fn ready(&mut self, notices: &[Notice]) {
-        let (red, reset) = if self.human.is_terminal() {
+        let (red, reset) = if crate::terminal::colour(self.human) {
             ("\x1b[1;31m", "\x1b[0m")
         } else {
             ("", "")

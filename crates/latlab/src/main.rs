@@ -8,9 +8,10 @@ mod cmd;
 mod display;
 mod error;
 mod keep;
+mod labels;
 mod output;
+mod terminal;
 
-use clap::Parser;
 use error::exit;
 use std::process::ExitCode;
 
@@ -22,7 +23,7 @@ fn main() -> ExitCode {
     }
     latlab_rt::memory::share_one_malloc_arena();
     let args = cli::expand_percentile_flags(args);
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -34,10 +35,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    terminal::choose_colour(cli.color);
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Show(show) => cmd::show::execute(&show),
+        cli::Command::Rm(rm) => cmd::rm::execute(&rm),
+        cli::Command::Prune(prune) => cmd::rm::prune(&prune),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),
@@ -54,6 +58,8 @@ fn main() -> ExitCode {
                 "write `latlab scenarios` or `latlab scenarios show NAME`",
             )),
         },
+        cli::Command::Completions(c) => cmd::completions::execute(&c),
+        cli::Command::Man(m) => cmd::man::execute(&m),
     };
     match result {
         Ok(code) => ExitCode::from(code),

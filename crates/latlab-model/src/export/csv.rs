@@ -84,6 +84,26 @@ mod tests {
     }
 
     #[test]
+    fn what_a_source_lacked_is_an_empty_cell_never_a_stand_in() {
+        let mut run = fixture::run();
+        for s in &mut run.streams {
+            s.cpu = None;
+            s.method = None;
+            s.period_ns = None;
+            s.policy = None;
+            s.missed_periods = None;
+            s.early_wakes = None;
+            s.stats.stddev_ns = None;
+        }
+        let text = Csv.export(&run).unwrap();
+        insta::assert_snapshot!(text, @r"
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns
+            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,12400,12400,12400,12400,12400,12400
+            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,45000,45000,45000,45000,45000,45000
+        ");
+    }
+
+    #[test]
     fn fields_with_commas_or_quotes_are_quoted() {
         assert_eq!(quote("a,b"), "\"a,b\"");
         assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");

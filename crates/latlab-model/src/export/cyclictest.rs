@@ -9,7 +9,11 @@
 //! 0.1 %) in the microsecond of its highest value, the smallest and largest samples in
 //! the microseconds of the exact minimum and maximum, so the rows agree with the
 //! Min/Max lines.
+//!
+//! Its readers take column i as CPU i's wake-up latency, so it holds one phase of one
+//! probe that measures wake-ups ([`narrow`](super::narrow) chooses; others are refused).
 
+use super::series::wake_up_series;
 use super::{microsecond_bins, ExportError, Exporter};
 use crate::run::Run;
 use std::fmt::Write as _;
@@ -29,10 +33,12 @@ impl Exporter for Cyclictest {
         "cyclictest -h histogram text (1 µs rows), read by OSADL's and rteval's scripts"
     }
 
+    fn holds_one_series(&self) -> bool {
+        true
+    }
+
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        if run.streams.is_empty() {
-            return Err(ExportError("the run has no streams to export".into()));
-        }
+        let streams = wake_up_series(run, self.name())?;
         if let Some(s) = run
             .streams
             .iter()
@@ -45,8 +51,8 @@ impl Exporter for Cyclictest {
                 s.phase
             )));
         }
-        let mut binned = Vec::with_capacity(run.streams.len());
-        for stream in &run.streams {
+        let mut binned = Vec::with_capacity(streams.len());
+        for stream in streams {
             binned.push(microsecond_bins(stream)?.ok_or_else(|| {
                 ExportError(format!(
                     "{} [{}] has no histogram (its source kept only minimum, mean and \
@@ -71,8 +77,8 @@ impl Exporter for Cyclictest {
             .min()
             .map_or(max_us + 1, |from| from.max(0) as usize);
         let rows = range.min(MAX_ROWS);
-        let mut columns = Vec::with_capacity(run.streams.len());
-        let mut overflows = Vec::with_capacity(run.streams.len());
+        let mut columns = Vec::with_capacity(streams.len());
+        let mut overflows = Vec::with_capacity(streams.len());
         for b in binned {
             let mut bins = vec![0u64; rows];
             let mut over = b.overflowed;
@@ -102,7 +108,7 @@ impl Exporter for Cyclictest {
         // Without samples cyclictest prints its initial minimum, 1000000.
         out.push_str(&line(
             "Min Latencies",
-            run.streams
+            streams
                 .iter()
                 .map(|s| {
                     format!(
@@ -114,7 +120,7 @@ impl Exporter for Cyclictest {
         ));
         out.push_str(&line(
             "Avg Latencies",
-            run.streams
+            streams
                 .iter()
                 // Without samples (the only case without a mean, checked above) cyclictest
                 // prints 0.
@@ -123,7 +129,7 @@ impl Exporter for Cyclictest {
         ));
         out.push_str(&line(
             "Max Latencies",
-            run.streams
+            streams
                 .iter()
                 .map(|s| format!("{:05}", us(s.stats.max_ns)))
                 .collect(),
@@ -133,7 +139,7 @@ impl Exporter for Cyclictest {
             overflows.iter().map(|o| format!("{o:05}")).collect(),
         ));
         out.push_str("# Histogram Overflow at cycle number:\n");
-        for i in 0..run.streams.len() {
+        for i in 0..streams.len() {
             let _ = writeln!(out, "# Thread {i}:");
         }
         Ok(out)

@@ -4,11 +4,18 @@
 //! JSON read latlab runs. Unlike cyclictest's own it is always valid JSON: strings are
 //! escaped, and a stream without samples has `avg` `null` where cyclictest writes `-nan`.
 //!
+//! Like the histogram text it holds one phase of one probe that measures wake-ups.
+//!
+//! `return_code` is latlab's exit status for the Run (`0` passed or no thresholds, `1` a
+//! threshold failed, `2` a threshold cannot be judged, `3` measuring failed part-way), as
+//! cyclictest's is its own: a script that reads it as pass/fail reads latlab's verdict.
+//!
 //! Values are in µs (`resolution_in_ns` 0), truncated as cyclictest truncates them; one
 //! thread per stream, in order. A histogram bucket goes to the microsecond of its highest
 //! equivalent value (exact for whole-µs values such as imported ones; within the
 //! histogram's 0.1 % otherwise), the minimum's and maximum's to theirs.
 
+use super::series::wake_up_series;
 use super::{microsecond_bins, ExportError, Exporter};
 use crate::import::time::rfc3339_to_rfc2822;
 use crate::run::Run;
@@ -25,10 +32,12 @@ impl Exporter for CyclictestJson {
         "cyclictest --json layout (µs), read by scripts written for cyclictest's JSON"
     }
 
+    fn holds_one_series(&self) -> bool {
+        true
+    }
+
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        if run.streams.is_empty() {
-            return Err(ExportError("the run has no streams to export".into()));
-        }
+        let streams = wake_up_series(run, self.name())?;
         // A fact the Run does not know is left out, as rt-tests leaves out what it
         // does not have; it is never filled in.
         let text = |s: &str| serde_json::to_string(s).expect("a str always serialises");
@@ -46,7 +55,9 @@ impl Exporter for CyclictestJson {
                 let _ = writeln!(out, "  \"{key}\": {},", text(&t));
             }
         }
-        let _ = writeln!(out, "  \"return_code\": 0,");
+        // What latlab exits with for this Run (scripts such as LAVA's
+        // parse_rt_tests_results.py call any other value than 0 a failure).
+        let _ = writeln!(out, "  \"return_code\": {},", run.exit_status().code());
         if let Some(host) = &run.host {
             let realtime = u8::from(host.preemption.model == "PREEMPT_RT");
             let _ = writeln!(out, "  \"sysinfo\": {{");
@@ -58,10 +69,10 @@ impl Exporter for CyclictestJson {
             let _ = writeln!(out, "    \"realtime\": {realtime}");
             let _ = writeln!(out, "  }},");
         }
-        let _ = writeln!(out, "  \"num_threads\": {},", run.streams.len());
+        let _ = writeln!(out, "  \"num_threads\": {},", streams.len());
         let _ = writeln!(out, "  \"resolution_in_ns\": 0,");
         let _ = writeln!(out, "  \"thread\": {{");
-        for (i, stream) in run.streams.iter().enumerate() {
+        for (i, stream) in streams.iter().enumerate() {
             let _ = writeln!(out, "    \"{i}\": {{");
             out.push_str("      \"histogram\": {");
             // Samples beyond a source's range are in `cycles` only, as cyclictest keeps
@@ -104,7 +115,7 @@ impl Exporter for CyclictestJson {
                 stream.cpu.map_or(-1, |c| c as i64)
             );
             let _ = writeln!(out, "      \"node\": -1");
-            let last = i + 1 == run.streams.len();
+            let last = i + 1 == streams.len();
             let _ = writeln!(out, "    }}{}", if last { "" } else { "," });
         }
         out.push_str("  }\n}\n");
@@ -123,5 +134,25 @@ mod tests {
         // Written by hand in cyclictest's layout, so whether it parses is checked too.
         serde_json::from_str::<serde_json::Value>(&text).unwrap();
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn return_code_is_latlabs_exit_status() {
+        let code = |run: &Run| {
+            let text = CyclictestJson.export(run).unwrap();
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()["return_code"].clone()
+        };
+        let mut run = fixture::run();
+        assert_eq!(code(&run), 1, "the fixture's max=20us fails on cpu 1");
+        run.verdict.status = crate::threshold::Status::Pass;
+        assert_eq!(code(&run), 0);
+        run.verdict.status = crate::threshold::Status::Undecided;
+        assert_eq!(code(&run), 2);
+        run.warnings.push(crate::run::Warning {
+            code: crate::outcome::MEASURING_FAILED.into(),
+            message: "measuring on CPU 1 failed".into(),
+            degrades: false,
+        });
+        assert_eq!(code(&run), 3);
     }
 }

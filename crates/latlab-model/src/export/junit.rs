@@ -1,17 +1,322 @@
-//! `junit`: JUnit XML with one test case per threshold and stream, so CI systems show
-//! a latency regression as a failed test.
+//! `junit`: JUnit XML as the Jenkins xunit plugin's `junit-10.xsd` defines it, so CI
+//! systems show a latency regression as a failed test.
+//!
+//! One test suite per Run, with its exit status, host and source as properties and its
+//! warnings in `system-out`. Its test cases:
+//!
+//! * one per threshold and stream, its `classname` `latlab.RUN.PHASE.PROBE.cpuN` (so files
+//!   of several runs merge without collisions): passed; a `failure` of type `threshold`
+//!   whose body gives the observed value, the limit and the stream; or, when the
+//!   threshold cannot be judged on what was measured (latlab exits 2), an `error` of
+//!   type `undecided`. A run without thresholds has one skipped case, `no thresholds`.
+//! * `measurement`: an `error` of type `measuring-failed` when a measuring thread failed
+//!   part-way (latlab exits 3).
+//! * `conditions`: a `failure` of type `degraded` when the run could not measure under
+//!   real-time conditions (its figures are not the machine's real-time behaviour; latlab
+//!   still exits 0 when its thresholds held), skipped when the source of an imported Run
+//!   did not record them.
+//!
+//! The suite's `time` is the measured span (the phases' sum), left out when not known.
 
 use super::{ExportError, Exporter};
-use crate::run::Run;
+use crate::run::{Run, Stream};
+use crate::threshold::Check;
 use std::fmt::Write as _;
 
 pub(super) struct Junit;
 
+/// Text made safe for an XML 1.0 attribute or element: markup escaped, and the control
+/// characters XML 1.0 cannot hold at all (text from imported files may carry them)
+/// replaced.
 fn xml(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How a test case ended.
+enum Outcome {
+    Passed,
+    Failure {
+        kind: &'static str,
+        message: String,
+        body: String,
+    },
+    Error {
+        kind: &'static str,
+        message: String,
+        body: String,
+    },
+    Skipped {
+        kind: &'static str,
+        message: String,
+    },
+}
+
+/// One test case.
+struct Case {
+    classname: String,
+    name: String,
+    outcome: Outcome,
+}
+
+impl Case {
+    fn write(&self, out: &mut String) {
+        let head = format!(
+            "    <testcase classname=\"{}\" name=\"{}\"",
+            xml(&self.classname),
+            xml(&self.name)
+        );
+        let _ = match &self.outcome {
+            Outcome::Passed => writeln!(out, "{head}/>"),
+            Outcome::Failure {
+                kind,
+                message,
+                body,
+            } => writeln!(
+                out,
+                "{head}>\n      <failure type=\"{kind}\" message=\"{}\">{}</failure>\n    </testcase>",
+                xml(message),
+                xml(body)
+            ),
+            Outcome::Error {
+                kind,
+                message,
+                body,
+            } => writeln!(
+                out,
+                "{head}>\n      <error type=\"{kind}\" message=\"{}\">{}</error>\n    </testcase>",
+                xml(message),
+                xml(body)
+            ),
+            Outcome::Skipped { kind, message } => writeln!(
+                out,
+                "{head}>\n      <skipped type=\"{kind}\" message=\"{}\"/>\n    </testcase>",
+                xml(message)
+            ),
+        };
+    }
+}
+
+/// A stream's class: run, phase, probe and CPU (or thread), dot-separated as Jenkins
+/// groups classes into packages.
+fn classname(run: &Run, stream: &Stream) -> String {
+    let place = match stream.cpu {
+        Some(cpu) => format!("cpu{cpu}"),
+        None => format!("thread{}", stream.thread),
+    };
+    format!(
+        "latlab.{}.{}.{}.{place}",
+        run.id, stream.phase, stream.probe
+    )
+}
+
+/// A stream described for a failure's body.
+fn describe(stream: &Stream) -> String {
+    let method = stream
+        .method
+        .as_deref()
+        .map_or_else(String::new, |m| format!(" ({m})"));
+    format!(
+        "{}, phase {}, probe {}{method}, {} samples",
+        stream.label(),
+        stream.phase,
+        stream.probe,
+        stream.samples
+    )
+}
+
+/// The test case of one check on its stream.
+fn check_case(run: &Run, stream: &Stream, check: &Check) -> Case {
+    let observed = match check.observed_ns {
+        Some(v) => format!("{v} ({}{} ns)", v.prefix(), v.value().0),
+        None if stream.samples == 0 => "none: the stream has no samples".to_string(),
+        None => "not known: the source did not have the figure".to_string(),
+    };
+    let limit = check.threshold.limit_ns;
+    let body = format!(
+        "observed: {observed}\nlimit: {limit} ({} ns)\nstream: {}\n",
+        limit.0,
+        describe(stream)
+    );
+    let metric = check.threshold.metric;
+    let outcome = match check.passed {
+        Some(true) => Outcome::Passed,
+        Some(false) => Outcome::Failure {
+            kind: "threshold",
+            message: format!("{metric} {observed} exceeds {limit} on {}", check.stream),
+            body,
+        },
+        None => Outcome::Error {
+            kind: "undecided",
+            message: format!(
+                "{metric} cannot be judged against {limit} on {}: {observed}",
+                check.stream
+            ),
+            body,
+        },
+    };
+    Case {
+        classname: classname(run, stream),
+        name: check.threshold.to_string(),
+        outcome,
+    }
+}
+
+/// The test cases of the thresholds: one per check, in the verdict's order.
+/// `Verdict::judge` lists the checks threshold by threshold, each over every stream in
+/// order; a verdict of another shape was not made by latlab.
+fn threshold_cases(run: &Run) -> Result<Vec<Case>, ExportError> {
+    let checks = &run.verdict.checks;
+    if checks.is_empty() {
+        return Ok(vec![Case {
+            classname: format!("latlab.{}", run.id),
+            name: "no thresholds".to_string(),
+            outcome: Outcome::Skipped {
+                kind: "no-thresholds",
+                message: "the run set no thresholds (latlab run --max, --p99, ...)".to_string(),
+            },
+        }]);
+    }
+    let streams = &run.streams;
+    let laid_out = checks.len() == run.thresholds.len() * streams.len()
+        && checks.iter().enumerate().all(|(i, c)| {
+            let s = &streams[i % streams.len()];
+            c.stream == format!("{} [{}]", s.label(), s.phase)
+        });
+    if !laid_out {
+        return Err(ExportError(
+            "verdict.checks: the checks do not follow the streams (one per threshold and \
+             stream, in order); the Run was edited or damaged"
+                .to_string(),
+        ));
+    }
+    Ok(checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| check_case(run, &streams[i % streams.len()], c))
+        .collect())
+}
+
+/// The `measurement` and `conditions` test cases.
+fn run_cases(run: &Run) -> [Case; 2] {
+    let failures: Vec<&str> = run
+        .warnings
+        .iter()
+        .filter(|w| w.code == crate::outcome::MEASURING_FAILED)
+        .map(|w| w.message.as_str())
+        .collect();
+    let measurement = match failures.first() {
+        None => Outcome::Passed,
+        Some(first) => Outcome::Error {
+            kind: crate::outcome::MEASURING_FAILED,
+            message: format!("measuring failed part-way: {first}"),
+            body: failures.join("\n") + "\n",
+        },
+    };
+    let degrading: Vec<String> = run
+        .warnings
+        .iter()
+        .filter(|w| w.degrades)
+        .map(|w| format!("{}: {}", w.code, w.message))
+        .collect();
+    let conditions = if run.degraded {
+        Outcome::Failure {
+            kind: "degraded",
+            message: "the run was degraded: its figures are not the machine's real-time \
+                      behaviour"
+                .to_string(),
+            body: degrading.join("\n") + "\n",
+        }
+    } else if run.conditions.is_none() {
+        Outcome::Skipped {
+            kind: "not-recorded",
+            message: "the source of this imported run did not record its conditions".to_string(),
+        }
+    } else {
+        Outcome::Passed
+    };
+    let class = format!("latlab.{}", run.id);
+    [
+        Case {
+            classname: class.clone(),
+            name: "measurement".to_string(),
+            outcome: measurement,
+        },
+        Case {
+            classname: class,
+            name: "conditions".to_string(),
+            outcome: conditions,
+        },
+    ]
+}
+
+/// The suite's properties: what identifies the run, and its exit status.
+fn properties(run: &Run) -> Vec<(&'static str, String)> {
+    let status = run.exit_status();
+    let mut props = vec![
+        ("run", run.id.clone()),
+        (
+            "exit_status",
+            format!("{} ({})", status.code(), status.describe()),
+        ),
+        ("verdict", run.verdict.status.word().to_string()),
+        ("degraded", run.degraded.to_string()),
+        ("interrupted", run.interrupted.to_string()),
+    ];
+    if let Some(scenario) = &run.scenario {
+        props.push(("scenario", scenario.clone()));
+    }
+    if let Some(host) = &run.host {
+        props.push(("kernel", host.kernel_release.clone()));
+        props.push(("preemption", host.preemption.model.clone()));
+    }
+    if let Some(import) = &run.import {
+        props.push((
+            "imported_from",
+            format!("{} {}", import.format, import.file),
+        ));
+    }
+    // A fact the source lacked is left out, not written empty.
+    props.retain(|(_, value)| !value.is_empty());
+    props
+}
+
+/// What the suite's `system-out` says: the warnings, and what an import lacked.
+fn system_out(run: &Run) -> String {
+    let mut out = String::new();
+    if run.interrupted {
+        out.push_str("interrupted: the run was stopped before its end\n");
+    }
+    for w in &run.warnings {
+        let degrades = if w.degrades {
+            " (degrades the run)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "warning {}{degrades}: {}", w.code, w.message);
+    }
+    if let Some(import) = &run.import {
+        for lack in &import.lacks {
+            let _ = writeln!(out, "the source lacks: {lack}");
+        }
+    }
+    out
+}
+
+/// Seconds as Surefire writes them (the XSD's `SUREFIRE_TIME`).
+fn seconds(ns: i64) -> String {
+    format!("{:.3}", ns.max(0) as f64 / 1e9)
 }
 
 impl Exporter for Junit {
@@ -20,20 +325,26 @@ impl Exporter for Junit {
     }
 
     fn describe(&self) -> &'static str {
-        "JUnit XML, one test case per threshold and stream (CI test reports)"
+        "JUnit XML (Jenkins xunit junit-10.xsd): a case per threshold and stream, plus the \
+         run's measurement and conditions"
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        let checks = &run.verdict.checks;
-        let failures = checks.iter().filter(|c| c.failed()).count();
-        // A run without checks is written as one skipped case, and counted as one.
-        let skipped = if checks.is_empty() {
-            1
-        } else {
-            checks.iter().filter(|c| c.passed.is_none()).count()
-        };
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let mut cases = threshold_cases(run)?;
+        cases.extend(run_cases(run));
+        let count = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+        let failures = count(|o| matches!(o, Outcome::Failure { .. }));
+        let errors = count(|o| matches!(o, Outcome::Error { .. }));
+        let skipped = count(|o| matches!(o, Outcome::Skipped { .. }));
+        let tests = cases.len();
         // Facts the source lacked are left out, not filled in.
+        let time = run
+            .phases
+            .iter()
+            .map(|p| p.elapsed_ns.map(|n| n.0))
+            .sum::<Option<i64>>()
+            .filter(|_| !run.phases.is_empty())
+            .map_or_else(String::new, |ns| format!(" time=\"{}\"", seconds(ns)));
         let timestamp = run
             .started_at
             .as_ref()
@@ -41,56 +352,32 @@ impl Exporter for Junit {
         let hostname = run.host.as_ref().map_or_else(String::new, |h| {
             format!(" hostname=\"{}\"", xml(&h.hostname))
         });
+        let counts = format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\"");
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(out, "<testsuites name=\"latlab\" {counts}{time}>");
         let _ = writeln!(
             out,
-            "<testsuites><testsuite name=\"latlab {}\" tests=\"{}\" failures=\"{failures}\" \
-             skipped=\"{skipped}\"{timestamp}{hostname}>",
+            "  <testsuite name=\"latlab {}\" {counts} skipped=\"{skipped}\"{time}{timestamp}{hostname} id=\"{}\">",
             xml(&run.id),
-            checks.len().max(1),
+            xml(&run.id),
         );
-        if checks.is_empty() {
+        out.push_str("    <properties>\n");
+        for (name, value) in properties(run) {
             let _ = writeln!(
                 out,
-                "  <testcase classname=\"latlab\" name=\"no thresholds\"><skipped message=\"the \
-                 run set no thresholds\"/></testcase>"
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                xml(&value)
             );
         }
-        for c in checks {
-            let name = xml(&format!("{} on {}", c.threshold, c.stream));
-            // A failed check without an observation had no samples; an undecided one
-            // lacks the figure.
-            let observed = c.observed_ns.map_or_else(
-                || {
-                    if c.failed() {
-                        "no samples"
-                    } else {
-                        "the figure is not known"
-                    }
-                    .to_string()
-                },
-                |v| format!("observed {v}"),
-            );
-            match c.passed {
-                Some(true) => {
-                    let _ = writeln!(out, "  <testcase classname=\"latlab\" name=\"{name}\"/>");
-                }
-                Some(false) => {
-                    let _ = writeln!(
-                        out,
-                        "  <testcase classname=\"latlab\" name=\"{name}\"><failure message=\"{}\"/></testcase>",
-                        xml(&observed)
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "  <testcase classname=\"latlab\" name=\"{name}\"><skipped message=\"{}\"/></testcase>",
-                        xml(&format!("cannot be judged: {observed}"))
-                    );
-                }
-            }
+        out.push_str("    </properties>\n");
+        for case in &cases {
+            case.write(&mut out);
         }
-        out.push_str("</testsuite></testsuites>\n");
+        let said = system_out(run);
+        if !said.is_empty() {
+            let _ = writeln!(out, "    <system-out>{}</system-out>", xml(&said));
+        }
+        out.push_str("  </testsuite>\n</testsuites>\n");
         Ok(out)
     }
 }
@@ -99,27 +386,62 @@ impl Exporter for Junit {
 mod tests {
     use super::*;
     use crate::export::fixture;
+    use crate::run::Warning;
 
     #[test]
-    fn one_case_per_check_and_failures_counted() {
-        insta::assert_snapshot!(Junit.export(&fixture::run()).unwrap(), @r#"
-            <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites><testsuite name="latlab 20261121T000000Z-abcdef" tests="2" failures="1" skipped="0" timestamp="2026-11-21T00:00:00.000Z" hostname="rig">
-              <testcase classname="latlab" name="max &lt;= 20 µs on cpu 0 [main]"/>
-              <testcase classname="latlab" name="max &lt;= 20 µs on cpu 1 [main]"><failure message="observed 45 µs"/></testcase>
-            </testsuite></testsuites>
-        "#);
+    fn one_case_per_check_with_a_failure_body() {
+        insta::assert_snapshot!(Junit.export(&fixture::run()).unwrap());
     }
 
     #[test]
     fn a_run_without_thresholds_counts_its_one_case_as_skipped() {
         let mut run = fixture::run();
-        run.verdict.checks.clear();
-        insta::assert_snapshot!(Junit.export(&run).unwrap(), @r#"
-            <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites><testsuite name="latlab 20261121T000000Z-abcdef" tests="1" failures="0" skipped="1" timestamp="2026-11-21T00:00:00.000Z" hostname="rig">
-              <testcase classname="latlab" name="no thresholds"><skipped message="the run set no thresholds"/></testcase>
-            </testsuite></testsuites>
-        "#);
+        run.verdict = crate::threshold::Verdict::judge(&[], &run.streams);
+        run.thresholds.clear();
+        insta::assert_snapshot!(Junit.export(&run).unwrap());
+    }
+
+    #[test]
+    fn a_degraded_run_fails_its_conditions_and_a_failed_measurement_is_an_error() {
+        let mut run = fixture::run();
+        run.degraded = true;
+        run.warnings = vec![
+            Warning {
+                code: "not-realtime".into(),
+                message: "SCHED_FIFO not permitted: run as root".into(),
+                degrades: true,
+            },
+            Warning {
+                code: crate::outcome::MEASURING_FAILED.into(),
+                message: "measuring on CPU 1 failed: <boom> & \u{1}".into(),
+                degrades: false,
+            },
+        ];
+        insta::assert_snapshot!(Junit.export(&run).unwrap());
+    }
+
+    #[test]
+    fn an_undecided_check_is_an_error_not_a_skip() {
+        let mut run = fixture::run();
+        for stream in &mut run.streams {
+            stream.stats.mean_ns = None;
+        }
+        run.thresholds = vec![crate::threshold::Threshold::parse("mean=1ms").unwrap()];
+        run.verdict = crate::threshold::Verdict::judge(&run.thresholds, &run.streams);
+        let text = Junit.export(&run).unwrap();
+        assert_eq!(
+            text.matches("<error type=\"undecided\"").count(),
+            2,
+            "{text}"
+        );
+        assert!(text.contains("failures=\"0\" errors=\"2\""), "{text}");
+    }
+
+    #[test]
+    fn a_verdict_that_does_not_follow_the_streams_is_refused() {
+        let mut run = fixture::run();
+        run.verdict.checks.swap(0, 1);
+        let err = Junit.export(&run).unwrap_err().0;
+        assert!(err.starts_with("verdict.checks:"), "{err}");
     }
 }

@@ -7,10 +7,13 @@ mod cyclictest_json;
 mod json;
 mod junit;
 mod openmetrics;
+mod series;
 
 use crate::hist::LatencyHistogram;
 use crate::run::{Run, Stream};
 use std::collections::BTreeMap;
+
+pub use series::narrow;
 
 /// Why a Run could not be exported.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +28,11 @@ pub trait Exporter {
     fn describe(&self) -> &'static str;
     /// The Run, as text in this format.
     fn export(&self, run: &Run) -> Result<String, ExportError>;
+    /// Whether the format holds one series of wake-up latencies, one phase of one
+    /// probe (cyclictest's formats): a Run of more is [`narrow`]ed first, or refused.
+    fn holds_one_series(&self) -> bool {
+        false
+    }
 }
 
 /// Every format.
@@ -35,6 +43,7 @@ pub fn exporters() -> Vec<&'static dyn Exporter> {
         &cyclictest::Cyclictest,
         &cyclictest_json::CyclictestJson,
         &openmetrics::OpenMetrics,
+        &openmetrics::PrometheusText,
         &junit::Junit,
     ]
 }
@@ -168,6 +177,9 @@ pub(crate) mod fixture {
             ended_at: Some("2026-11-21T00:00:01.000Z".into()),
             command_line: Some(vec!["latlab".into(), "run".into()]),
             scenario: None,
+            name: None,
+            tags: Default::default(),
+            note: None,
             plan: Plan {
                 duration_ns: Some(Nanos::SECOND),
                 warm_up_ns: Nanos::ZERO,

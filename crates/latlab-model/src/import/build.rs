@@ -125,6 +125,9 @@ pub(super) fn assemble(
         ended_at: source.ended_at.clone(),
         command_line: source.command_line,
         scenario: None,
+        name: None,
+        tags: Default::default(),
+        note: None,
         // Not latlab's plan: what the source says of how it ran. An empty `probes`
         // tells readers that the other requested settings are not known.
         plan: Plan {

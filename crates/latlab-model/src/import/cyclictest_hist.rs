@@ -11,29 +11,58 @@
 //! Both end with `# Min Latencies:`, `# Avg Latencies:`, `# Max Latencies:` (`%05lu`
 //! each; `-H` adds the maximum of all), `# Histogram Overflows:` (`-H` adds the sum),
 //! `# Histogram Overflow at cycle number:` with one `# Thread N:` line each, and
-//! `# SMIs:` with `--smi`. Before the histogram cyclictest may print its status: the
-//! `policy: ...` line and a `T: 0 ( 123) P:95 I:1000 C: 500 Min: ...` line per thread,
-//! which give each thread's priority, interval and cycle count.
+//! `# SMIs:` with `--smi`. Before the histogram cyclictest may print its status (without
+//! `-q`): the `policy: ...` line and a `T: 0 ( 123) P:95 I:1000 C: 500 Min: ...` line per
+//! thread (`print_stat`), redrawn in place with cursor escapes (`ESC [ 4 A`) as the run
+//! goes, which give each thread's priority, interval and cycle count. The display thread
+//! prints its last status without waiting for the measuring threads, so the last `C:`
+//! may lag the histogram by a few cycles; the histogram is the count then, and the Run
+//! says so in a warning.
 //!
 //! A bucket k holds the samples of k units (cyclictest truncates to whole µs, or ns with
-//! `-N`); the file does not say which, so [`ImportContext::unit`] does.
+//! `-N`). Only the status lines tell which: `print_stat` prints `Act:%5ld Avg:%5ld` in
+//! µs and `Act:%8ld Avg:%8ld` with `-N`. Without them (`-q`) [`ImportContext::unit`] does.
 
 use super::binned::{self, Binned, Figure};
 use super::build::{self, Source, StreamSource, Values};
+use super::cyclictest_status::{self as status, Status};
 use super::lines::Lines;
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
-use crate::run::Run;
+use crate::run::{Run, Warning};
 use crate::spec::SchedSpec;
 use crate::Nanos;
 use std::io::BufRead;
 
-/// One thread's status line (`print_stat`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Status {
-    priority: i32,
-    interval_us: i64,
-    cycles: u64,
+/// What the status lines tell of the values' unit.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct UnitEvidence {
+    /// The line of the first status line in µs, and in ns.
+    microseconds: Option<u64>,
+    nanoseconds: Option<u64>,
+}
+
+impl UnitEvidence {
+    fn note(&mut self, line: u64, unit: Option<TimeUnit>) {
+        match unit {
+            Some(TimeUnit::Microseconds) => {
+                self.microseconds.get_or_insert(line);
+            }
+            Some(TimeUnit::Nanoseconds) => {
+                self.nanoseconds.get_or_insert(line);
+            }
+            None => {}
+        }
+    }
+
+    /// The unit every telling status line agrees on, with the line of the first.
+    fn unit(self) -> Option<(TimeUnit, u64)> {
+        match (self.microseconds, self.nanoseconds) {
+            (Some(line), None) => Some((TimeUnit::Microseconds, line)),
+            (None, Some(line)) => Some((TimeUnit::Nanoseconds, line)),
+            _ => None,
+        }
+    }
 }
 
 /// One histogram row: its line, bucket and per-column counts.
@@ -117,25 +146,37 @@ struct Histogram {
     policy_name: Option<String>,
 }
 
+/// A thread whose last status line counted fewer cycles than its histogram holds.
+struct StatusBehind {
+    thread: usize,
+    status_cycles: u64,
+    samples: u64,
+}
+
 /// Imports cyclictest histogram text.
 pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, ImportError> {
     let file = ctx.file.as_str();
     let mut lines = Lines::new(input, file);
     let mut statuses = Vec::new();
     let mut policy_name = None;
+    let mut evidence = UnitEvidence::default();
     // The status output before `# Histogram`.
     loop {
-        let Some((_, line)) = lines.next_line()? else {
-            return Err(ImportError::at(
-                file,
-                lines.number().max(1),
-                "no '# Histogram' line: this is not cyclictest -h output, or its start is cut off",
-            ));
+        let Some((n, line)) = lines.next_line()? else {
+            let problem = if statuses.is_empty() {
+                "no '# Histogram' line: this is not cyclictest -h output, or its start is cut off"
+            } else {
+                "cyclictest's live status only, no '# Histogram': it holds no samples to \
+                 import; run cyclictest with -h N (best with -q) or --json=FILE"
+            };
+            return Err(ImportError::at(file, lines.number().max(1), problem));
         };
         if line == "# Histogram" {
             break;
         }
-        read_status_line(line, &mut policy_name, &mut statuses);
+        if let Some(unit) = read_status_line(line, &mut policy_name, &mut statuses) {
+            evidence.note(n, unit);
+        }
     }
     let (rows, first_footer) = read_rows(&mut lines, file)?;
     let footer = read_footer(&mut lines, first_footer, file)?;
@@ -148,17 +189,74 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         policy_name,
     };
     let mut p = Provenance::default();
-    let unit = super::unit_or_default(ctx, &mut p, "cyclictest");
-    let streams = histogram.streams(unit, file, &mut p)?;
+    let unit = unit(evidence, ctx, &mut p)?;
+    let mut behind = Vec::new();
+    let streams = histogram.streams(unit, file, &mut p, &mut behind)?;
     if histogram.statuses.len() > threads {
         p.lack("status lines of threads without a histogram column were ignored");
     }
     p.lack("no CPU numbers");
     let source = Source {
         tool: "cyclictest",
+        warnings: status_behind_warning(&behind).into_iter().collect(),
         ..Source::default()
     };
-    build::assemble(super::Format::CyclictestHist, ctx, source, streams, p)
+    let mut run = build::assemble(super::Format::CyclictestHist, ctx, source, streams, p)?;
+    super::plausible::warn_of_unit(&mut run, unit);
+    Ok(run)
+}
+
+/// The values' unit: the status lines' if they show it (a unit given must agree), else
+/// the unit given, else µs, noted as assumed.
+fn unit(
+    evidence: UnitEvidence,
+    ctx: &ImportContext,
+    p: &mut Provenance,
+) -> Result<TimeUnit, ImportError> {
+    let Some((unit, line)) = evidence.unit() else {
+        return Ok(super::unit_or_default(ctx, p, "cyclictest"));
+    };
+    if ctx.unit.is_some_and(|given| given != unit) {
+        let problem = format!(
+            "the status lines show the values are in {} (cyclictest prints Act and Avg {} \
+             wide{}): import it without a unit",
+            unit.name(),
+            if unit == TimeUnit::Nanoseconds { 8 } else { 5 },
+            if unit == TimeUnit::Nanoseconds {
+                " with -N"
+            } else {
+                " without -N"
+            },
+        );
+        return Err(ImportError::at(&ctx.file, line, problem));
+    }
+    Ok(unit)
+}
+
+/// The warning that the histogram, not the last status line, gave the sample counts.
+fn status_behind_warning(behind: &[StatusBehind]) -> Option<Warning> {
+    if behind.is_empty() {
+        return None;
+    }
+    let threads = behind
+        .iter()
+        .map(|b| {
+            format!(
+                "thread {} C:{} against {} samples",
+                b.thread, b.status_cycles, b.samples
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(Warning {
+        code: "status-behind-histogram".to_string(),
+        message: format!(
+            "cyclictest printed its last status line before its last cycles ({threads}): the \
+             histogram is taken as the count; the status lines gave only the priority and \
+             interval (save cyclictest's output with -q to leave them out)"
+        ),
+        degrades: false,
+    })
 }
 
 /// Reads the rows up to the footer's first line, which it returns.
@@ -296,6 +394,7 @@ impl Histogram {
         unit: TimeUnit,
         file: &str,
         p: &mut Provenance,
+        behind: &mut Vec<StatusBehind>,
     ) -> Result<Vec<StreamSource>, ImportError> {
         self.check_rows(self.threads, file)?;
         if self.classic_range().is_none() {
@@ -314,6 +413,13 @@ impl Histogram {
         for t in 0..self.threads {
             let status = self.statuses.get(t).copied().flatten();
             let binned = self.thread_binned(t, unit.nanos(), file, p)?;
+            if let Some(s) = status.filter(|s| s.cycles < binned.samples()) {
+                behind.push(StatusBehind {
+                    thread: t,
+                    status_cycles: s.cycles,
+                    samples: binned.samples(),
+                });
+            }
             out.push(StreamSource {
                 probe: "timer",
                 method: None,
@@ -373,10 +479,11 @@ impl Histogram {
             mean: None,
         };
         let samples = b.samples();
-        if let Some(s) = status.filter(|s| s.cycles != samples) {
+        // The last status line may lag (see the module's notes), never lead.
+        if let Some(s) = status.filter(|s| s.cycles > samples) {
             let problem = format!(
                 "thread {t}: the status line says C:{} but the histogram and overflows hold \
-                 {samples} samples: the file mixes two runs or is damaged",
+                 only {samples} samples: the file mixes two runs or is damaged",
                 s.cycles
             );
             return Err(ImportError::at(file, footer.overflows.line, problem));
@@ -456,43 +563,23 @@ fn policy(name: Option<&str>, priority: i32) -> Option<SchedSpec> {
 
 /// Reads the status output cyclictest prints before the histogram: `policy: fifo: ...`
 /// and `T: 0 ( 1234) P:95 I:1000 C:    500 Min: ...`; the last one of each thread counts.
-/// The live display's cursor movement (`ESC [ 4 A`) before a line is skipped.
+/// Returns, for a thread's status line, the unit its field widths show (if they do).
 fn read_status_line(
     line: &str,
     policy_name: &mut Option<String>,
     statuses: &mut Vec<Option<Status>>,
-) {
-    let line = match line.rfind('\x1b') {
-        Some(at) => {
-            line[at + 1..].trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == 'A')
-        }
-        None => line,
-    };
+) -> Option<Option<TimeUnit>> {
+    let line = status::without_cursor_moves(line);
     if let Some(rest) = line.strip_prefix("policy: ") {
         *policy_name = rest.split(':').next().map(|s| s.trim().to_string());
-        return;
+        return None;
     }
-    let Some(rest) = line.strip_prefix("T:") else {
-        return;
-    };
-    let field = |name: &str| -> Option<&str> {
-        let at = rest.find(name)? + name.len();
-        rest[at..].split_whitespace().next()
-    };
-    let thread: Option<usize> = rest.split_whitespace().next().and_then(|t| t.parse().ok());
-    let status = (|| {
-        Some(Status {
-            priority: field("P:")?.parse().ok()?,
-            interval_us: field("I:")?.parse().ok()?,
-            cycles: field("C:")?.parse().ok()?,
-        })
-    })();
-    if let (Some(t), Some(s)) = (thread.filter(|&t| t < 4_096), status) {
-        if statuses.len() <= t {
-            statuses.resize(t + 1, None);
-        }
-        statuses[t] = Some(s);
+    let s = Status::parse(line)?;
+    if statuses.len() <= s.thread {
+        statuses.resize(s.thread + 1, None);
     }
+    statuses[s.thread] = Some(s);
+    Some(s.unit)
 }
 
 fn shorten(text: &str) -> String {
@@ -531,9 +618,12 @@ mod tests {
             [
                 None,
                 Some(Status {
+                    thread: 1,
                     priority: 95,
                     interval_us: 1_500,
-                    cycles: 300
+                    cycles: 300,
+                    max: None,
+                    unit: None,
                 })
             ]
         );

@@ -3,7 +3,10 @@
 //! with `-N` (the log does not say: [`ImportContext::unit`]). With `--smi` a second
 //! number follows the value. Before the samples cyclictest may print `# ...` comments,
 //! `Thread N Interval: I` and `Thread N using cpu C.`; after them, with `-h`, the
-//! histogram text.
+//! histogram text, and with `-q` each thread's status line (`T: 0 (...) ... C: 300 ...`).
+//! The status counts every cycle a thread measured, and the log may hold fewer: the
+//! samples are printed from a buffer, and printing stops when cyclictest shuts down (with
+//! `-l`, when the first thread has its loops). The Run then carries a warning.
 //!
 //! Logs reach gigabytes, so this parser works on the bytes in the reader's buffer, with
 //! no allocation per line: give it a large buffer (`BufReader::with_capacity(1 << 20, ..)`).
@@ -24,10 +27,11 @@
 //!   wake later than a period.
 
 use super::build::{self, Exact, Source, StreamSource, Values};
+use super::cyclictest_status::{self as status, Status};
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
 use crate::hist::LatencyHistogram;
-use crate::run::{ExactSums, Run, Spike, Spikes, Timeline};
+use crate::run::{ExactSums, Run, Spike, Spikes, Timeline, Warning};
 use crate::Nanos;
 use std::io::BufRead;
 
@@ -249,12 +253,16 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     let count = log.threads.len().max(log.announced.len());
     let periods =
         periods(&log, count, ctx.period, &mut p).map_err(|e| ImportError::whole(file, e))?;
+    let unlogged = unlogged_warning(&log, unit);
     let streams = finish(log, &periods, count, unit, &mut p);
     let source = Source {
         tool: "cyclictest",
+        warnings: unlogged.into_iter().collect(),
         ..Source::default()
     };
-    build::assemble(super::Format::CyclictestVerbose, ctx, source, streams, p)
+    let mut run = build::assemble(super::Format::CyclictestVerbose, ctx, source, streams, p)?;
+    super::plausible::warn_of_unit(&mut run, unit);
+    Ok(run)
 }
 
 /// Reads every line from the reader's buffer; a line split between two fills is
@@ -315,6 +323,8 @@ struct Log {
     sampling: bool,
     /// A `# Histogram` section began after the samples (so cyclictest ran with `-h`).
     histogram_follows: bool,
+    /// The status line of each thread printed after the samples (`-q`).
+    statuses: Vec<Option<Status>>,
 }
 
 impl Log {
@@ -359,11 +369,61 @@ impl Log {
             {
                 Ok(())
             }
+            None if self.sampling && line.starts_with(b"T:") => {
+                let found = std::str::from_utf8(line)
+                    .ok()
+                    .and_then(|l| Status::parse(status::without_cursor_moves(l)));
+                let s = found.ok_or_else(|| LogError::NotASample(lossy_start(line)))?;
+                if self.statuses.len() <= s.thread {
+                    self.statuses.resize(s.thread + 1, None);
+                }
+                self.statuses[s.thread] = Some(s);
+                Ok(())
+            }
             None => Err(LogError::NotASample(
                 String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned(),
             )),
         }
     }
+}
+
+/// The start of a line, for a message.
+fn lossy_start(line: &[u8]) -> String {
+    String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned()
+}
+
+/// The warning that cyclictest measured cycles its log does not hold, from the status
+/// lines printed after the samples.
+fn unlogged_warning(log: &Log, unit: TimeUnit) -> Option<Warning> {
+    let mut threads = Vec::new();
+    for (t, s) in log.statuses.iter().enumerate() {
+        let Some(s) = s else { continue };
+        let logged = log.threads.get(t).map_or(0, |state| state.sums.count);
+        if s.cycles <= logged {
+            continue;
+        }
+        let mut said = format!("thread {t}: {} cycles, {logged} logged", s.cycles);
+        let logged_max = log
+            .threads
+            .get(t)
+            .filter(|_| logged > 0)
+            .map(|st| st.sums.max);
+        if let Some(max) = s.max.and_then(|m| m.checked_mul(unit.nanos())) {
+            if logged_max.is_none_or(|m| max > m) {
+                said += &format!(", its maximum {} not among them", Nanos(max));
+            }
+        }
+        threads.push(said);
+    }
+    (!threads.is_empty()).then(|| Warning {
+        code: "samples-not-logged".to_string(),
+        message: format!(
+            "cyclictest measured more cycles than its -v log holds ({}): it stopped printing \
+             samples before its threads stopped; the figures are the logged samples'",
+            threads.join("; ")
+        ),
+        degrades: false,
+    })
 }
 
 /// What in a log cyclictest -v would not have written.

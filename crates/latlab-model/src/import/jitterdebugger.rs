@@ -5,17 +5,24 @@
 //! bucket per µs below 1000 µs (`HIST_MAX_ENTRIES`) and no overflow count, so samples at
 //! 1000 µs or more are `count` minus the histogram's total. A thread without samples has
 //! `min` 4294967295 and `avg` `-nan`.
+//!
+//! With `-o DIR` jitterdebugger saves `results.json` and, beside it, what `jd_sysinfo.c`
+//! collects of the host: `cpuinfo` (the CPU model), `config.gz` (the kernel
+//! configuration: tick rate, preemption), `cmdline`, `uname`, `interrupts`, `dmesg`.
+//! Given the directory ([`ImportContext::directory`]), the importer keeps the first two
+//! as host facts.
 
 use super::binned::{self, Binned, Disagreement, TooManySamples};
 use super::build::{self, Source, StreamSource, Values};
 use super::printf_json::{self, line_of};
 use super::provenance::Provenance;
 use super::{rt_json, ImportContext, ImportError};
-use crate::run::{MemoryLockPlan, Run};
+use crate::run::{HostFacts, MemoryLockPlan, Run};
 use crate::Nanos;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 
 /// jitterdebugger's histogram range: `HIST_MAX_ENTRIES` buckets of 1 µs.
 const RANGE_US: i64 = 1_000;
@@ -102,9 +109,26 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     p.lack("no CPU numbers (jitterdebugger numbers its threads; they are its CPUs only when it ran on every CPU)");
     p.lack("values truncated to whole µs by jitterdebugger: buckets are recorded at their lower edge, so percentiles are to the 1 µs bucket width, lower edge");
     let host = file.sysinfo.map(|s| {
-        p.lack("host facts only from uname and the CPU count: no CPU model, virtualization, clocksource or tick rate");
         let mut host = rt_json::host_facts(s.uname);
         host.cpus_online = s.cpus_online;
+        let beside = ctx
+            .directory
+            .as_deref()
+            .filter(|_| Path::new(&ctx.file).file_name() == Some("results.json".as_ref()));
+        if let Some(dir) = beside {
+            read_saved_sysinfo(dir, &mut host);
+        }
+        let mut missing = vec!["virtualization", "clocksource"];
+        if host.cpu_model.is_none() {
+            missing.insert(0, "CPU model");
+        }
+        if host.hz.is_none() {
+            missing.push("tick rate");
+        }
+        p.lack(format!(
+            "host facts only from what jitterdebugger saved: no {}",
+            missing.join(", ")
+        ));
         host
     });
     let source = Source {
@@ -114,6 +138,86 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         ..Source::default()
     };
     build::assemble(super::Format::Jitterdebugger, ctx, source, streams, p)
+}
+
+/// The CPU model (`cpuinfo`) and the kernel configuration's tick rate and preemption
+/// model (`config.gz`) jitterdebugger saved in `dir`; a file absent or unreadable adds
+/// nothing.
+fn read_saved_sysinfo(dir: &Path, host: &mut HostFacts) {
+    if let Ok(cpuinfo) = std::fs::read_to_string(dir.join("cpuinfo")) {
+        host.cpu_model = cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "model name").then(|| value.trim().to_string())
+        });
+    }
+    let Ok(file) = std::fs::File::open(dir.join("config.gz")) else {
+        return;
+    };
+    // Only the few lines needed are kept; a configuration is some 10 000 lines.
+    let mut config = Vec::new();
+    let reader = BufReader::new(flate2::read::GzDecoder::new(file).take(16 << 20));
+    for line in reader.lines() {
+        let Ok(line) = line else { return };
+        if line.starts_with("CONFIG_HZ=") || line.starts_with("CONFIG_PREEMPT") {
+            config.push(line);
+        }
+    }
+    let set = |key: &str| config.iter().any(|l| *l == format!("{key}=y"));
+    host.hz = config
+        .iter()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.parse().ok());
+    let preemption = &mut host.preemption;
+    if preemption.model == "dynamic" && preemption.dynamic_mode.is_none() {
+        // The mode booted: `preempt=` on the saved command line, else the configured one.
+        let cmdline = std::fs::read_to_string(dir.join("cmdline")).unwrap_or_default();
+        let (mode, evidence) = match cmdline
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("preempt="))
+        {
+            Some(mode) => (
+                Some(mode),
+                format!("cmdline saved by jitterdebugger has preempt={mode}"),
+            ),
+            None => {
+                let default = [
+                    ("CONFIG_PREEMPT_NONE", "none"),
+                    ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+                    ("CONFIG_PREEMPT_LAZY", "lazy"),
+                    ("CONFIG_PREEMPT", "full"),
+                ]
+                .into_iter()
+                .find(|(key, _)| set(key));
+                (
+                    default.map(|d| d.1),
+                    default.map_or(String::new(), |(key, mode)| {
+                        format!(
+                            "config.gz saved by jitterdebugger has {key}=y and its cmdline no \
+                             preempt=: boot default {mode}"
+                        )
+                    }),
+                )
+            }
+        };
+        if let Some(mode) = mode {
+            preemption.dynamic_mode = Some(mode.to_string());
+            preemption.evidence.push(evidence);
+        }
+    }
+    if preemption.model == "unknown" {
+        let model = [
+            ("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
+            ("CONFIG_PREEMPT_NONE", "none"),
+            ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ]
+        .into_iter()
+        .find(|(key, _)| set(key));
+        if let Some((key, model)) = model {
+            preemption.model = model.to_string();
+            preemption
+                .evidence
+                .push(format!("config.gz saved by jitterdebugger has {key}=y"));
+        }
+    }
 }
 
 /// Why a thread's histogram and figures cannot be taken together.

@@ -26,6 +26,7 @@ mod build;
 mod cyclictest_cmdline;
 mod cyclictest_hist;
 mod cyclictest_json;
+mod cyclictest_status;
 mod cyclictest_verbose;
 mod error;
 mod getopt;
@@ -33,6 +34,7 @@ mod jitterdebugger;
 mod lines;
 mod oslat_json;
 mod oslat_text;
+mod plausible;
 mod printf_json;
 mod provenance;
 mod rt_json;
@@ -46,6 +48,7 @@ use crate::run::Run;
 use crate::Nanos;
 use std::fmt;
 use std::io::BufRead;
+use std::path::PathBuf;
 
 // How a Run's buckets are read depends on the format it was imported from, which only
 // the importers know.
@@ -195,6 +198,10 @@ pub struct ImportContext {
     /// timeline and spikes, and counts missed periods. A period the file does state
     /// differently is an error.
     pub period: Option<Nanos>,
+    /// The directory holding the file, for tools that save other files beside their
+    /// results (jitterdebugger `-o DIR`: `cpuinfo`, `config.gz`), which give host facts.
+    /// `None` reads the file alone.
+    pub directory: Option<PathBuf>,
 }
 
 impl ImportContext {
@@ -206,6 +213,7 @@ impl ImportContext {
             imported_at: imported_at.to_string(),
             unit: None,
             period: None,
+            directory: None,
         }
     }
 }
@@ -238,7 +246,9 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     {
         return Some(Format::Oslat);
     }
-    // A -v log may end with a histogram (-v -h), so samples first decide.
+    // A -v log may end with a histogram (-v -h), so samples first decide. Without -q,
+    // cyclictest's live status lines come before the histogram, and a long run's fill
+    // more than the head: they show a -h file (-v prints samples instead).
     let mut complete = text.lines().collect::<Vec<_>>();
     if !text.ends_with('\n') {
         complete.pop();
@@ -246,7 +256,10 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     complete.iter().find_map(|l| {
         if cyclictest_verbose::is_sample_line(l.as_bytes()) {
             Some(Format::CyclictestVerbose)
-        } else if *l == "# Histogram" || l.starts_with("# Min Latencies:") {
+        } else if *l == "# Histogram"
+            || l.starts_with("# Min Latencies:")
+            || cyclictest_status::is_status_line(l)
+        {
             Some(Format::CyclictestHist)
         } else {
             None

@@ -31,6 +31,26 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
         Format::CyclictestHist,
         None,
     ),
+    (
+        "cyclictest-2t-status-D3.hist.txt",
+        Format::CyclictestHist,
+        None,
+    ),
+    (
+        "cyclictest-ns-status.hist.txt",
+        Format::CyclictestHist,
+        None,
+    ),
+    (
+        "cyclictest-ns-q.hist.txt",
+        Format::CyclictestHist,
+        Some(TimeUnit::Nanoseconds),
+    ),
+    (
+        "cyclictest-overflow-ns.hist.txt",
+        Format::CyclictestHist,
+        Some(TimeUnit::Nanoseconds),
+    ),
     ("cyclictest-quote.hist.txt", Format::CyclictestHist, None),
     ("cyclictest-zero.hist.txt", Format::CyclictestHist, None),
     ("cyclictest-2t.json", Format::CyclictestJson, None),
@@ -39,6 +59,11 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
     ("cyclictest-quote.json", Format::CyclictestJson, None),
     ("cyclictest-zero.json", Format::CyclictestJson, None),
     ("cyclictest-2t.verbose.txt", Format::CyclictestVerbose, None),
+    (
+        "cyclictest-2t-q.verbose.txt",
+        Format::CyclictestVerbose,
+        None,
+    ),
     (
         "cyclictest-1t-h.verbose.txt",
         Format::CyclictestVerbose,
@@ -60,6 +85,7 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
     ("oslat.json", Format::OslatJson, None),
     ("jitterdebugger.json", Format::Jitterdebugger, None),
     ("jitterdebugger-v1.json", Format::Jitterdebugger, None),
+    ("jitterdebugger-overflow.json", Format::Jitterdebugger, None),
 ];
 
 fn import_fixture(name: &str) -> Run {
@@ -275,7 +301,34 @@ fn cyclictest_json_exporter_round_trips() {
         .iter()
         .map(|(name, ..)| (*name, import_fixture(name)))
         .chain([("example-run.json", Run::from_json(&example).unwrap())]);
-    for (name, run) in runs {
+    // The format holds one phase of one wake-up probe: each such series of each
+    // fixture round-trips, and the others are refused.
+    let series = runs.flat_map(|(name, run)| {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for s in &run.streams {
+            let key = (s.phase.clone(), s.probe.clone());
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys.into_iter()
+            .map(|(phase, probe)| {
+                (
+                    name,
+                    export::narrow(&run, Some(&phase), Some(&probe)).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    for (name, run) in series {
+        if !run.streams.iter().all(Stream::measures_wake_ups) {
+            let refused = exporter.export(&run).unwrap_err().0;
+            assert!(
+                refused.contains("not wake-up latencies"),
+                "{name}: {refused}"
+            );
+            continue;
+        }
         let text = exporter.export(&run).unwrap();
         serde_json::from_str::<serde_json::Value>(&text)
             .unwrap_or_else(|e| panic!("{name}: not valid JSON: {e}"));
@@ -472,6 +525,127 @@ fn jitterdebugger_counts_samples_beyond_its_histogram() {
     assert_eq!((s.samples, s.stats.max_ns), (993, Some(Nanos(2_200_000))));
     assert_eq!(s.decode_histogram().unwrap().unwrap().len(), 993);
     assert_eq!(v1.streams[2].samples, 0);
+}
+
+/// cyclictest's display thread prints its last status before the measuring threads'
+/// last cycles: the histogram counts, and the Run says so.
+#[test]
+fn status_lines_behind_the_histogram_are_a_warning() {
+    let name = "cyclictest-2t-status-D3.hist.txt";
+    let text = String::from_utf8(read(name)).unwrap();
+    // The live status fills more than the head detect() looks at.
+    assert!(text.find("# Histogram").unwrap() > import::DETECT_BYTES);
+    let run = import_fixture(name);
+    let totals = footer(&text, "Total");
+    let overflows = footer(&text, "Histogram Overflows");
+    for (t, s) in run.streams.iter().enumerate() {
+        assert_eq!(s.samples as i64, totals[t] + overflows[t], "thread {t}");
+        assert_eq!(s.period_ns, Some(Nanos::MILLISECOND));
+    }
+    let codes: Vec<_> = run.warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, ["status-behind-histogram"]);
+    assert!(
+        run.warnings[0]
+            .message
+            .contains("thread 0 C:2990 against 2998 samples"),
+        "{}",
+        run.warnings[0].message
+    );
+    // A status line ahead of the histogram is a different run's.
+    let ahead = text.replacen("C:   2990 Min:      9", "C:   3990 Min:      9", 1);
+    let err = import::import(Format::CyclictestHist, ahead.as_bytes(), &ctx(name)).unwrap_err();
+    assert!(err.to_string().contains("mixes two runs"), "{err}");
+}
+
+/// `cyclictest -v -q` ends with the status lines, which count cycles the log lacks.
+#[test]
+fn verbose_log_status_lines_tell_the_cycles_not_logged() {
+    let run = import_fixture("cyclictest-2t-q.verbose.txt");
+    assert_eq!(
+        run.streams.iter().map(|s| s.samples).collect::<Vec<_>>(),
+        [300, 207]
+    );
+    assert_eq!(warning_codes(&run), ["samples-not-logged"]);
+    let message = &run.warnings[0].message;
+    assert!(
+        message.contains("thread 1: 213 cycles, 207 logged, its maximum 5.41 ms not among them"),
+        "{message}"
+    );
+    assert!(!message.contains("thread 0"), "{message}");
+}
+
+/// A status line without a histogram after it (cyclictest without -h) holds nothing to
+/// import, and says what to run instead.
+#[test]
+fn status_lines_without_histogram_say_how_to_save_results() {
+    let text = "policy: fifo: loadavg: 0.42 0.63 0.30 2/94 11188          \n\n\
+                T: 0 (11187) P:95 I:1000 C:   2990 Min:      9 Act:   43 Avg:   32 Max:    1982\n";
+    assert_eq!(
+        import::detect(text.as_bytes()),
+        Some(Format::CyclictestHist)
+    );
+    let err = import::import(Format::CyclictestHist, text.as_bytes(), &ctx("s.txt")).unwrap_err();
+    assert!(err.to_string().contains("-h N"), "{err}");
+}
+
+fn warning_codes(run: &Run) -> Vec<&str> {
+    run.warnings.iter().map(|w| w.code.as_str()).collect()
+}
+
+/// Item: a -N file imported without its unit became 1000 times too large, silently.
+#[test]
+fn the_unit_is_read_from_status_line_widths() {
+    let name = "cyclictest-ns-status.hist.txt";
+    let run = import_fixture(name);
+    let text = String::from_utf8(read(name)).unwrap();
+    let min = footer(&text, "Min Latencies")[0];
+    assert_eq!(run.streams[0].stats.min_ns, Some(Nanos(min)));
+    assert_eq!(warning_codes(&run), [""; 0]);
+    assert!(!run.import.unwrap().lacks.iter().any(|l| l.contains("unit")));
+    let mut c = ctx(name);
+    c.unit = Some(TimeUnit::Microseconds);
+    let err = import::import(Format::CyclictestHist, text.as_bytes(), &c).unwrap_err();
+    assert!(
+        err.to_string().contains("import it without a unit"),
+        "{err}"
+    );
+    assert_eq!(err.line, Some(4));
+    // And a µs file's status lines say µs.
+    let mut c = ctx("cyclictest-2t-status-D3.hist.txt");
+    c.unit = Some(TimeUnit::Nanoseconds);
+    let us = read("cyclictest-2t-status-D3.hist.txt");
+    assert!(import::import(Format::CyclictestHist, us.as_slice(), &c).is_err());
+}
+
+/// Where the file does not say (-q, -v), values implausible in the unit assumed are a
+/// warning naming the fix.
+#[test]
+fn ns_files_read_as_us_are_warned_of() {
+    for (name, format) in [
+        ("cyclictest-ns-q.hist.txt", Format::CyclictestHist),
+        ("cyclictest-ns-h.verbose.txt", Format::CyclictestVerbose),
+        ("cyclictest-overflow-ns.hist.txt", Format::CyclictestHist),
+    ] {
+        let assumed = import::import(format, read(name).as_slice(), &ctx(name)).unwrap();
+        assert_eq!(warning_codes(&assumed), ["implausible-unit"], "{name}");
+        assert!(assumed.warnings[0].message.contains("--unit ns"), "{name}");
+        assert_eq!(warning_codes(&import_fixture(name)), [""; 0], "{name}");
+    }
+    for (name, _, _) in FIXTURES.iter().filter(|f| f.2.is_none()) {
+        let run = import_fixture(name);
+        assert!(
+            !warning_codes(&run).contains(&"implausible-unit"),
+            "{name}: {:?}",
+            run.warnings
+        );
+    }
+    // µs read as ns: too small.
+    let name = "cyclictest-1t.hist.txt";
+    let mut c = ctx(name);
+    c.unit = Some(TimeUnit::Nanoseconds);
+    let run = import::import(Format::CyclictestHist, read(name).as_slice(), &c).unwrap();
+    assert_eq!(warning_codes(&run), ["implausible-unit"]);
+    assert!(run.warnings[0].message.contains("--unit us"));
 }
 
 /// Cut positions inside a line (so the cut is visible), spread over the file.

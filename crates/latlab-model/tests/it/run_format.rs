@@ -94,3 +94,24 @@ fn every_field_of_the_audit_is_documented() {
         );
     }
 }
+
+#[test]
+fn the_users_labels_are_documented_and_optional() {
+    let text = std::fs::read_to_string(docs().join("example-run.json")).unwrap();
+    let mut run = Run::from_json(&text).unwrap();
+    assert_eq!((&run.name, run.tags.len(), &run.note), (&None, 0, &None));
+    run.name = Some("baseline".into());
+    run.tags.insert("env".into(), "lab".into());
+    run.note = Some("before the BIOS update".into());
+    let written = run.to_json_pretty();
+    assert_eq!(Run::from_json(&written).unwrap(), run);
+    let doc = std::fs::read_to_string(docs().join("run-format.md")).unwrap();
+    for field in ["name", "tags", "note"] {
+        assert!(documented(&doc, field), "{field} undocumented");
+    }
+    // A label latlab would refuse is refused in a file too, naming the field.
+    let mut value: serde_json::Value = serde_json::from_str(&written).unwrap();
+    value["name"] = "last~1".into();
+    let err = Run::from_json(&value.to_string()).unwrap_err().to_string();
+    assert!(err.starts_with("name: "), "{err}");
+}

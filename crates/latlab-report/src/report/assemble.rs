@@ -4,13 +4,14 @@
 use super::curves;
 use super::document::{Block, Document, Severity};
 use super::figures::{self, DecodedRun};
-use super::{comparison, run_section, summary, PlotKind, ReportError};
+use super::{comparison, run_section, summary, LatencyAxis, PlotKind, ReportError};
 use crate::compare::{compare_runs, Judged, Tolerance};
 use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
 
-/// The report of `runs` (at least one); `with_figures` adds the plots.
-pub(crate) fn report(runs: &[Run], with_figures: bool) -> Result<Document, ReportError> {
+/// The report of `runs` (at least one); `plots` adds the plots, with their latency
+/// axis.
+pub(crate) fn report(runs: &[Run], plots: Option<LatencyAxis>) -> Result<Document, ReportError> {
     let decoded = runs
         .iter()
         .map(DecodedRun::decode)
@@ -18,7 +19,7 @@ pub(crate) fn report(runs: &[Run], with_figures: bool) -> Result<Document, Repor
     if let [one] = decoded.as_slice() {
         return Ok(Document {
             title: format!("latlab report: run {}", one.run.id),
-            blocks: run_section::blocks(one, 1, with_figures),
+            blocks: run_section::blocks(one, 1, plots),
         });
     }
     let merged = curves::merged_figures(runs)?;
@@ -52,17 +53,19 @@ pub(crate) fn report(runs: &[Run], with_figures: bool) -> Result<Document, Repor
     let metrics = [99.0, 99.9].map(|p| Judged::Latency(Metric::Percentile(p)));
     let compared = compare_runs(runs, &metrics, Tolerance::NONE).map_err(ReportError::from)?;
     blocks.extend(comparison::blocks(runs, &merged, &compared));
-    if with_figures {
+    if let Some(axis) = plots {
         blocks.push(Block::Heading {
             level: 2,
             text: "Plots".to_string(),
         });
         for plot in PlotKind::ALL {
-            blocks.push(Block::Figure(curves::overlay(&decoded, &merged, plot)));
+            blocks.push(Block::Figure(curves::overlay(
+                &decoded, &merged, plot, axis,
+            )));
         }
     }
     for run in &decoded {
-        blocks.extend(run_section::blocks(run, 2, with_figures));
+        blocks.extend(run_section::blocks(run, 2, plots));
     }
     Ok(Document {
         title: format!("latlab report: {} runs", runs.len()),

@@ -4,7 +4,7 @@
 //! This module is the model only: `assemble.rs` chooses the blocks of each kind of
 //! report, from the sections that build on this model.
 
-use super::curves::Chart;
+use super::chart::Chart;
 use latlab_model::threshold::Status;
 
 /// A whole report.
@@ -67,6 +67,8 @@ pub(crate) enum Severity {
 
 /// A table: columns with their units in the titles, rows of formatted cells.
 pub(crate) struct Table {
+    /// What the table holds, when its section's heading does not say it alone.
+    pub caption: Option<String>,
     /// The columns.
     pub columns: Vec<Column>,
     /// The rows.
@@ -93,6 +95,7 @@ impl Table {
     /// A table with `columns`: (title, numeric).
     pub fn new(columns: &[(&str, bool)]) -> Table {
         Table {
+            caption: None,
             columns: columns
                 .iter()
                 .map(|&(title, numeric)| Column {
@@ -102,6 +105,12 @@ impl Table {
                 .collect(),
             rows: Vec::new(),
         }
+    }
+
+    /// The table with `caption`.
+    pub fn captioned(mut self, caption: impl Into<String>) -> Table {
+        self.caption = Some(caption.into());
+        self
     }
 
     /// Adds a row.

@@ -42,6 +42,7 @@ dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .table { overflow-x: auto; margin: .5rem 0 .8rem; }
 table { border-collapse: collapse; font-size: 13.5px; font-variant-numeric: tabular-nums; }
+caption { text-align: left; color: var(--muted); font-size: .9rem; padding: 0 0 .25rem; }
 th, td { padding: 4px 9px; border-bottom: 1px solid var(--rule); text-align: left; vertical-align: top; }
 th { background: var(--band); font-weight: 600; vertical-align: bottom; }
 td.num, th.num { text-align: right; }
@@ -92,8 +93,9 @@ pub(crate) fn render(document: &Document) -> Result<String, ReportError> {
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     let _ = writeln!(out, "<title>{}</title>", escape(&document.title));
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>\n<main>");
+    let mut place = Place::default();
     for block in &document.blocks {
-        write_block(&mut out, block)?;
+        write_block(&mut out, block, &mut place)?;
     }
     out.push_str(
         "<footer>Written by latlab from Run data alone; this page loads nothing from \
@@ -102,10 +104,19 @@ pub(crate) fn render(document: &Document) -> Result<String, ReportError> {
     Ok(out)
 }
 
-fn write_block(out: &mut String, block: &Block) -> Result<(), ReportError> {
+/// Where the writer is in the page: the heading a table without a caption of its own
+/// is captioned with, and how many plots came before (each gets its own ids).
+#[derive(Default)]
+struct Place {
+    heading: String,
+    plots: usize,
+}
+
+fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(), ReportError> {
     match block {
         Block::Heading { level, text } => {
             let _ = writeln!(out, "<h{level}>{}</h{level}>", escape(text));
+            place.heading = text.clone();
         }
         Block::Paragraph(text) => {
             let _ = writeln!(out, "<p>{}</p>", escape(text));
@@ -156,13 +167,25 @@ fn write_block(out: &mut String, block: &Block) -> Result<(), ReportError> {
             }
             out.push_str("</dl>\n");
         }
-        Block::Table(table) => write_table(out, table),
+        Block::Table(table) => write_table(
+            out,
+            table,
+            table.caption.as_deref().unwrap_or(&place.heading),
+        ),
         Block::Figure(chart) => {
+            // The plot is named by its title and described by the figure's caption.
+            place.plots += 1;
+            let id = format!("plot-{}", place.plots);
+            let caption_id = format!("{id}-caption");
             out.push_str("<figure>\n");
-            out.push_str(&plot::svg(chart)?);
+            out.push_str(&plot::svg(
+                chart,
+                &id,
+                plot::Description::Elsewhere(&caption_id),
+            )?);
             let _ = writeln!(
                 out,
-                "<figcaption>{}</figcaption>\n</figure>",
+                "<figcaption id=\"{caption_id}\">{}</figcaption>\n</figure>",
                 escape(&chart.explanation)
             );
         }
@@ -181,8 +204,12 @@ fn write_list(out: &mut String, items: &[String]) {
     out.push_str("</ul>\n");
 }
 
-fn write_table(out: &mut String, table: &Table) {
-    out.push_str("<div class=\"table\"><table>\n<thead><tr>");
+fn write_table(out: &mut String, table: &Table, caption: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"table\"><table>\n<caption>{}</caption>\n<thead><tr>",
+        escape(caption)
+    );
     let class = |numeric: bool| if numeric { " class=\"num\"" } else { "" };
     for column in &table.columns {
         let _ = write!(

@@ -14,11 +14,14 @@
 //! Markdown, and control characters are replaced in text.
 
 mod assemble;
+mod chart;
 mod comparison;
 mod curves;
+mod distribution;
 mod document;
 mod figures;
 mod html;
+mod latency_scale;
 mod markdown;
 mod plot;
 mod png;
@@ -26,6 +29,7 @@ mod run_section;
 mod run_tables;
 mod summary;
 mod text;
+mod timeline;
 
 use crate::compare::{CompareError, Comparisons};
 use latlab_model::hist::HistogramError;
@@ -136,6 +140,54 @@ impl fmt::Display for PlotKind {
     }
 }
 
+/// How plots draw their latency axis: the histogram's and the profile's x axis, the
+/// timeline's y axis.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum LatencyAxis {
+    /// Logarithmic when the largest sample exceeds 10 × p99 (one far spike would
+    /// squeeze the body of the distribution into a few pixels), else linear. The plot
+    /// says which and why.
+    #[default]
+    Auto,
+    /// Always linear, from 0.
+    Linear,
+    /// Always logarithmic, labelled at every power of ten.
+    Log,
+}
+
+impl LatencyAxis {
+    /// Every choice, in the order of [`LatencyAxis::name`]'s help text.
+    pub const ALL: [LatencyAxis; 3] = [LatencyAxis::Auto, LatencyAxis::Linear, LatencyAxis::Log];
+
+    /// The choice's name, as [`FromStr`] reads it: `auto`, `linear`, `log`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyAxis::Auto => "auto",
+            LatencyAxis::Linear => "linear",
+            LatencyAxis::Log => "log",
+        }
+    }
+}
+
+impl fmt::Display for LatencyAxis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LatencyAxis {
+    type Err = ReportError;
+
+    /// Reads a choice's [`name`](LatencyAxis::name), case-insensitively.
+    fn from_str(text: &str) -> Result<LatencyAxis, ReportError> {
+        let name = text.trim().to_ascii_lowercase();
+        LatencyAxis::ALL
+            .into_iter()
+            .find(|axis| axis.name() == name)
+            .ok_or_else(|| ReportError::UnknownAxis(text.to_string()))
+    }
+}
+
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -148,6 +200,9 @@ pub enum ReportError {
          svg-profile or svg-timeline"
     )]
     UnknownKind(String),
+    /// A latency axis' name was not recognised.
+    #[error("unknown latency axis '{0}': choose auto, linear or log")]
+    UnknownAxis(String),
     /// A stream's histogram could not be decoded.
     #[error(
         "run {run}, {stream}: {source}; the Run is damaged: export it again from the store \
@@ -195,16 +250,26 @@ impl From<CompareError> for ReportError {
 /// One run gives its report; several give a comparison first (overlaid plots, one line
 /// per run, and a table with one row per run), then each run's own report. For
 /// [`ReportKind::Svg`], one run gives one line per stream, several one line per run.
+/// Plots choose their latency axis by themselves ([`LatencyAxis::Auto`]).
 pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
+    render_with_axis(runs, kind, LatencyAxis::Auto)
+}
+
+/// [`render`], with the plots' latency axis drawn as `axis` says.
+pub fn render_with_axis(
+    runs: &[Run],
+    kind: ReportKind,
+    axis: LatencyAxis,
+) -> Result<String, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
     match kind {
-        ReportKind::Html => html::render(&assemble::report(runs, true)?),
-        ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, false)?)),
-        ReportKind::Text => Ok(text::render(&assemble::report(runs, false)?, Ansi::Off)),
+        ReportKind::Html => html::render(&assemble::report(runs, Some(axis))?),
+        ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, None)?)),
+        ReportKind::Text => Ok(text::render(&assemble::report(runs, None)?, Ansi::Off)),
         ReportKind::Summary => Ok(text::render(&assemble::summary(runs), Ansi::Off)),
-        ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot)?),
+        ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot, axis)?),
     }
 }
 
@@ -233,13 +298,14 @@ pub fn render_summary(run: &Run, ansi: Ansi) -> String {
 }
 
 /// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its
-/// size, with the system's fonts), for documents that do not take SVG.
-pub fn render_png(runs: &[Run], plot: PlotKind) -> Result<Vec<u8>, ReportError> {
+/// size, with the system's fonts), for documents that do not take SVG; its latency
+/// axis drawn as `axis` says.
+pub fn render_png(runs: &[Run], plot: PlotKind, axis: LatencyAxis) -> Result<Vec<u8>, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
     png::rasterise(
-        &plot::standalone(&curves::chart_of_runs(runs, plot)?)?,
+        &plot::standalone(&curves::chart_of_runs(runs, plot, axis)?)?,
         plot,
     )
 }
@@ -259,6 +325,18 @@ mod tests {
         assert!(
             err.contains("'pdf'") && err.contains("svg-timeline"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn latency_axes_read_their_names() {
+        for axis in LatencyAxis::ALL {
+            assert_eq!(axis.name().parse::<LatencyAxis>().unwrap(), axis);
+        }
+        let err = "cubic".parse::<LatencyAxis>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown latency axis 'cubic': choose auto, linear or log"
         );
     }
 

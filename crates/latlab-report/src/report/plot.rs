@@ -5,7 +5,7 @@
 //! Okabe–Ito colours first, then Paul Tol's "muted" ones; a stream keeps its colour in
 //! every plot and in the tables' swatches.
 
-use super::curves::{Chart, YAxis};
+use super::chart::{Axis, Chart};
 use super::ReportError;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
@@ -60,8 +60,22 @@ pub(crate) fn colour_hex(index: usize) -> String {
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-/// The chart as an `<svg>` element, to place in a page.
-pub(crate) fn svg(chart: &Chart) -> Result<String, ReportError> {
+/// Where a plot's description is, for assistive technology.
+pub(crate) enum Description<'a> {
+    /// In the SVG itself, as its `<desc>` (a standalone plot).
+    Inside,
+    /// In the page, in the element with this id (a figure's caption).
+    Elsewhere(&'a str),
+}
+
+/// The chart as an `<svg>` element, to place in a page: an image (`role="img"`) named by
+/// its `<title>`, the chart's caption, and described by its explanation. `id` is
+/// unique in the page; the title's id is derived from it.
+pub(crate) fn svg(
+    chart: &Chart,
+    id: &str,
+    description: Description,
+) -> Result<String, ReportError> {
     let legend = Legend::of(chart);
     let mut out = String::new();
     {
@@ -74,14 +88,59 @@ pub(crate) fn svg(chart: &Chart) -> Result<String, ReportError> {
                 message: e.to_string(),
             })?;
     }
-    Ok(out)
+    Ok(accessible(&out, chart, id, description))
+}
+
+/// `svg` (as plotters writes it) with its accessible name and description: the root
+/// element gets `role="img"` and ARIA references, and the title (and a description
+/// kept inside) become its first children.
+fn accessible(svg: &str, chart: &Chart, id: &str, description: Description) -> String {
+    let title_id = format!("{id}-title");
+    let (described_by, desc) = match description {
+        Description::Inside => (
+            format!("{id}-desc"),
+            format!(
+                "<desc id=\"{id}-desc\">{}</desc>\n",
+                xml_escape(&chart.explanation)
+            ),
+        ),
+        Description::Elsewhere(caption_id) => (caption_id.to_string(), String::new()),
+    };
+    let Some(end) = svg.find('>') else {
+        return svg.to_string();
+    };
+    let (open, rest) = svg.split_at(end);
+    format!(
+        "{open} role=\"img\" aria-labelledby=\"{title_id}\" aria-describedby=\"{described_by}\">\n\
+         <title id=\"{title_id}\">{}</title>\n{desc}{}",
+        xml_escape(&chart.caption),
+        &rest[1..]
+    )
+}
+
+/// Escapes text for XML content and attribute values; control characters, which XML
+/// 1.0 does not allow, become U+FFFD.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' | '\t' => out.push(' '),
+            c if c.is_control() => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The chart as a standalone SVG document.
 pub(crate) fn standalone(chart: &Chart) -> Result<String, ReportError> {
     Ok(format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}",
-        svg(chart)?
+        svg(chart, "plot", Description::Inside)?
     ))
 }
 
@@ -106,32 +165,57 @@ fn draw(root: &Area, chart: &Chart, legend: &Legend) -> DrawResult {
         ))?;
         return Ok(());
     }
-    match chart.y_axis {
-        YAxis::Log { min, max } => {
-            draw_lines(&plot_area, chart, (min..max).log_scale(), power_of_ten)?
+    let area = &plot_area;
+    // Log axes are labelled at every power of ten, linear ones at round numbers.
+    match (chart.x_axis, chart.y_axis) {
+        (Axis::Linear { max: x }, Axis::Linear { max: y }) => {
+            draw_lines(area, chart, (0f64..x, axis_number), (0f64..y, axis_number))?
         }
-        YAxis::Linear { max } => draw_lines(&plot_area, chart, 0f64..max, axis_number)?,
+        (Axis::Linear { max: x }, Axis::Log { min, max }) => draw_lines(
+            area,
+            chart,
+            (0f64..x, axis_number),
+            ((min..max).log_scale(), power_of_ten),
+        )?,
+        (Axis::Log { min, max }, Axis::Linear { max: y }) => draw_lines(
+            area,
+            chart,
+            ((min..max).log_scale(), power_of_ten),
+            (0f64..y, axis_number),
+        )?,
+        (Axis::Log { min: x0, max: x1 }, Axis::Log { min: y0, max: y1 }) => draw_lines(
+            area,
+            chart,
+            ((x0..x1).log_scale(), power_of_ten),
+            ((y0..y1).log_scale(), power_of_ten),
+        )?,
     }
     legend.draw(&legend_area, chart)
 }
 
-/// Axes, grid and lines, with the y axis `y_range` labelled by `y_label`.
-fn draw_lines<Y>(area: &Area, chart: &Chart, y_range: Y, y_label: fn(&f64) -> String) -> DrawResult
+/// A label for an axis' value.
+type Labeller = fn(&f64) -> String;
+
+/// Axes, grid and lines: the x axis is `x.0` labelled by `x.1`, the y axis likewise.
+fn draw_lines<X, Y>(area: &Area, chart: &Chart, x: (X, Labeller), y: (Y, Labeller)) -> DrawResult
 where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
+    let ((x_range, x_label), (y_range, y_label)) = (x, y);
     let mut plot = ChartBuilder::on(area)
         .caption(&chart.caption, (FONT, 18))
         .margin(12)
         .margin_right(28)
         .x_label_area_size(52)
         .y_label_area_size(78)
-        .build_cartesian_2d(0f64..chart.x_max, y_range)?;
+        .build_cartesian_2d(x_range, y_range)?;
     plot.configure_mesh()
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
-        .x_label_formatter(&axis_number)
+        .x_label_formatter(&x_label)
         .y_label_formatter(&y_label)
         .x_labels(12)
         .y_labels(12)

@@ -5,9 +5,9 @@ use super::curves;
 use super::document::{Block, Severity};
 use super::figures::{self, DecodedRun};
 use super::run_tables::{
-    checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
+    audit, checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
 };
-use super::PlotKind;
+use super::{LatencyAxis, PlotKind};
 use latlab_model::run::{
     Conditions, HostFacts, MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning, BARE_METAL,
 };
@@ -16,8 +16,9 @@ use latlab_model::threshold::{Check, Status};
 /// Most failed checks listed in the verdict (the checks table has them all).
 const VERDICT_DETAILS: usize = 8;
 
-/// The run's blocks; its title is a heading of `level`, its sections one below.
-pub(crate) fn blocks(decoded: &DecodedRun, level: usize, with_figures: bool) -> Vec<Block> {
+/// The run's blocks; its title is a heading of `level`, its sections one below;
+/// `plots` adds the plots, with their latency axis.
+pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAxis>) -> Vec<Block> {
     let run = decoded.run;
     let section = |text: &str| Block::Heading {
         level: level + 1,
@@ -41,12 +42,14 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, with_figures: bool) -> 
     blocks.push(system_facts(run));
     blocks.push(section("Conditions"));
     blocks.push(condition_facts(run));
+    blocks.push(section("Readiness audit"));
+    blocks.extend(audit(run));
     blocks.push(section("Statistics"));
     blocks.extend(statistics(decoded));
-    if with_figures {
+    if let Some(axis) = plots {
         blocks.push(section("Plots"));
         for plot in PlotKind::ALL {
-            blocks.push(Block::Figure(curves::chart_of_run(decoded, plot)));
+            blocks.push(Block::Figure(curves::chart_of_run(decoded, plot, axis)));
         }
     }
     blocks.push(section("Spikes"));

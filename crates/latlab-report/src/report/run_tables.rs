@@ -1,8 +1,9 @@
-//! The tables of one run's report: statistics, spikes, phases with their loads,
-//! threshold checks and events.
+//! The tables of one run's report: statistics, the readiness audit, spikes, phases with
+//! their loads, threshold checks and events.
 
 use super::document::{Block, Table};
 use super::figures::{self, DecodedRun, DecodedStream};
+use latlab_model::audit::CheckVerdict;
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{Phase, ProbePlan, Run};
 use latlab_model::Nanos;
@@ -127,7 +128,7 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
         ("missed periods", true),
         ("early wakes", true),
     ]);
-    let mut table = Table::new(&columns);
+    let mut table = Table::new(&columns).captioned("Latency statistics per stream");
     for s in &decoded.streams {
         let (stream, st) = (s.stream, &s.stream.stats);
         let stat = |value: String, known: bool| figures::stat(stream.samples, value, known);
@@ -196,7 +197,8 @@ pub(crate) fn spikes(decoded: &DecodedRun) -> Vec<Block> {
         ("stream", false),
         ("latency (µs)", true),
         ("at (s)", true),
-    ]);
+    ])
+    .captioned("The largest samples, largest first");
     for (rank, (s, value, at)) in all.iter().take(top).enumerate() {
         table.push(
             vec![
@@ -292,6 +294,72 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
     blocks
 }
 
+/// The readiness audit the run took before measuring (`latlab check`): how its checks
+/// came out, and each check that failed or warned with what was found and the fix,
+/// failures first.
+pub(crate) fn audit(run: &Run) -> Vec<Block> {
+    let Some(audit) = &run.audit else {
+        let why = if run.import.is_some() {
+            "the run was imported"
+        } else {
+            "the run was made with --no-audit"
+        };
+        return vec![Block::Paragraph(format!(
+            "Not audited: {why}. latlab check audits this machine now."
+        ))];
+    };
+    let counts: Vec<String> = CheckVerdict::ALL
+        .into_iter()
+        .rev()
+        .map(|verdict| (verdict, audit.count(verdict)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(verdict, n)| format!("{n} {verdict}"))
+        .collect();
+    let mut blocks = vec![Block::Paragraph(format!(
+        "latlab check of CPUs {} for a task at priority {}, before measuring: {} checks, {}.",
+        figures::cpu_list(&audit.cpus),
+        audit.priority,
+        audit.checks.len(),
+        if counts.is_empty() {
+            "none ran".to_string()
+        } else {
+            counts.join(", ")
+        }
+    ))];
+    let mut flagged: Vec<_> = audit
+        .checks
+        .iter()
+        .filter(|c| matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::Warn))
+        .collect();
+    // Failures first, each verdict in the order the checks ran.
+    flagged.sort_by_key(|c| std::cmp::Reverse(c.verdict));
+    // A list, not a table: findings and fixes are sentences, which a terminal's table
+    // could not wrap.
+    blocks.push(Block::List(
+        flagged
+            .iter()
+            .map(|check| {
+                let fix = check
+                    .fix
+                    .as_deref()
+                    .map_or_else(String::new, |fix| format!(" Fix: {fix}"));
+                format!(
+                    "{} {}: {}.{fix}",
+                    check.verdict.as_str().to_ascii_uppercase(),
+                    check.title,
+                    check.finding.trim_end_matches('.')
+                )
+            })
+            .collect(),
+    ));
+    if !flagged.is_empty() {
+        blocks.push(Block::Paragraph(
+            "latlab check --json gives every check with its evidence.".to_string(),
+        ));
+    }
+    blocks
+}
+
 /// A phase's loads with the rate each achieved.
 pub(crate) fn loads_table(phase: &Phase) -> Table {
     let mut table = Table::new(&[
@@ -303,7 +371,8 @@ pub(crate) fn loads_table(phase: &Phase) -> Table {
         ("ended", false),
         ("stopped in", true),
         ("notes", false),
-    ]);
+    ])
+    .captioned(format!("Loads of phase {}", phase.name));
     for load in &phase.loads {
         table.push(
             vec![
@@ -332,7 +401,8 @@ pub(crate) fn checks_table(run: &Run) -> Table {
         ("stream", false),
         ("observed (µs)", true),
         ("result", false),
-    ]);
+    ])
+    .captioned("Every threshold judged on every stream");
     for check in &run.verdict.checks {
         table.push(
             vec![
@@ -364,7 +434,8 @@ pub(crate) fn events_table(decoded: &DecodedRun) -> Table {
         ("at (s)", true),
         ("sample (µs)", true),
         ("what happened", false),
-    ]);
+    ])
+    .captioned("Events during the run");
     for event in &decoded.run.events {
         table.push(
             vec![

@@ -4,7 +4,7 @@ use crate::cli::ExportArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
 use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
-use latlab_model::export::{exporter, exporters};
+use latlab_model::export::{exporter, exporters, narrow};
 
 /// Writes the run in the chosen format to stdout or a file.
 pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
@@ -22,6 +22,20 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
             ),
         )
     })?;
+    // Only a format that holds one phase of one probe has one to choose.
+    let choices = [("--phase", &args.phase), ("--probe", &args.probe)];
+    if let Some((flag, _)) = choices.iter().find(|c| c.1.is_some()) {
+        if !format.holds_one_series() {
+            return Err(CliError::usage(
+                flag,
+                format!(
+                    "{} holds every phase and probe, each stream named by them; {flag} \
+                     chooses one for cyclictest and cyclictest-json",
+                    format.name()
+                ),
+            ));
+        }
+    }
     let store = args
         .store
         .clone()
@@ -36,7 +50,15 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
         }
     };
     let run = find_run(Some(&store), &args.run)?;
-    let text = format.export(&run).map_err(CliError::runtime)?;
+    let run = match format.holds_one_series() {
+        true => {
+            narrow(&run, args.phase.as_deref(), args.probe.as_deref()).map_err(CliError::config)?
+        }
+        false => run,
+    };
+    // A Run the format cannot hold (several phases, a primitive probe, no histogram) is
+    // refused as the wrong choice of format or phase: exit 2, the message says which.
+    let text = format.export(&run).map_err(CliError::config)?;
     match output.as_mut() {
         None => Human::Stdout.write(&text)?,
         Some(target) => target.write(text.as_bytes())?,

@@ -9,6 +9,7 @@
 
 use crate::cli::ImportArgs;
 use crate::error::{exit, CliError};
+use crate::labels::{refuse_taken_name, Labels};
 use crate::output::Human;
 use latlab_model::import::{self, Format, ImportContext, TimeUnit, DETECT_BYTES};
 use latlab_model::run::Run;
@@ -48,6 +49,17 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         None => None,
         Some(text) => Some(parse_duration(text).map_err(|e| CliError::usage("--period", e))?),
     };
+    let labels = Labels::from_args(&args.labels)?;
+    if labels.name().is_some() && args.files.len() > 1 {
+        return Err(CliError::usage(
+            "--name",
+            format!(
+                "a name stands for one run, and {} files were given: import them one by \
+                 one, or mark them together with --tag",
+                args.files.len()
+            ),
+        ));
+    }
 
     let mut read_files = Vec::with_capacity(args.files.len());
     for file in &args.files {
@@ -55,7 +67,12 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         let mut ctx = ImportContext::new(&file.display().to_string(), &run_id(now), &rfc3339(now));
         ctx.unit = unit;
         ctx.period = period;
-        read_files.push(read(file, forced, &ctx)?);
+        // Where a tool saved more beside its results (jitterdebugger -o DIR).
+        let directory = file.parent().filter(|d| !d.as_os_str().is_empty());
+        ctx.directory = Some(directory.unwrap_or(Path::new(".")).to_path_buf());
+        let mut read_file = read(file, forced, &ctx)?;
+        labels.apply(&mut read_file.run);
+        read_files.push(read_file);
     }
 
     let path = args
@@ -64,6 +81,17 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         .unwrap_or_else(latlab_store::default_path);
     let mut store = SqliteStore::open(&path)?;
     let plan = plan_imports(&store, read_files)?;
+    for import in &plan {
+        if let Import::Save(file) = import {
+            if let Some(name) = &file.run.name {
+                let flag = match labels.name() {
+                    Some(_) => "--name".to_string(),
+                    None => format!("{} (the name of the run it holds)", file.path.display()),
+                };
+                refuse_taken_name(&store, name, &flag)?;
+            }
+        }
+    }
     let mut text = String::new();
     let mut saved = 0;
     for import in &plan {
@@ -85,6 +113,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
                     counted(run.streams.len() as u64, "stream"),
                     counted(samples, "sample"),
                 );
+                for warning in &run.warnings {
+                    let _ = writeln!(text, "  WARNING: {}", warning.message);
+                }
                 if let Some(record) = &run.import {
                     for lack in &record.lacks {
                         let _ = writeln!(text, "  lacks: {lack}");

@@ -2,12 +2,15 @@
 
 pub mod check;
 pub mod compare;
+pub mod completions;
 pub mod export;
 pub mod import;
 pub mod loads;
+pub mod man;
 pub mod methods;
 pub mod probes;
 pub mod report;
+pub mod rm;
 pub mod run;
 pub mod runs;
 pub mod scenarios;

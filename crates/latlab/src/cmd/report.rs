@@ -5,7 +5,7 @@ use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
-use latlab_report::report::{render, render_png, PlotKind, ReportKind};
+use latlab_report::report::{render_png, render_with_axis, LatencyAxis, PlotKind, ReportKind};
 use std::path::Path;
 
 /// What to write: a text kind, or one plot as PNG.
@@ -17,6 +17,12 @@ enum Output {
 /// Writes the report to stdout or the --output file.
 pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let output = output_of(args)?;
+    let axis: LatencyAxis = match &args.latency_axis {
+        Some(name) => name
+            .parse()
+            .map_err(|e| CliError::usage("--latency-axis", e))?,
+        None => LatencyAxis::Auto,
+    };
     let store = args
         .store
         .clone()
@@ -33,14 +39,14 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let runs = find_runs(Some(&store), &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
-            let text = render(&runs, kind).map_err(CliError::runtime)?;
+            let text = render_with_axis(&runs, kind, axis).map_err(CliError::runtime)?;
             if target.is_none() {
                 Human::Stdout.write(&text)?;
                 return Ok(exit::OK);
             }
             text.into_bytes()
         }
-        Output::Png(plot) => render_png(&runs, plot).map_err(CliError::runtime)?,
+        Output::Png(plot) => render_png(&runs, plot, axis).map_err(CliError::runtime)?,
     };
     target
         .as_mut()

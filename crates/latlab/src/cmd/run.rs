@@ -3,8 +3,9 @@
 
 use crate::cli::RunArgs;
 use crate::display::LiveDisplay;
-use crate::error::{exit, CliError};
+use crate::error::CliError;
 use crate::keep::keep;
+use crate::labels::Labels;
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
@@ -20,7 +21,7 @@ use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
 use latlab_model::stamp::{rfc3339, run_id};
-use latlab_model::threshold::{Status, Verdict};
+use latlab_model::threshold::Verdict;
 use latlab_rt::trace::BreakTrace;
 use latlab_store::SqliteStore;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
     let plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
+    let labels = Labels::from_args(&args.labels)?;
     let store_path = (!args.no_store).then(|| {
         args.store
             .clone()
@@ -71,6 +73,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         _ => Human::Stdout,
     };
     let mut store = store_path.as_deref().map(SqliteStore::open).transpose()?;
+    if let Some(store) = &store {
+        labels.check_name_is_free(store)?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
@@ -155,18 +160,12 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     drop(breaktrace);
     drop(setup);
 
-    let failed = measured.failed;
-    let run = assemble(&plan, host, audit, measured, breaktrace_armed);
-    // The exit code is settled first: no output problem may change a verdict.
-    let mut code = match run.verdict.status {
-        Status::Fail => exit::FAILED,
-        // A threshold that cannot be judged on what was measured is not a pass.
-        Status::Undecided => exit::USAGE,
-        Status::Pass | Status::None => exit::OK,
-    };
-    if failed {
-        code = exit::RUNTIME;
-    }
+    let mut run = assemble(&plan, host, audit, measured, breaktrace_armed);
+    labels.apply(&mut run);
+    // The exit code is settled first: no output problem may change a verdict. A
+    // threshold that cannot be judged on what was measured is not a pass (2); a failure
+    // to measure, kept in the Run as a warning, outranks the verdict (3).
+    let mut code = run.exit_status().code();
     // Keep the run before anything else can go wrong.
     let kept = keep(&run, store.as_mut(), json.as_mut());
     code = code.max(kept.code);
@@ -314,6 +313,9 @@ fn assemble(
                 .collect(),
         ),
         scenario: plan.scenario.clone(),
+        name: None,
+        tags: Default::default(),
+        note: None,
         plan: Plan {
             duration_ns: first.request.duration,
             warm_up_ns: first.request.warm_up,

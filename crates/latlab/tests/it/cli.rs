@@ -1000,7 +1000,7 @@ fn stored_runs_are_shown_and_exported_in_every_format() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown format 'yaml'"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'yaml' for '--format"));
     let missing = latlab()
         .args(["show", "zzz", "--store", store_arg])
         .output()

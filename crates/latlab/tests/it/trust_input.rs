@@ -213,10 +213,11 @@ fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
         .save(&stored)
         .unwrap();
     // Such a run is listed; showing it is refused (its id is not one latlab writes),
-    // naming the field, and no escape reaches the terminal either way.
+    // naming the field, and no escape reaches the terminal either way. It was added
+    // last: the measured run is last~1.
     for (args, code) in [
         (vec!["runs", "--store", store_arg], 0),
-        (vec!["show", "--store", store_arg, "last"], 0),
+        (vec!["show", "--store", store_arg, "last~1"], 0),
         (vec!["show", "--store", store_arg, "20260101"], 3),
     ] {
         let out = bounded_latlab().args(&args).output().unwrap();
