@@ -13,9 +13,13 @@ use serde::{Serialize, Serializer};
 /// The identifier of the JSON document `latlab compare --json` writes.
 pub const SCHEMA: &str = "latlab.comparison/1";
 
-/// What people call a run: its scenario, when it has one (`None`: it has no name).
+/// What people call a run: the name the user gave it (`--name`), else its scenario
+/// (`None`: it has neither).
 pub fn run_name(run: &Run) -> Option<String> {
-    run.scenario.clone().filter(|s| !s.trim().is_empty())
+    run.name
+        .clone()
+        .or_else(|| run.scenario.clone())
+        .filter(|s| !s.trim().is_empty())
 }
 
 /// A run in a sentence: `osadl (20261121T005337Z-7ebf7f)`, or the id alone when the
@@ -296,4 +300,25 @@ pub fn compare_runs(
         undecided: outcomes().filter(|o| o.undecided()).count(),
         comparisons,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Run {
+        Run::from_json(include_str!("../../../../docs/example-run.json")).unwrap()
+    }
+
+    #[test]
+    fn a_run_is_called_by_its_name_then_its_scenario_then_its_id() {
+        let mut run = example();
+        run.name = None;
+        run.scenario = None;
+        assert_eq!(run_label(&run), run.id);
+        run.scenario = Some("osadl".to_string());
+        assert_eq!(run_label(&run), format!("osadl ({})", run.id));
+        run.name = Some("baseline".to_string());
+        assert_eq!(run_label(&run), format!("baseline ({})", run.id));
+    }
 }
