@@ -382,6 +382,20 @@ pub struct LoadRecord {
     pub stop_ns: Nanos,
     /// What the load said about how it ran (e.g. which flood it used).
     pub notes: Vec<String>,
+    /// CPU time its processes used, user and system: the worker's threads and every
+    /// process it waited for (an `exec:` load's command). Absent where not recorded:
+    /// Runs before it was, and a load whose worker had to be killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time: Option<CpuTime>,
+}
+
+/// CPU time as the kernel accounts it (`getrusage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTime {
+    /// Time in user mode.
+    pub user_ns: Nanos,
+    /// Time in the kernel on its behalf.
+    pub system_ns: Nanos,
 }
 
 /// One measuring thread's results in one phase.

@@ -1,20 +1,37 @@
 //! Comparing runs: the seeds' table shape (rows = runs; min, mean, p50, p99, p99.9,
-//! max, samples, missed periods) and a regression verdict that accounts for sampling
-//! noise.
+//! max, samples, missed periods), a regression verdict that accounts for sampling
+//! noise, what the runs' loads achieved, and whether the runs measured alike at all.
 //!
 //! Method, for a percentile metric: each run's value comes with a 95 % distribution-
 //! free confidence interval from order statistics — the ranks n·q ± 1.96·√(n·q·(1−q))
 //! of its merged histogram (the normal approximation to the binomial distribution of
 //! the number of samples below the true quantile). A new run regresses when the lower
 //! end of its interval lies above the upper end of the base's by more than the
-//! tolerance; it improves in the mirror case; anything else is "no significant change".
+//! tolerance; it improves in the mirror case; intervals apart by less than the
+//! tolerance are "within tolerance"; overlapping ones are "no significant change".
 //! The mean gets a 95 % interval from its standard error. The maximum has no interval:
-//! it is compared as it is, and said so.
+//! it is compared as it is, and said so. The missed-period rate (missed periods over
+//! periods elapsed) gets a 95 % Wilson score interval (Wilson 1927), which stays
+//! meaningful at 0 missed periods, where the normal approximation collapses to a point.
+
+mod judged;
+mod likeness;
+mod loads;
+mod runs;
+
+pub use judged::{Judged, Tolerance};
+pub use likeness::{differences, Difference};
+pub use loads::{compare_loads, LoadComparison, LoadFigures, ThroughputChange};
+pub use runs::{
+    compare_runs, run_label, run_name, CompareError, Comparisons, Outcome, RunComparison, RunRef,
+    Verdict, SCHEMA,
+};
 
 use latlab_model::hist::{Edge, HistogramError, LatencyHistogram};
-use latlab_model::run::{Percentile, Run};
+use latlab_model::run::{Percentile, Run, Stream};
 use latlab_model::threshold::Metric;
 use latlab_model::Nanos;
+use serde::Serialize;
 
 /// The z value of a two-sided 95 % interval.
 const Z95: f64 = 1.959_964;
@@ -59,16 +76,26 @@ fn total<T: std::iter::Sum<T>>(figures: impl Iterator<Item = Option<T>>) -> Opti
 impl RunFigures {
     /// Merges a run's streams.
     pub fn of(run: &Run) -> Result<RunFigures, HistogramError> {
-        let sampled: Vec<_> = run.streams.iter().filter(|s| s.samples > 0).collect();
+        RunFigures::of_streams(run, |_| true)
+    }
+
+    /// Merges the streams of one phase of a run.
+    pub fn of_phase(run: &Run, phase: &str) -> Result<RunFigures, HistogramError> {
+        RunFigures::of_streams(run, |s| s.phase == phase)
+    }
+
+    fn of_streams(run: &Run, keep: impl Fn(&Stream) -> bool) -> Result<RunFigures, HistogramError> {
+        let streams: Vec<&Stream> = run.streams.iter().filter(|s| keep(s)).collect();
+        let sampled: Vec<_> = streams.iter().filter(|s| s.samples > 0).collect();
         let mut histogram = Some(LatencyHistogram::new());
-        for s in &run.streams {
+        for s in &streams {
             match (s.decode_histogram()?, histogram.as_mut()) {
                 (Some(h), Some(merged)) => merged.merge(&h),
                 (None, _) if s.samples > 0 => histogram = None,
                 _ => {}
             }
         }
-        let samples: u64 = run.streams.iter().map(|s| s.samples).sum();
+        let samples: u64 = streams.iter().map(|s| s.samples).sum();
         // Exact sums back from each stream's mean and deviation.
         let sum = total(
             sampled
@@ -95,7 +122,7 @@ impl RunFigures {
             kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
             scenario: run.scenario.clone(),
             samples,
-            missed_periods: total(run.streams.iter().map(|s| s.missed_periods)),
+            missed_periods: total(streams.iter().map(|s| s.missed_periods)),
             min: extreme(|st| st.min_ns).and_then(|v| v.into_iter().min()),
             mean,
             stddev,
@@ -118,14 +145,40 @@ impl RunFigures {
             .percentile_within(p, self.min?, self.max?, self.edge)
     }
 
-    /// The metric's value and its 95 % interval (`None` interval for the maximum, for
+    /// The figure's value and its 95 % interval (`None` interval for the maximum, for
     /// a mean without a known deviation, and for a bound); `Err` says why there is none.
-    pub fn estimate(&self, metric: Metric) -> Result<Estimate, Unknown> {
-        let n = self.samples;
-        if n == 0 {
+    pub fn estimate(&self, judged: Judged) -> Result<Estimate, Unknown> {
+        if self.samples == 0 {
             return Err(Unknown::NoSamples);
         }
-        let missing = || Unknown::NotInSource(metric);
+        match judged {
+            Judged::Latency(metric) => self.latency(metric),
+            Judged::MissedRate => self.missed_rate(),
+        }
+    }
+
+    /// The missed-period rate with its 95 % Wilson score interval (E. B. Wilson,
+    /// "Probable inference, the law of succession, and statistical inference", JASA 22,
+    /// 1927): for x missed of n periods, p = x/n,
+    /// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n).
+    fn missed_rate(&self) -> Result<Estimate, Unknown> {
+        let missed = self
+            .missed_periods
+            .ok_or(Unknown::NotInSource(Judged::MissedRate))?;
+        let n = (self.samples + missed) as f64;
+        let p = missed as f64 / n;
+        let z2 = Z95 * Z95;
+        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+        Ok(Estimate {
+            interval: Some(((centre - half).max(0.0), (centre + half).min(1.0))),
+            ..Estimate::exact(p)
+        })
+    }
+
+    fn latency(&self, metric: Metric) -> Result<Estimate, Unknown> {
+        let n = self.samples;
+        let missing = || Unknown::NotInSource(Judged::Latency(metric));
         match metric {
             Metric::Max => self
                 .max
@@ -176,30 +229,35 @@ impl RunFigures {
     }
 }
 
-/// Why a run has no estimate of a metric.
+/// Why a run has no estimate of a figure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Unknown {
     /// It has no samples.
     NoSamples,
-    /// Its source did not have the figure (an imported Run).
-    NotInSource(Metric),
+    /// Its source did not have the figure (an imported Run), or its probe does not
+    /// count it.
+    NotInSource(Judged),
 }
 
 impl std::fmt::Display for Unknown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unknown::NoSamples => f.write_str("it has no samples"),
-            Unknown::NotInSource(metric) => write!(
+            Unknown::NotInSource(Judged::MissedRate) => f.write_str(
+                "the missed-period rate is unknown: its source did not count missed periods",
+            ),
+            Unknown::NotInSource(judged) => write!(
                 f,
                 "{} is unknown: the file it was imported from did not have it",
-                metric.describe()
+                judged.describe()
             ),
         }
     }
 }
 
-/// A metric's value with its confidence interval, in ns.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A figure's value with its confidence interval: ns for a latency, a fraction for
+/// the missed-period rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
     /// The value (a lower bound when `bound`).
     pub value: f64,
@@ -207,7 +265,7 @@ pub struct Estimate {
     /// overflowed their source's histogram.
     pub bound: bool,
     /// Lower and upper end of the 95 % interval, when one exists (the upper end is
-    /// infinite when it falls among such samples).
+    /// infinite when it falls among such samples; `null` in JSON).
     pub interval: Option<(f64, f64)>,
 }
 
@@ -230,24 +288,27 @@ impl Estimate {
     }
 }
 
-/// What a comparison concluded for one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a comparison concluded for one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Change {
     /// Significantly worse, beyond the tolerance.
     Regression,
     /// Significantly better, beyond the tolerance.
     Improvement,
-    /// Neither.
+    /// Significantly different, but by no more than the tolerance.
+    WithinTolerance,
+    /// The intervals overlap: the difference may be noise.
     NoSignificantChange,
     /// Cannot be told: a value known only as a lower bound may lie either side.
     Undecided,
 }
 
-/// One metric compared between the base and one new run.
-#[derive(Debug, Clone, PartialEq)]
+/// One figure compared between the base and one new run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The metric.
-    pub metric: Metric,
+    /// The figure.
+    pub metric: Judged,
     /// The new run's id.
     pub new_id: String,
     /// Base estimate.
@@ -276,12 +337,12 @@ impl std::fmt::Display for NotComparable {
     }
 }
 
-/// Compares `metric` between `base` and `new` with a relative `tolerance` (0.1 = 10 %).
+/// Compares `metric` between `base` and `new` with a `tolerance`.
 pub fn compare(
     base: &RunFigures,
     new: &RunFigures,
-    metric: Metric,
-    tolerance: f64,
+    metric: Judged,
+    tolerance: Tolerance,
 ) -> Result<Comparison, NotComparable> {
     let estimate = |f: &RunFigures| {
         f.estimate(metric).map_err(|reason| NotComparable {
@@ -294,12 +355,15 @@ pub fn compare(
     // reaches up without limit.
     let (b_low, b_high) = b.range();
     let (n_low, n_high) = n.range();
-    let change = if n_low > b_high * (1.0 + tolerance) {
+    let latency = matches!(metric, Judged::Latency(_));
+    let change = if n_low > tolerance.above(b_high, latency) {
         Change::Regression
-    } else if n_high < b_low * (1.0 - tolerance) {
+    } else if n_high < tolerance.below(b_low, latency) {
         Change::Improvement
     } else if b.bound || n.bound {
         Change::Undecided
+    } else if n_low > b_high || n_high < b_low {
+        Change::WithinTolerance
     } else {
         Change::NoSignificantChange
     };
@@ -315,17 +379,31 @@ pub fn compare(
 
 /// The method, in one sentence, for the output.
 pub const METHOD: &str = "95 % distribution-free confidence intervals of each percentile from \
-order statistics (ranks n·q ± 1.96·√(n·q·(1−q))) and of the mean from its standard error; \
-a regression is a new interval entirely above the base's by more than the tolerance. \
+order statistics (ranks n·q ± 1.96·√(n·q·(1−q))), of the mean from its standard error, and \
+of the missed-period rate (missed / periods elapsed) as a Wilson score interval (Wilson \
+1927); a regression is a new interval entirely above the base's by more than the tolerance, \
+apart by less is within tolerance, overlapping is no significant change. \
 The maximum, and a mean whose standard deviation is unknown, have no interval and are \
 compared as they are; a percentile shown as ≥ is a lower bound (it falls among samples \
-beyond the source's histogram range) and decides only when the other run lies clear of it.";
+beyond the source's histogram range) and decides only when the other run lies clear of it. \
+Missed periods often come in bursts, not one by one: read the rate's interval as a lower \
+bound on the uncertainty.";
+
+/// How the loads are compared, in one sentence, for the output.
+pub const LOADS_METHOD: &str = "Loads: each phase's rate is one count over one span, with no \
+interval; a load that ran in several phases of a run is also pooled over them (mean rate, \
+95 % Student-t interval) and judged lower or higher only when the intervals are apart. \
+Load rates are shown beside the latency verdicts and do not set the exit status.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn figures(id: &str, values: impl Iterator<Item = i64>) -> RunFigures {
+        with_missed(id, values, 0)
+    }
+
+    fn with_missed(id: &str, values: impl Iterator<Item = i64>, missed: u64) -> RunFigures {
         let mut histogram = LatencyHistogram::new();
         let (mut n, mut sum, mut sum_sq) = (0u64, 0f64, 0f64);
         let (mut min, mut max) = (i64::MAX, i64::MIN);
@@ -344,7 +422,7 @@ mod tests {
             kernel: Some("k".into()),
             scenario: None,
             samples: n,
-            missed_periods: Some(0),
+            missed_periods: Some(missed),
             min: Some(Nanos(min)),
             mean: Some(mean),
             stddev: Some((sum_sq / n as f64 - mean * mean).sqrt()),
@@ -374,7 +452,7 @@ mod tests {
             Metric::Percentile(99.9),
             Metric::Mean,
         ] {
-            let c = compare(&a, &b, metric, 0.0).unwrap();
+            let c = compare(&a, &b, Judged::Latency(metric), Tolerance::NONE).unwrap();
             assert_eq!(c.change, Change::NoSignificantChange, "{metric}: {c:?}");
         }
     }
@@ -383,13 +461,19 @@ mod tests {
     fn a_shifted_distribution_is_a_regression_unless_tolerated() {
         let a = figures("a", spread(10_000, 2_000, 20_000, 1));
         let b = figures("b", spread(13_000, 2_000, 20_000, 2));
-        let c = compare(&a, &b, Metric::Percentile(99.0), 0.05).unwrap();
+        let p99 = Judged::Latency(Metric::Percentile(99.0));
+        let c = compare(&a, &b, p99, Tolerance::Relative(0.05)).unwrap();
         assert_eq!(c.change, Change::Regression);
         let relative = c.relative_change.unwrap();
         assert!(relative > 0.2 && relative < 0.3, "{c:?}");
-        let tolerated = compare(&a, &b, Metric::Percentile(99.0), 0.5).unwrap();
-        assert_eq!(tolerated.change, Change::NoSignificantChange);
-        let back = compare(&b, &a, Metric::Percentile(99.0), 0.05).unwrap();
+        // Apart, but by less than the tolerance: not "no significant change".
+        let tolerated = compare(&a, &b, p99, Tolerance::Relative(0.5)).unwrap();
+        assert_eq!(tolerated.change, Change::WithinTolerance);
+        let absolute = compare(&a, &b, p99, Tolerance::Absolute(Nanos(5_000))).unwrap();
+        assert_eq!(absolute.change, Change::WithinTolerance);
+        let tight = compare(&a, &b, p99, Tolerance::Absolute(Nanos(1_000))).unwrap();
+        assert_eq!(tight.change, Change::Regression);
+        let back = compare(&b, &a, p99, Tolerance::Relative(0.05)).unwrap();
         assert_eq!(back.change, Change::Improvement);
     }
 
@@ -397,7 +481,8 @@ mod tests {
     fn few_samples_give_wide_intervals() {
         let a = figures("a", spread(10_000, 2_000, 30, 1));
         let b = figures("b", spread(10_500, 2_000, 30, 2));
-        let c = compare(&a, &b, Metric::Percentile(90.0), 0.0).unwrap();
+        let p90 = Judged::Latency(Metric::Percentile(90.0));
+        let c = compare(&a, &b, p90, Tolerance::NONE).unwrap();
         let (low, high) = c.new.interval.unwrap();
         assert!(low <= c.new.value && c.new.value <= high);
         assert_eq!(c.change, Change::NoSignificantChange);
@@ -406,8 +491,35 @@ mod tests {
     #[test]
     fn the_maximum_has_no_interval() {
         let a = figures("a", spread(10_000, 2_000, 1_000, 1));
-        let e = a.estimate(Metric::Max).unwrap();
+        let e = a.estimate(Judged::Latency(Metric::Max)).unwrap();
         assert_eq!(e.interval, None);
         assert_eq!(e.value, a.max.unwrap().0 as f64);
+    }
+
+    #[test]
+    fn the_missed_period_rate_has_a_wilson_interval_also_at_zero() {
+        let none = with_missed("a", spread(10_000, 2_000, 10_000, 1), 0);
+        let e = none.estimate(Judged::MissedRate).unwrap();
+        let (low, high) = e.interval.unwrap();
+        assert_eq!((e.value, low), (0.0, 0.0));
+        // Wilson at x = 0: z²/(n + z²).
+        let expected = Z95 * Z95 / (10_000.0 + Z95 * Z95);
+        assert!((high - expected).abs() < 1e-12, "{high} vs {expected}");
+        let some = with_missed("b", spread(10_000, 2_000, 9_900, 2), 100);
+        let c = compare(&none, &some, Judged::MissedRate, Tolerance::NONE).unwrap();
+        assert_eq!(c.change, Change::Regression);
+        assert!((c.new.value - 0.01).abs() < 1e-12);
+        let few = with_missed("c", spread(10_000, 2_000, 9_999, 3), 1);
+        let c = compare(&none, &few, Judged::MissedRate, Tolerance::NONE).unwrap();
+        assert_eq!(c.change, Change::NoSignificantChange, "{c:?}");
+    }
+
+    #[test]
+    fn a_rate_the_source_did_not_count_is_unknown() {
+        let mut imported = figures("a", spread(10_000, 2_000, 100, 1));
+        imported.missed_periods = None;
+        let err = imported.estimate(Judged::MissedRate).unwrap_err();
+        assert_eq!(err, Unknown::NotInSource(Judged::MissedRate));
+        assert!(err.to_string().contains("did not count missed periods"));
     }
 }

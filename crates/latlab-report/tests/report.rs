@@ -9,6 +9,7 @@ use latlab_model::run::{
 };
 use latlab_model::threshold::{Metric, Threshold, Verdict};
 use latlab_model::Nanos;
+use latlab_report::compare::{compare_runs, Judged, Tolerance};
 use latlab_report::report::{render, render_comparison, PlotKind, ReportKind};
 
 const SVG_NAMESPACE: &str = "http://www.w3.org/2000/svg";
@@ -320,6 +321,7 @@ fn phases_are_reported_with_their_loads() {
                 ended: "stopped".to_string(),
                 stop_ns: Nanos::from_millis(3),
                 notes: vec![],
+                cpu_time: None,
             }],
             ..main
         },
@@ -437,13 +439,22 @@ fn the_comparison_of_two_runs() {
     narrower.id = "20261121T010000Z-000001".to_string();
     narrower.streams.truncate(1);
     let metrics = [
-        Metric::Percentile(99.0),
-        Metric::Percentile(99.9),
-        Metric::Max,
+        Judged::Latency(Metric::Percentile(99.0)),
+        Judged::Latency(Metric::Percentile(99.9)),
+        Judged::Latency(Metric::Max),
+        Judged::MissedRate,
     ];
-    let compared = render_comparison(&[base, narrower], &metrics, 0.05).unwrap();
-    insta::assert_snapshot!(compared.text);
-    assert_eq!((compared.regressions, compared.undecided), (0, 0));
+    let runs = [base, narrower];
+    let compared = compare_runs(&runs, &metrics, Tolerance::Relative(0.05)).unwrap();
+    insta::assert_snapshot!(render_comparison(&runs, &compared).unwrap());
+    assert_eq!((compared.failures, compared.undecided), (0, 0));
+    // One CPU left out: said, as a difference in what was measured.
+    let differences = &compared.comparisons[0].differences;
+    assert_eq!(differences.len(), 1, "{differences:?}");
+    assert_eq!(
+        (differences[0].what, differences[0].base.as_str()),
+        ("CPUs", "0, 1")
+    );
 }
 
 #[test]

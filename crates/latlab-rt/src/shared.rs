@@ -155,16 +155,46 @@ impl SharedCounters {
     }
 }
 
-/// CPU time (user + system) of all waited-for children, in nanoseconds.
-pub fn children_cpu_ns() -> u64 {
+/// CPU time of a process, split as the kernel accounts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// Time spent in user mode, in nanoseconds.
+    pub user_ns: u64,
+    /// Time spent in the kernel on its behalf, in nanoseconds.
+    pub system_ns: u64,
+}
+
+/// `getrusage(who)`'s user and system time; `None` when it fails.
+fn rusage_times(who: libc::c_int) -> Option<CpuTimes> {
     // SAFETY: a zeroed rusage is valid; getrusage fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to the rusage above.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return 0;
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return None;
     }
     let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    ns(usage.ru_utime) + ns(usage.ru_stime)
+    Some(CpuTimes {
+        user_ns: ns(usage.ru_utime),
+        system_ns: ns(usage.ru_stime),
+    })
+}
+
+/// CPU time (user + system) of all waited-for children, in nanoseconds.
+pub fn children_cpu_ns() -> u64 {
+    rusage_times(libc::RUSAGE_CHILDREN).map_or(0, |t| t.user_ns + t.system_ns)
+}
+
+/// CPU time of this process (every thread) and of all its waited-for children; `None`
+/// when the kernel would not say.
+pub fn own_and_children_cpu_times() -> Option<CpuTimes> {
+    let (own, children) = (
+        rusage_times(libc::RUSAGE_SELF)?,
+        rusage_times(libc::RUSAGE_CHILDREN)?,
+    );
+    Some(CpuTimes {
+        user_ns: own.user_ns + children.user_ns,
+        system_ns: own.system_ns + children.system_ns,
+    })
 }
 
 /// Free bytes available to unprivileged users on the file system holding `path`.

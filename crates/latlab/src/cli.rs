@@ -372,16 +372,29 @@ pub struct PruneArgs {
 
 /// `latlab compare`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 no regression, 1 a regression or a new run without samples, 2 bad input,
+runs that measured different things (without --force), or a verdict that cannot be reached.")]
 pub struct CompareArgs {
     /// The base run and the runs to judge against it (ids, prefixes, last, last~1).
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
-    /// Metrics to judge: p99.9, p99, p50, mean, max, ... (repeatable) [default: p99.9].
+    /// Figures to judge: p99.9, p99, p50, mean, max, or missed-rate (missed periods /
+    /// periods elapsed) (repeatable) [default: p99.9].
     #[arg(long = "metric", value_name = "METRIC")]
     pub metrics: Vec<String>,
-    /// Relative change allowed before a significant difference is a regression.
-    #[arg(long, value_name = "PERCENT", default_value = "10%")]
+    /// Change allowed before a significant difference is a regression: a percentage
+    /// (10%) or a latency (5us, which the missed-period rate is judged without).
+    #[arg(long, value_name = "10%|5us", default_value = "10%")]
     pub tolerance: String,
+    /// Compare runs that measured different things (probe, method, period, policy,
+    /// CPUs, clock, phases); without it such runs are refused.
+    #[arg(long)]
+    pub force: bool,
+    /// Write the comparison as JSON: to standard output without FILE (no table then),
+    /// or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

@@ -4,7 +4,7 @@
 
 use super::worker::WorkerArgs;
 use super::{LoadError, LoadSpec};
-use latlab_model::run::LoadRecord;
+use latlab_model::run::{CpuTime, LoadRecord};
 use latlab_model::Nanos;
 use latlab_rt::process;
 use std::io::{BufRead, BufReader};
@@ -29,6 +29,7 @@ struct Progress {
     elapsed_ns: u64,
     end: Option<String>,
     notes: Vec<String>,
+    cpu_time: Option<CpuTime>,
 }
 
 /// A load running in its own process group.
@@ -205,6 +206,7 @@ impl RunningLoad {
             },
             stop_ns,
             notes: p.notes,
+            cpu_time: p.cpu_time,
         }
     }
 
@@ -294,6 +296,16 @@ fn follow(stdout: std::process::ChildStdout, progress: &Mutex<Progress>) {
                 }
             }
             Some("end") => p.end = Some(line["end ".len().min(line.len())..].to_string()),
+            Some("cpu") => {
+                let user = words.next().and_then(|w| w.parse().ok());
+                let system = words.next().and_then(|w| w.parse().ok());
+                if let (Some(user), Some(system)) = (user, system) {
+                    p.cpu_time = Some(CpuTime {
+                        user_ns: Nanos(user),
+                        system_ns: Nanos(system),
+                    });
+                }
+            }
             Some("note") => p
                 .notes
                 .push(line["note ".len().min(line.len())..].to_string()),

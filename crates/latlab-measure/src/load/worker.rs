@@ -4,8 +4,8 @@
 //! [`super::running`] starts it with and the one [`main_if_worker`] reads back, so the
 //! two cannot drift apart. It speaks a line protocol on standard output, read by
 //! [`super::running`]: `ready` once set up, `count WORK ELAPSED_NS` every 200 ms,
-//! `note TEXT` when it has something to say, and finally `end ok` or
-//! `end failed MESSAGE`.
+//! `note TEXT` when it has something to say, and finally `cpu USER_NS SYSTEM_NS` (the
+//! CPU time of the load's processes) and `end ok` or `end failed MESSAGE`.
 
 use super::{LoadContext, LoadSpec};
 use crate::facts::parse_kernel_cpu_list;
@@ -195,6 +195,10 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     );
     let result = spec.load().run(&spec.params, &ctx);
     process::end_children(CHILDREN_GRACE);
+    // Every process of the load is waited for now: its CPU time is all counted.
+    if let Some(t) = latlab_rt::shared::own_and_children_cpu_times() {
+        say(&format!("cpu {} {}", t.user_ns, t.system_ns));
+    }
     say(&format!(
         "count {} {}",
         counters.total(),

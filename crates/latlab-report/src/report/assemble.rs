@@ -5,6 +5,7 @@ use super::curves;
 use super::document::{Block, Document, Severity};
 use super::figures::{self, DecodedRun};
 use super::{comparison, run_section, summary, LatencyAxis, PlotKind, ReportError};
+use crate::compare::{compare_runs, Judged, Tolerance};
 use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
 
@@ -49,8 +50,9 @@ pub(crate) fn report(runs: &[Run], plots: Option<LatencyAxis>) -> Result<Documen
         level: 2,
         text: "Comparison".to_string(),
     });
-    let metrics = [Metric::Percentile(99.0), Metric::Percentile(99.9)];
-    blocks.extend(comparison::blocks(runs, &merged, &metrics, 0.0).blocks);
+    let metrics = [99.0, 99.9].map(|p| Judged::Latency(Metric::Percentile(p)));
+    let compared = compare_runs(runs, &metrics, Tolerance::NONE).map_err(ReportError::from)?;
+    blocks.extend(comparison::blocks(runs, &merged, &compared));
     if let Some(axis) = plots {
         blocks.push(Block::Heading {
             level: 2,

@@ -1,50 +1,58 @@
-//! Runs side by side: the seeds' table (one row per run) and each later run's verdict
-//! against the first, per metric. The report of several runs and `latlab compare`
-//! both show these very blocks.
+//! Runs side by side: the seeds' table (one row per run), how a later run differs from
+//! the first in what it measured, each later run's verdicts against the first, and
+//! their loads side by side. The report of several runs and `latlab compare` both show
+//! these very blocks.
 
-use super::document::{Block, Table};
+use super::document::{Block, Severity, Table};
 use super::figures;
-use crate::compare::{compare, Change, Estimate, RunFigures, METHOD};
+use crate::compare::{
+    run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
+    RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
+};
 use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
 
-/// The comparison's blocks and what its verdicts came to.
-pub(crate) struct Compared {
-    /// The table, one line per verdict, and the method.
-    pub blocks: Vec<Block>,
-    /// Verdicts of significant regression.
-    pub regressions: usize,
-    /// Comparisons that could not be judged: a figure a run lacks, or a bound that may
-    /// lie either side.
-    pub undecided: usize,
-}
-
-/// The table and the verdicts of `metrics` (each later run against the first) with a
-/// relative `tolerance`.
-pub(crate) fn blocks(
-    runs: &[Run],
-    merged: &[RunFigures],
-    metrics: &[Metric],
-    tolerance: f64,
-) -> Compared {
-    let (lines, regressions, undecided) = verdicts(merged, metrics, tolerance);
-    Compared {
-        blocks: vec![
-            Block::Table(table(runs, merged)),
-            Block::List(lines),
-            Block::Paragraph(format!("Method: {METHOD}")),
-        ],
-        regressions,
-        undecided,
+/// The comparison's blocks: the table, then per later run what differs, the verdicts
+/// and the loads, then the method.
+pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons) -> Vec<Block> {
+    let mut blocks = vec![Block::Table(table(runs, merged))];
+    for c in &compared.comparisons {
+        if !c.differences.is_empty() {
+            let lines = c.differences.iter().map(ToString::to_string).collect();
+            blocks.push(Block::Alert {
+                severity: Severity::Warning,
+                title: format!(
+                    "{} measured something else than the base {}: its latencies do not tell \
+                     what a change did",
+                    c.new.label(),
+                    compared.base.label()
+                ),
+                lines,
+            });
+        }
+        let lines = c
+            .verdicts
+            .iter()
+            .map(|v| verdict_line(compared, c, v))
+            .collect();
+        blocks.push(Block::List(lines));
+        if !c.loads.is_empty() {
+            blocks.push(Block::Table(loads_table(c)));
+        }
     }
+    blocks.push(Block::Paragraph(format!("Method: {}", compared.method)));
+    if compared.comparisons.iter().any(|c| !c.loads.is_empty()) {
+        blocks.push(Block::Paragraph(compared.loads_method.to_string()));
+    }
+    blocks
 }
 
 /// The seeds' table: one row per run.
 fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
     let mut table = Table::new(&[
         ("run", false),
+        ("name", false),
         ("host", false),
-        ("scenario", false),
         ("kernel", false),
         ("verdict", false),
         ("samples", true),
@@ -55,6 +63,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
         ("p99 (µs)", true),
         ("p99.9 (µs)", true),
         ("max (µs)", true),
+        ("loads", false),
     ]);
     for (colour, (run, f)) in runs.iter().zip(merged).enumerate() {
         let status = run.verdict.status.word();
@@ -71,10 +80,8 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
         table.push(
             vec![
                 run.id.clone(),
+                run_name(run).unwrap_or_else(|| figures::MISSING.to_string()),
                 figures::fact(f.host.clone(), |h| h),
-                run.scenario
-                    .clone()
-                    .unwrap_or_else(|| figures::MISSING.to_string()),
                 figures::fact(f.kernel.clone(), |k| k),
                 verdict,
                 f.samples.to_string(),
@@ -85,6 +92,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
                 percentile(99.0),
                 percentile(99.9),
                 stat(figures::us(f.max), f.max.is_some()),
+                loads_cell(run),
             ],
             Some(colour),
         );
@@ -92,77 +100,200 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
     table
 }
 
-/// An estimate for a verdict line: `12.345 µs [11.0, 13.1]`, `≥ 400.000 µs`.
-fn estimate(e: &Estimate) -> String {
-    let value = format!("{:.3} µs", e.value / 1e3);
+/// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`.
+fn loads_cell(run: &Run) -> String {
+    let several = run.phases.len() > 1;
+    let loads: Vec<String> = run
+        .phases
+        .iter()
+        .flat_map(|p| {
+            p.loads.iter().map(move |l| {
+                let rate = l.rate.map_or_else(
+                    || "no work".to_string(),
+                    |r| format!("{} {}", number(r), l.rate_unit),
+                );
+                let phase = if several {
+                    format!("{}: ", p.name)
+                } else {
+                    String::new()
+                };
+                format!("{phase}{} {rate}", l.spec)
+            })
+        })
+        .collect();
+    if loads.is_empty() {
+        "none".to_string()
+    } else {
+        loads.join("; ")
+    }
+}
+
+/// A rate or time with three significant digits: `12300`, `12.3`, `0.0123`.
+fn number(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let digits = (2 - value.abs().log10().floor() as i32).max(0) as usize;
+    format!("{value:.digits$}")
+}
+
+/// An estimate for a verdict line: `12.345 µs [11.0, 13.1]`, `≥ 400.000 µs`,
+/// `0.040 % [0.016, 0.103]`.
+fn estimate(e: &Estimate, latency: bool) -> String {
+    let (scale, unit) = if latency { (1e-3, "µs") } else { (100.0, "%") };
+    let value = format!("{:.3} {unit}", e.value * scale);
     if e.bound {
         return format!("≥ {value}");
     }
     match e.interval {
         Some((low, high)) if high.is_finite() => {
-            format!("{value} [{:.3}, {:.3}]", low / 1e3, high / 1e3)
+            format!("{value} [{:.3}, {:.3}]", low * scale, high * scale)
         }
-        Some((low, _)) => format!("{value} [{:.3}, unbounded]", low / 1e3),
+        Some((low, _)) => format!("{value} [{:.3}, unbounded]", low * scale),
         None => value,
     }
 }
 
-/// One line per later run and metric, and the counts of regressions and of
-/// comparisons that could not be judged.
-fn verdicts(
-    merged: &[RunFigures],
-    metrics: &[Metric],
-    tolerance: f64,
-) -> (Vec<String>, usize, usize) {
-    let Some((base, later)) = merged.split_first() else {
-        return (Vec::new(), 0, 0);
-    };
-    let beyond = format!("beyond {:.0} %", tolerance * 100.0);
-    let (mut lines, mut regressions, mut undecided) = (Vec::new(), 0, 0);
-    for new in later {
-        for &metric in metrics {
-            let c = match compare(base, new, metric, tolerance) {
-                Ok(c) => c,
-                Err(why) => {
-                    undecided += 1;
-                    lines.push(format!("{metric}: CANNOT BE JUDGED: {why}"));
-                    continue;
-                }
-            };
-            let verdict = match c.change {
-                Change::Regression => {
-                    regressions += 1;
-                    format!("REGRESSION ({beyond})")
-                }
-                Change::Improvement => format!("improvement ({beyond})"),
-                Change::NoSignificantChange => "no significant change".to_string(),
-                Change::Undecided => {
-                    undecided += 1;
-                    "CANNOT BE JUDGED: a value known only as a lower bound (≥) may lie either \
-                     side of the other"
-                        .to_string()
-                }
-            };
-            let relative = c
-                .relative_change
-                .map_or_else(String::new, |r| format!(" ({:+.1} %)", r * 100.0));
-            let unmeasured = if metric == Metric::Mean
-                && !c.base.bound
-                && (c.base.interval.is_none() || c.new.interval.is_none())
-            {
-                " (no interval: a standard deviation is unknown, the means are compared as \
-                 they are)"
-            } else {
-                ""
-            };
-            lines.push(format!(
-                "{metric}: base {} {} vs {} {}{relative}: {verdict}{unmeasured}",
-                base.id,
-                estimate(&c.base),
-                new.id,
-                estimate(&c.new),
-            ));
+/// How far the tolerance goes, for a verdict on a latency or a rate.
+fn tolerance(t: Tolerance, latency: bool) -> String {
+    match t {
+        Tolerance::Absolute(_) if !latency => {
+            "0 % (an absolute tolerance applies to latencies)".to_string()
         }
+        t => t.to_string(),
     }
-    (lines, regressions, undecided)
+}
+
+/// One verdict: `[load] p99: base … vs … (+1.9 %): no significant change`.
+fn verdict_line(compared: &Comparisons, c: &RunComparison, v: &Verdict) -> String {
+    let phase = v
+        .phase
+        .as_ref()
+        .map_or_else(String::new, |p| format!("[{p}] "));
+    let metric = v.metric;
+    let (base, new) = match (v.outcome, &v.base, &v.new) {
+        (Outcome::NoSamples, ..) => {
+            return format!(
+                "{phase}{metric}: FAILED: {} has no samples to compare",
+                c.new.label()
+            )
+        }
+        (Outcome::Judged(_), Some(b), Some(n)) => (b, n),
+        _ => {
+            let why = v.reason.as_deref().unwrap_or("a run lacks it");
+            return format!("{phase}{metric}: CANNOT BE JUDGED: {why}");
+        }
+    };
+    let latency = matches!(metric, Judged::Latency(_));
+    let within = tolerance(compared.tolerance, latency);
+    let verdict = match v.outcome {
+        Outcome::Judged(Change::Regression) => format!("REGRESSION (beyond {within})"),
+        Outcome::Judged(Change::Improvement) => format!("improvement (beyond {within})"),
+        Outcome::Judged(Change::WithinTolerance) => format!("within tolerance ({within})"),
+        Outcome::Judged(Change::NoSignificantChange) => "no significant change".to_string(),
+        _ => "CANNOT BE JUDGED: a value known only as a lower bound (≥) may lie either side of \
+              the other"
+            .to_string(),
+    };
+    let relative = v
+        .relative_change
+        .map_or_else(String::new, |r| format!(" ({:+.1} %)", r * 100.0));
+    let unmeasured = if metric == Judged::Latency(Metric::Mean)
+        && !base.bound
+        && (base.interval.is_none() || new.interval.is_none())
+    {
+        " (no interval: a standard deviation is unknown, the means are compared as they are)"
+    } else {
+        ""
+    };
+    format!(
+        "{phase}{metric}: base {} {} vs {} {}{relative}: {verdict}{unmeasured}",
+        compared.base.label(),
+        estimate(base, latency),
+        c.new.label(),
+        estimate(new, latency),
+    )
+}
+
+/// The loads of the base and one later run, side by side (the runs are named in the
+/// verdict lines above it).
+fn loads_table(c: &RunComparison) -> Table {
+    let mut table = Table::new(&[
+        ("phase", false),
+        ("load", false),
+        ("base rate", true),
+        ("new rate", true),
+        ("change", true),
+        ("verdict", false),
+        ("base CPU, wall time (s)", true),
+        ("new CPU, wall time (s)", true),
+    ]);
+    for row in &c.loads {
+        table.push(load_row(row), None);
+    }
+    table
+}
+
+fn load_row(row: &LoadComparison) -> Vec<String> {
+    let rate = |f: &Option<LoadFigures>| match f {
+        None => "did not run".to_string(),
+        Some(LoadFigures { rate: None, .. }) => "no work".to_string(),
+        Some(f) => {
+            let value = format!("{} {}", number(f.rate.unwrap_or_default()), row.rate_unit);
+            match f.interval {
+                Some((low, high)) => format!("{value} [{}, {}]", number(low), number(high)),
+                None => value,
+            }
+        }
+    };
+    let times = |f: &Option<LoadFigures>| match f {
+        None => figures::MISSING.to_string(),
+        Some(f) => {
+            let wall = format!("wall {}", number(f.wall_s));
+            match (f.user_s, f.system_s, f.cpu_s) {
+                (Some(user), Some(system), _) => {
+                    format!("user {} / sys {} / {wall}", number(user), number(system))
+                }
+                (_, _, Some(cpu)) => format!("CPU {} / {wall}", number(cpu)),
+                _ => wall,
+            }
+        }
+    };
+    let verdict = match row.change {
+        Some(ThroughputChange::Lower) => "LOWER throughput".to_string(),
+        Some(ThroughputChange::Higher) => "higher throughput".to_string(),
+        Some(ThroughputChange::NoSignificantChange) => "no significant change".to_string(),
+        None => "no interval (one phase)".to_string(),
+    };
+    let phase = match (&row.phase, row.base.as_ref().or(row.new.as_ref())) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => format!("all ({} phases)", f.phases),
+        (None, None) => "all".to_string(),
+    };
+    vec![
+        phase,
+        row.load.clone(),
+        rate(&row.base),
+        rate(&row.new),
+        row.relative_change.map_or_else(
+            || figures::MISSING.to_string(),
+            |r| format!("{:+.1} %", r * 100.0),
+        ),
+        verdict,
+        times(&row.base),
+        times(&row.new),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_three_significant_digits() {
+        assert_eq!(number(12_345.6), "12346");
+        assert_eq!(number(12.345), "12.3");
+        assert_eq!(number(0.012345), "0.0123");
+        assert_eq!(number(0.0), "0");
+    }
 }

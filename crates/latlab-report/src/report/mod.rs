@@ -31,9 +31,9 @@ mod summary;
 mod text;
 mod timeline;
 
+use crate::compare::{CompareError, Comparisons};
 use latlab_model::hist::HistogramError;
 use latlab_model::run::Run;
-use latlab_model::threshold::Metric;
 use std::fmt;
 use std::str::FromStr;
 
@@ -232,6 +232,19 @@ pub enum ReportError {
     },
 }
 
+impl From<CompareError> for ReportError {
+    fn from(e: CompareError) -> ReportError {
+        match e {
+            CompareError::TooFewRuns => ReportError::NoRuns,
+            CompareError::Histogram { run, source } => ReportError::Histogram {
+                run,
+                stream: "every stream merged".to_string(),
+                source,
+            },
+        }
+    }
+}
+
 /// Renders `runs` as `kind`.
 ///
 /// One run gives its report; several give a comparison first (overlaid plots, one line
@@ -260,40 +273,22 @@ pub fn render_with_axis(
     }
 }
 
-/// `latlab compare`: the comparison table of `runs` and each later run's verdicts
-/// against the first, as terminal text (the blocks a report of several runs shows).
-pub struct ComparisonText {
-    /// The table, the verdicts and the method.
-    pub text: String,
-    /// Verdicts of significant regression.
-    pub regressions: usize,
-    /// Comparisons that could not be judged (a figure a run lacks, a bound).
-    pub undecided: usize,
-}
-
-/// Compares `runs` (at least one) on `metrics` with a relative `tolerance`.
-pub fn render_comparison(
-    runs: &[Run],
-    metrics: &[Metric],
-    tolerance: f64,
-) -> Result<ComparisonText, ReportError> {
+/// `latlab compare`: the comparison table of `runs`, how each later run differs from
+/// the first, its verdicts and its loads, as terminal text (the blocks a report of
+/// several runs shows). `compared` is [`compare_runs`](crate::compare::compare_runs)
+/// of the same runs.
+pub fn render_comparison(runs: &[Run], compared: &Comparisons) -> Result<String, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
     let merged = curves::merged_figures(runs)?;
-    let compared = comparison::blocks(runs, &merged, metrics, tolerance);
-    let text = text::render(
+    Ok(text::render(
         &document::Document {
             title: "comparison".to_string(),
-            blocks: compared.blocks,
+            blocks: comparison::blocks(runs, &merged, compared),
         },
         Ansi::Off,
-    );
-    Ok(ComparisonText {
-        text,
-        regressions: compared.regressions,
-        undecided: compared.undecided,
-    })
+    ))
 }
 
 /// The summary of `run` as `latlab run` prints it: [`ReportKind::Summary`], with ANSI

@@ -1,44 +1,59 @@
-//! `latlab compare BASE NEW...`: the seeds' table shape and a regression verdict.
+//! `latlab compare BASE NEW...`: the seeds' table shape, a regression verdict per
+//! figure, the loads side by side, and an exit status a CI job can gate on.
 
 use crate::cli::CompareArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
-use crate::output::Human;
-use latlab_model::threshold::Metric;
+use crate::output::{ignore_closed, Human, OutputTarget};
+use latlab_report::compare::{compare_runs, Comparisons, Judged, Tolerance};
 use latlab_report::report::render_comparison;
-
-fn parse_tolerance(text: &str) -> Result<f64, CliError> {
-    let t = text.trim();
-    let value = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match value {
-        Ok(v) if (0.0..=10.0).contains(&v) => Ok(v),
-        _ => Err(CliError::usage(
-            "--tolerance",
-            format!("'{text}' is not a tolerance: write e.g. 10% or 0.1"),
-        )),
-    }
-}
 
 /// Compares the runs and prints the table and the verdicts.
 pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
-    let tolerance = parse_tolerance(&args.tolerance)?;
+    let tolerance: Tolerance = args
+        .tolerance
+        .parse()
+        .map_err(|e| CliError::usage("--tolerance", e))?;
     let metrics = if args.metrics.is_empty() {
-        vec![Metric::Percentile(99.9)]
+        vec![Judged::DEFAULT]
     } else {
         args.metrics
             .iter()
-            .map(|m| Metric::parse(m).map_err(|e| CliError::usage("--metric", e)))
+            .map(|m| Judged::parse(m).map_err(|e| CliError::usage("--metric", e)))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let mut json = args
+        .json
+        .as_deref()
+        .map(|p| OutputTarget::open("--json", p))
+        .transpose()?;
     let runs = find_runs(args.store.as_deref(), &args.runs)?;
-    let compared = render_comparison(&runs, &metrics, tolerance).map_err(CliError::runtime)?;
-    Human::Stdout.write(&compared.text)?;
-    // A regression fails; a verdict that cannot be reached is not a pass either: the
-    // metric asked for is not one these runs can be judged on.
-    Ok(if compared.regressions > 0 {
+    let compared = compare_runs(&runs, &metrics, tolerance).map_err(CliError::runtime)?;
+    if compared.unlike() && !args.force {
+        return Err(unlike(&compared));
+    }
+    let table = || render_comparison(&runs, &compared).map_err(CliError::runtime);
+    match json.as_mut() {
+        Some(target) => {
+            let text = serde_json::to_string_pretty(&compared)
+                .map_err(|e| CliError::runtime(format!("cannot encode the comparison: {e}")))?
+                + "\n";
+            if let OutputTarget::Stdout = target {
+                ignore_closed(target.write(text.as_bytes()))?;
+            } else {
+                target.write(text.as_bytes())?;
+                let mut out = table()?;
+                if let Some(path) = target.path() {
+                    out.push_str(&format!("\nComparison written to {}\n", path.display()));
+                }
+                ignore_closed(Human::Stdout.write(&out))?;
+            }
+        }
+        None => ignore_closed(Human::Stdout.write(&table()?))?,
+    }
+    // A regression, or a new run without samples, fails; a verdict that cannot be
+    // reached is not a pass either: the figure asked for is not one these runs have.
+    Ok(if compared.failures > 0 {
         exit::FAILED
     } else if compared.undecided > 0 {
         Human::Stderr.write(&format!(
@@ -52,15 +67,22 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tolerances() {
-        assert_eq!(parse_tolerance("10%").unwrap(), 0.1);
-        assert_eq!(parse_tolerance("0.25").unwrap(), 0.25);
-        assert!(parse_tolerance("ten").is_err());
-        assert!(parse_tolerance("-5%").is_err());
-    }
+/// The refusal of runs that measured different things, naming each difference.
+fn unlike(compared: &Comparisons) -> CliError {
+    let runs: Vec<String> = compared
+        .comparisons
+        .iter()
+        .filter(|c| !c.differences.is_empty())
+        .map(|c| {
+            let differences: Vec<String> = c.differences.iter().map(|d| d.to_string()).collect();
+            format!("{} differs in {}", c.new.label(), differences.join("; "))
+        })
+        .collect();
+    CliError::config(format!(
+        "the runs measured different things, so their latencies do not tell what a change \
+         did: against the base {}, {}. Compare runs made alike, or give --force to compare \
+         them anyway",
+        compared.base.label(),
+        runs.join(", ")
+    ))
 }

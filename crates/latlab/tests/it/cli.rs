@@ -592,6 +592,20 @@ fn every_load_works_reports_its_rate_stops_and_leaves_nothing() {
         assert_eq!(record.spec, load);
         assert!(record.work > 0, "{load}: no work done");
         assert!(record.rate.is_some_and(|r| r > 0.0), "{load}: no rate");
+        // Its processes' CPU time, from the kernel: an exec load's command's, which is
+        // its work, is part of it.
+        let cpu = record
+            .cpu_time
+            .unwrap_or_else(|| panic!("{load}: no CPU time"));
+        let cpu_ns = (cpu.user_ns.0 + cpu.system_ns.0) as u64;
+        assert!(cpu_ns > 0, "{load}: {cpu:?}");
+        if record.name == "exec" {
+            assert!(
+                cpu_ns >= record.work,
+                "{load}: {cpu:?} < {} ns",
+                record.work
+            );
+        }
         assert_eq!(record.ended, "stopped", "{load}");
         assert!(
             record.stop_ns < latlab_model::Nanos::SECOND,
@@ -1014,11 +1028,19 @@ fn compare_finds_a_regression_and_an_improvement() {
             .unwrap();
         assert!(out.status.success());
     }
+    // Different policies: refused, naming the difference, unless forced.
+    let unforced = latlab()
+        .args(["compare", "last~1", "last", "--store", store_arg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&unforced.stderr);
+    assert_eq!(unforced.status.code(), Some(2), "{err}");
+    assert!(err.contains("policy: fifo:95 (base) vs other:0") && err.contains("--force"));
     // The verdicts on p50, which the 200 µs decide; the maximum is one sample, which a
     // host's millisecond preemption of this VM may put in either run.
     let compare = |base: &str, new: &str| {
         latlab()
-            .args(["compare", base, new, "--metric", "p50"])
+            .args(["compare", base, new, "--metric", "p50", "--force"])
             .args(["--tolerance", "10%", "--store", store_arg])
             .output()
             .unwrap()
@@ -1037,7 +1059,7 @@ fn compare_finds_a_regression_and_an_improvement() {
     assert!(text.contains("improvement"), "{text}");
     let max = latlab()
         .args([
-            "compare", "last~1", "last", "--metric", "max", "--store", store_arg,
+            "compare", "last~1", "last", "--metric", "max", "--force", "--store", store_arg,
         ])
         .output()
         .unwrap();

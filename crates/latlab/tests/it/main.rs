@@ -8,6 +8,7 @@ mod common;
 mod browser;
 mod check;
 mod cli;
+mod compare_gate;
 mod consumer_ci;
 mod consumer_prometheus;
 mod conventions;
