@@ -376,7 +376,7 @@ pub struct PruneArgs {
 Exit codes: 0 no regression, 1 a regression or a new run without samples, 2 bad input,
 runs that measured different things (without --force), or a verdict that cannot be reached.")]
 pub struct CompareArgs {
-    /// The base run and the runs to judge against it (ids, prefixes, last, last~1).
+    /// The base run and the runs to judge against it (ids, prefixes, id suffixes, names, last, last~1).
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
     /// Figures to judge: p99.9, p99, p50, mean, max, or missed-rate (missed periods /
@@ -403,7 +403,7 @@ pub struct CompareArgs {
 /// `latlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The runs (ids, unique prefixes, last, last~1, ...); several are overlaid and compared.
+    /// The runs (ids, unique prefixes, id suffixes, names, last, last~1, ...); several are overlaid and compared.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<String>,
     /// html, markdown, text, summary (what `latlab run` prints), or one plot:
@@ -454,7 +454,7 @@ pub struct ImportArgs {
 /// `latlab export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The run: an id, a unique prefix of one, last, last~1, ...
+    /// The run: an id, a unique prefix of one, its id suffix, its name, last, last~1, ...
     pub run: String,
     /// The format (`latlab help export` says what reads each).
     #[arg(short, long, value_name = "FORMAT")]
