@@ -1,5 +1,5 @@
-//! Text for people: text from files made safe to print on a terminal, and counts with
-//! their nouns.
+//! Text for people: text from files made safe to print on a terminal or to put in XML
+//! and HTML, and counts with their nouns.
 //!
 //! Scenario and phase names, load specifications, imported ids, host names and the
 //! messages built from them all come from files someone else may have written. Printed
@@ -8,6 +8,26 @@
 //! such text passes it through [`terminal_safe`] (or [`terminal_safe_lines`]).
 
 use std::borrow::Cow;
+
+/// Text made safe for XML 1.0 and HTML, in content and in double-quoted attribute values
+/// (JUnit XML, SVG, the HTML report): markup characters escaped, line breaks and tabs kept, and the
+/// characters XML 1.0 cannot hold at all (other control characters, U+FFFE, U+FFFF;
+/// text from imported files may carry them) replaced by U+FFFD.
+pub fn xml_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// `text` for one line of a terminal: control characters (C0 and C1, among them ESC
 /// and CSI) and the marks that reorder text (bidirectional overrides and isolates)
@@ -58,6 +78,15 @@ fn risky(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_escaped_text_holds_markup_and_no_character_xml_refuses() {
+        assert_eq!(
+            xml_escaped("a<b>&\"c'\td\n\u{1b}[31m\u{7}\u{fffe}"),
+            "a&lt;b&gt;&amp;&quot;c'\td\n\u{fffd}[31m\u{fffd}\u{fffd}"
+        );
+        assert_eq!(xml_escaped("µs ≥ 400"), "µs ≥ 400");
+    }
 
     #[test]
     fn escape_sequences_cannot_reach_the_terminal() {

@@ -20,29 +20,11 @@
 
 use super::{ExportError, Exporter};
 use crate::run::{Run, Stream};
+use crate::text::xml_escaped;
 use crate::threshold::Check;
 use std::fmt::Write as _;
 
 pub(super) struct Junit;
-
-/// Text made safe for an XML 1.0 attribute or element: markup escaped, and the control
-/// characters XML 1.0 cannot hold at all (text from imported files may carry them)
-/// replaced.
-fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// How a test case ended.
 enum Outcome {
@@ -74,8 +56,8 @@ impl Case {
     fn write(&self, out: &mut String) {
         let head = format!(
             "    <testcase classname=\"{}\" name=\"{}\"",
-            xml(&self.classname),
-            xml(&self.name)
+            xml_escaped(&self.classname),
+            xml_escaped(&self.name)
         );
         let _ = match &self.outcome {
             Outcome::Passed => writeln!(out, "{head}/>"),
@@ -86,8 +68,8 @@ impl Case {
             } => writeln!(
                 out,
                 "{head}>\n      <failure type=\"{kind}\" message=\"{}\">{}</failure>\n    </testcase>",
-                xml(message),
-                xml(body)
+                xml_escaped(message),
+                xml_escaped(body)
             ),
             Outcome::Error {
                 kind,
@@ -96,13 +78,13 @@ impl Case {
             } => writeln!(
                 out,
                 "{head}>\n      <error type=\"{kind}\" message=\"{}\">{}</error>\n    </testcase>",
-                xml(message),
-                xml(body)
+                xml_escaped(message),
+                xml_escaped(body)
             ),
             Outcome::Skipped { kind, message } => writeln!(
                 out,
                 "{head}>\n      <skipped type=\"{kind}\" message=\"{}\"/>\n    </testcase>",
-                xml(message)
+                xml_escaped(message)
             ),
         };
     }
@@ -345,12 +327,11 @@ impl Exporter for Junit {
             .sum::<Option<i64>>()
             .filter(|_| !run.phases.is_empty())
             .map_or_else(String::new, |ns| format!(" time=\"{}\"", seconds(ns)));
-        let timestamp = run
-            .started_at
-            .as_ref()
-            .map_or_else(String::new, |t| format!(" timestamp=\"{}\"", xml(t)));
+        let timestamp = run.started_at.as_ref().map_or_else(String::new, |t| {
+            format!(" timestamp=\"{}\"", xml_escaped(t))
+        });
         let hostname = run.host.as_ref().map_or_else(String::new, |h| {
-            format!(" hostname=\"{}\"", xml(&h.hostname))
+            format!(" hostname=\"{}\"", xml_escaped(&h.hostname))
         });
         let counts = format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\"");
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -358,15 +339,15 @@ impl Exporter for Junit {
         let _ = writeln!(
             out,
             "  <testsuite name=\"latlab {}\" {counts} skipped=\"{skipped}\"{time}{timestamp}{hostname} id=\"{}\">",
-            xml(&run.id),
-            xml(&run.id),
+            xml_escaped(&run.id),
+            xml_escaped(&run.id),
         );
         out.push_str("    <properties>\n");
         for (name, value) in properties(run) {
             let _ = writeln!(
                 out,
                 "      <property name=\"{name}\" value=\"{}\"/>",
-                xml(&value)
+                xml_escaped(&value)
             );
         }
         out.push_str("    </properties>\n");
@@ -375,7 +356,7 @@ impl Exporter for Junit {
         }
         let said = system_out(run);
         if !said.is_empty() {
-            let _ = writeln!(out, "    <system-out>{}</system-out>", xml(&said));
+            let _ = writeln!(out, "    <system-out>{}</system-out>", xml_escaped(&said));
         }
         out.push_str("  </testsuite>\n</testsuites>\n");
         Ok(out)

@@ -4,6 +4,7 @@
 
 use super::document::{Block, Document, Severity, Table};
 use super::{plot, ReportError};
+use latlab_model::text::xml_escaped;
 use latlab_model::threshold::Status;
 use std::fmt::Write as _;
 
@@ -70,28 +71,12 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 }
 "#;
 
-/// Escapes text for HTML content and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Writes the page.
 pub(crate) fn render(document: &Document) -> Result<String, ReportError> {
     let mut out = String::with_capacity(256 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    let _ = writeln!(out, "<title>{}</title>", escape(&document.title));
+    let _ = writeln!(out, "<title>{}</title>", xml_escaped(&document.title));
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>\n<main>");
     let mut place = Place::default();
     for block in &document.blocks {
@@ -115,11 +100,11 @@ struct Place {
 fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(), ReportError> {
     match block {
         Block::Heading { level, text } => {
-            let _ = writeln!(out, "<h{level}>{}</h{level}>", escape(text));
+            let _ = writeln!(out, "<h{level}>{}</h{level}>", xml_escaped(text));
             place.heading = text.clone();
         }
         Block::Paragraph(text) => {
-            let _ = writeln!(out, "<p>{}</p>", escape(text));
+            let _ = writeln!(out, "<p>{}</p>", xml_escaped(text));
         }
         Block::List(items) => write_list(out, items),
         Block::Verdict {
@@ -137,7 +122,7 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
                 out,
                 "<div class=\"verdict {class}\"><span class=\"status\">{word}</span>\
                  <span class=\"headline\">{}</span>",
-                escape(headline)
+                xml_escaped(headline)
             );
             write_list(out, details);
             out.push_str("</div>\n");
@@ -155,7 +140,7 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
             let _ = writeln!(
                 out,
                 "<div class=\"alert {class}\" role=\"alert\"><strong>{}</strong>",
-                escape(title)
+                xml_escaped(title)
             );
             write_list(out, lines);
             out.push_str("</div>\n");
@@ -163,7 +148,12 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
         Block::Facts(pairs) => {
             out.push_str("<dl class=\"facts\">\n");
             for (name, value) in pairs {
-                let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
+                let _ = writeln!(
+                    out,
+                    "<dt>{}</dt><dd>{}</dd>",
+                    xml_escaped(name),
+                    xml_escaped(value)
+                );
             }
             out.push_str("</dl>\n");
         }
@@ -186,7 +176,7 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
             let _ = writeln!(
                 out,
                 "<figcaption id=\"{caption_id}\">{}</figcaption>\n</figure>",
-                escape(&chart.explanation)
+                xml_escaped(&chart.explanation)
             );
         }
     }
@@ -199,7 +189,7 @@ fn write_list(out: &mut String, items: &[String]) {
     }
     out.push_str("<ul>\n");
     for item in items {
-        let _ = writeln!(out, "<li>{}</li>", escape(item));
+        let _ = writeln!(out, "<li>{}</li>", xml_escaped(item));
     }
     out.push_str("</ul>\n");
 }
@@ -208,7 +198,7 @@ fn write_table(out: &mut String, table: &Table, caption: &str) {
     let _ = write!(
         out,
         "<div class=\"table\"><table>\n<caption>{}</caption>\n<thead><tr>",
-        escape(caption)
+        xml_escaped(caption)
     );
     let class = |numeric: bool| if numeric { " class=\"num\"" } else { "" };
     for column in &table.columns {
@@ -216,7 +206,7 @@ fn write_table(out: &mut String, table: &Table, caption: &str) {
             out,
             "<th{}>{}</th>",
             class(column.numeric),
-            escape(&column.title)
+            xml_escaped(&column.title)
         );
     }
     out.push_str("</tr></thead>\n<tbody>\n");
@@ -231,22 +221,9 @@ fn write_table(out: &mut String, table: &Table, caption: &str) {
                     plot::colour_hex(colour)
                 );
             }
-            let _ = write!(out, "{}</td>", escape(cell));
+            let _ = write!(out, "{}</td>", xml_escaped(cell));
         }
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table></div>\n");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            escape(r#"<script>alert(1)</script>&"'"#),
-            "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;"
-        );
-    }
 }

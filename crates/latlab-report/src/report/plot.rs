@@ -7,6 +7,7 @@
 
 use super::chart::{Axis, Chart};
 use super::ReportError;
+use latlab_model::text::xml_escaped;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -101,7 +102,7 @@ fn accessible(svg: &str, chart: &Chart, id: &str, description: Description) -> S
             format!("{id}-desc"),
             format!(
                 "<desc id=\"{id}-desc\">{}</desc>\n",
-                xml_escape(&chart.explanation)
+                xml_escaped(&chart.explanation)
             ),
         ),
         Description::Elsewhere(caption_id) => (caption_id.to_string(), String::new()),
@@ -113,27 +114,9 @@ fn accessible(svg: &str, chart: &Chart, id: &str, description: Description) -> S
     format!(
         "{open} role=\"img\" aria-labelledby=\"{title_id}\" aria-describedby=\"{described_by}\">\n\
          <title id=\"{title_id}\">{}</title>\n{desc}{}",
-        xml_escape(&chart.caption),
+        xml_escaped(&chart.caption),
         &rest[1..]
     )
-}
-
-/// Escapes text for XML content and attribute values; control characters, which XML
-/// 1.0 does not allow, become U+FFFD.
-fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\n' | '\t' => out.push(' '),
-            c if c.is_control() => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The chart as a standalone SVG document.
