@@ -528,6 +528,11 @@ fn a_real_prometheus_scrapes_both_formats_and_keeps_every_stream() {
         for (labels, estimate) in &p99 {
             let stream = &run.streams[labels["stream"].parse::<usize>().unwrap()];
             let exact = stream.stats.percentile(99.0).unwrap().exact().unwrap().0 as f64 / 1e9;
+            eprintln!(
+                "{job} stream {}: histogram_quantile(0.99) {estimate:.9} s, exact p99 {exact:.9} s ({:+.1} %)",
+                labels["stream"],
+                (estimate - exact) / exact * 100.0
+            );
             assert!(
                 (estimate - exact).abs() <= 0.1 * exact,
                 "{job}: histogram_quantile(0.99) {estimate} s against the exact p99 {exact} s"
