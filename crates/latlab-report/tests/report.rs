@@ -4,8 +4,8 @@
 
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{
-    EncodedHistogram, ExactSums, ImportRecord, LoadRecord, Phase, Run, Spikes, Statistics, Stream,
-    Timeline, Warning,
+    CpuTime, EncodedHistogram, ExactSums, ImportRecord, LoadRecord, Phase, Run, Spikes, Statistics,
+    Stream, Timeline, Warning,
 };
 use latlab_model::threshold::{Metric, Threshold, Verdict};
 use latlab_model::Nanos;
@@ -356,6 +356,18 @@ fn phases_are_reported_with_their_loads() {
     assert!(timeline.contains("time into the run (s)"));
     assert_eq!(polyline_points(&timeline).len(), 4);
     insta::assert_snapshot!("phases_summary", rendered(&run, ReportKind::Summary));
+
+    // A load whose worker recorded its CPU time shows it; one that did not shows `?`.
+    run.phases[1].loads[0].cpu_time = Some(CpuTime {
+        user_ns: Nanos::from_millis(1500),
+        system_ns: Nanos::from_millis(250),
+    });
+    let text = rendered(&run, ReportKind::Text);
+    let row = text
+        .lines()
+        .find(|l| l.contains("memory:size=32M") && l.contains("MB/s"))
+        .expect("the load's row");
+    assert!(row.contains("1.500") && row.contains("0.250"), "{row}");
 }
 
 /// 16 streams of 24 h at 1 s intervals: every plot stays bounded (the lead times the

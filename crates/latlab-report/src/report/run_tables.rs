@@ -360,7 +360,8 @@ pub(crate) fn audit(run: &Run) -> Vec<Block> {
     blocks
 }
 
-/// A phase's loads with the rate each achieved.
+/// A phase's loads with the rate each achieved and the CPU time its processes took
+/// (`?` where the load's worker could not record it).
 pub(crate) fn loads_table(phase: &Phase) -> Table {
     let mut table = Table::new(&[
         ("load", false),
@@ -368,6 +369,8 @@ pub(crate) fn loads_table(phase: &Phase) -> Table {
         ("rate", true),
         ("work", true),
         ("ran (s)", true),
+        ("user CPU (s)", true),
+        ("system CPU (s)", true),
         ("ended", false),
         ("stopped in", true),
         ("notes", false),
@@ -384,6 +387,14 @@ pub(crate) fn loads_table(phase: &Phase) -> Table {
                 ),
                 format!("{} {}", load.work, load.unit),
                 format!("{:.3}", load.elapsed_ns.as_secs_f64()),
+                load.cpu_time.map_or_else(
+                    || "?".to_string(),
+                    |t| format!("{:.3}", t.user_ns.as_secs_f64()),
+                ),
+                load.cpu_time.map_or_else(
+                    || "?".to_string(),
+                    |t| format!("{:.3}", t.system_ns.as_secs_f64()),
+                ),
                 load.ended.clone(),
                 load.stop_ns.to_string(),
                 load.notes.join("; "),
