@@ -1,0 +1,3 @@
+//! Integration tests of latlab-trace: captured fixtures and a live capture.
+
+mod fixture;
