@@ -149,7 +149,13 @@ fn decode_records(data: &[u8], base: u64) -> Result<Vec<RawRecord<'_>>, TraceErr
         // Each arm yields the payload's range within `data` (empty for non-data).
         let (start, size) = match type_len {
             TYPE_PADDING if time_delta == 0 => break, // the rest of the page is empty
-            TYPE_PADDING => (at + 4, array0()? as usize), // a discarded event; no time
+            TYPE_PADDING => {
+                // A discarded event: the writer stamped the next record relative to
+                // it, so its delta counts (as kbuffer's `update_pointers` does). Its
+                // length word counts itself.
+                timestamp += time_delta;
+                (at + 4, array0()? as usize)
+            }
             TYPE_TIME_EXTEND => {
                 timestamp += (u64::from(array0()?) << TIME_DELTA_BITS) + time_delta;
                 (at + 8, 0)
@@ -213,5 +219,123 @@ fn read_uint(bytes: &[u8], at: usize, size: usize) -> Option<u64> {
     match size {
         4 => read_u32(bytes, at).map(u64::from),
         _ => read_u64(bytes, at),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAYOUT: PageLayout = PageLayout {
+        timestamp_offset: 0,
+        commit_offset: 8,
+        commit_size: 8,
+        data_offset: 16,
+        data_size: 4080,
+    };
+
+    fn header(type_len: u32, time_delta: u32) -> [u8; 4] {
+        (type_len | time_delta << 5).to_ne_bytes()
+    }
+
+    /// A page of base timestamp `base` holding `data`, with extra commit flag bits.
+    fn page(base: u64, flags: u64, data: &[u8]) -> Vec<u8> {
+        let mut page = base.to_ne_bytes().to_vec();
+        page.extend((data.len() as u64 | flags).to_ne_bytes());
+        page.extend(data);
+        page.resize(LAYOUT.page_size(), 0);
+        page
+    }
+
+    #[test]
+    fn timestamps_cumulate_through_extends_and_absolute_stamps() {
+        let mut data = Vec::new();
+        data.extend(header(1, 10)); // a 4-byte record, 10 ns after the page
+        data.extend([1, 0, 0, 0]);
+        data.extend(header(TYPE_TIME_EXTEND, 5)); // + (2 << 27) + 5
+        data.extend(2u32.to_ne_bytes());
+        data.extend(header(1, 3));
+        data.extend([2, 0, 0, 0]);
+        data.extend(header(TYPE_PADDING, 1)); // a discarded event: skipped, its time kept
+        data.extend(8u32.to_ne_bytes());
+        data.extend([0; 4]);
+        data.extend(header(TYPE_TIME_STAMP, 7)); // absolute (1 << 27) + 7
+        data.extend(1u32.to_ne_bytes());
+        data.extend(header(0, 2)); // long form: array[0] counts itself and 8 bytes
+        data.extend(12u32.to_ne_bytes());
+        data.extend([3, 0, 0, 0, 9, 9, 9, 9]);
+        let page = page(1000, 0, &data);
+        let decoded = decode_page(&LAYOUT, &page).unwrap();
+        let stamps: Vec<_> = decoded.records.iter().map(|r| r.timestamp).collect();
+        let extended = 1010 + (2 << 27) + 5 + 3;
+        // The absolute stamp replaces the running time, the padding's 1 ns with it.
+        assert_eq!(stamps, [1010, extended, (1 << 27) + 7 + 2]);
+        assert_eq!(decoded.records[2].payload, [3, 0, 0, 0, 9, 9, 9, 9]);
+        assert_eq!((decoded.missed_events, decoded.missed_count), (false, None));
+    }
+
+    #[test]
+    fn empty_padding_ends_the_page() {
+        let mut data = Vec::new();
+        data.extend(header(1, 1));
+        data.extend([1, 0, 0, 0]);
+        data.extend(header(TYPE_PADDING, 0));
+        data.extend(header(1, 1));
+        data.extend([2, 0, 0, 0]);
+        let page = page(0, 0, &data);
+        assert_eq!(decode_page(&LAYOUT, &page).unwrap().records.len(), 1);
+    }
+
+    #[test]
+    fn stored_missed_count_is_read_after_the_data() {
+        let mut data = Vec::new();
+        data.extend(header(1, 1));
+        data.extend([1, 0, 0, 0]);
+        let mut page = page(0, MISSED_EVENTS | MISSED_STORED, &data);
+        page[16 + 8..16 + 16].copy_from_slice(&42u64.to_ne_bytes());
+        let decoded = decode_page(&LAYOUT, &page).unwrap();
+        assert_eq!(
+            (decoded.missed_events, decoded.missed_count),
+            (true, Some(42))
+        );
+        let page = self::page(0, MISSED_EVENTS, &data);
+        let unstored = decode_page(&LAYOUT, &page).unwrap();
+        assert_eq!(
+            (unstored.missed_events, unstored.missed_count),
+            (true, None)
+        );
+    }
+
+    #[test]
+    fn absolute_stamp_takes_the_top_bits_from_the_running_time() {
+        let running = (3 << 59) + 100;
+        assert_eq!(with_page_high_bits(200, running), (3 << 59) + 200);
+        // Lower than the running time: the top bits rolled over.
+        assert_eq!(with_page_high_bits(50, running), (4 << 59) + 50);
+        assert_eq!(with_page_high_bits(50, 10), 50);
+    }
+
+    #[test]
+    fn record_running_past_the_data_is_an_error() {
+        let mut data = Vec::new();
+        data.extend(header(2, 1)); // claims 8 bytes, has 4
+        data.extend([1, 0, 0, 0]);
+        let error = decode_page(&LAYOUT, &page(0, 0, &data)).unwrap_err();
+        assert!(error.to_string().contains("runs 4 bytes past"), "{error}");
+    }
+
+    #[test]
+    fn header_page_of_a_32_bit_kernel() {
+        let text = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+                    \tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\
+                    \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+                    \tfield: char data;\toffset:12;\tsize:4084;\tsigned:0;\n";
+        let layout = PageLayout::parse(text).unwrap();
+        assert_eq!(
+            (layout.commit_size, layout.data_offset, layout.page_size()),
+            (4, 12, 4096)
+        );
+        let error = PageLayout::parse(&text.replace("commit", "kommit")).unwrap_err();
+        assert!(error.to_string().contains("\"commit\""), "{error}");
     }
 }
