@@ -41,6 +41,9 @@ pub struct PageLayout {
 
 impl PageLayout {
     /// Parses the text of `events/header_page`.
+    ///
+    /// Read that file in one `read` of a page or more: after a short first read it
+    /// reports end of file (seen on 6.x; `read_to_string` starts with 32 bytes).
     pub fn parse(text: &str) -> Result<PageLayout, TraceError> {
         let problem = |problem: String| TraceError::Description {
             file: "header_page".to_owned(),
