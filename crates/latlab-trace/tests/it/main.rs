@@ -1,0 +1,4 @@
+//! Integration tests of latlab-trace: captured fixtures and a live capture.
+
+mod fixture;
+mod live;
