@@ -208,6 +208,23 @@ pub enum OutputTarget {
 }
 
 impl OutputTarget {
+    /// What every output flag of latlab (`--json`, `--output`) goes through: a path
+    /// that is the run store (`store`, or the default one) is refused, what a killed
+    /// latlab left beside it is swept, and it is opened as [`OutputTarget::open`] does,
+    /// all before any work is done.
+    pub fn checked(
+        flag: &str,
+        target: &Path,
+        store: Option<&Path>,
+    ) -> Result<OutputTarget, CliError> {
+        let default_store = latlab_store::default_path();
+        let mut stores = vec![default_store.as_path()];
+        stores.extend(store);
+        refuse_store_path(flag, target, &stores)?;
+        say_removed(&sweep_beside(target));
+        OutputTarget::open(flag, target)
+    }
+
     /// Resolves and checks the destination given with `flag`; a path that cannot be
     /// written is a usage error (exit 2), found before any work is done.
     pub fn open(flag: &str, target: &Path) -> Result<OutputTarget, CliError> {

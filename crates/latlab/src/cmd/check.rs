@@ -54,17 +54,10 @@ pub fn execute(args: &CheckArgs) -> Result<u8, CliError> {
         Some(text) => SchedSpec::parse(text).map_err(|e| CliError::usage("--priority", e))?,
         None => SchedSpec::DEFAULT,
     };
-    // As `latlab run --json` and `latlab show --json`: never over the run store, and
-    // what a killed latlab left beside the file is swept first.
-    if let Some(target) = args.json.as_deref() {
-        let store = latlab_store::default_path();
-        crate::output::refuse_store_path("--json", target, &[&store])?;
-        crate::output::say_removed(&crate::output::sweep_beside(target));
-    }
     let mut json = args
         .json
         .as_deref()
-        .map(|p| OutputTarget::open("--json", p))
+        .map(|p| OutputTarget::checked("--json", p, None))
         .transpose()?;
 
     let ctx = CheckContext::new(files, cpus.as_deref(), check::priority_of(&policy));

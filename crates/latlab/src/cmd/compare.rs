@@ -25,7 +25,7 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
     let mut json = args
         .json
         .as_deref()
-        .map(|p| OutputTarget::open("--json", p))
+        .map(|p| OutputTarget::checked("--json", p, args.store.as_deref()))
         .transpose()?;
     let runs = find_runs(args.store.as_deref(), &args.runs)?;
     let compared = compare_runs(&runs, &metrics, tolerance).map_err(CliError::runtime)?;

@@ -3,7 +3,7 @@
 use crate::cli::ExportArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
-use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
+use crate::output::{Human, OutputTarget};
 use latlab_model::export::{exporter, exporters, narrow};
 
 /// Writes the run in the chosen format to stdout or a file.
@@ -43,11 +43,7 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
     // Checked and opened before anything is read: a bad path fails at once.
     let mut output = match &args.output {
         None => None,
-        Some(path) => {
-            refuse_store_path("--output", path, &[&store])?;
-            say_removed(&sweep_beside(path));
-            Some(OutputTarget::open("--output", path)?)
-        }
+        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
     };
     let run = find_run(Some(&store), &args.run)?;
     let run = match format.holds_one_series() {

@@ -4,7 +4,7 @@
 use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
-use crate::output::{refuse_store_path, say_removed, sweep_beside, Human, OutputTarget};
+use crate::output::{Human, OutputTarget};
 use latlab_report::report::{render_png, render_with_axis, LatencyAxis, PlotKind, ReportKind};
 use std::path::Path;
 
@@ -30,11 +30,7 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     // Checked and opened before the runs are read: a bad path fails at once.
     let mut target = match &args.output {
         None => None,
-        Some(path) => {
-            refuse_store_path("--output", path, &[&store])?;
-            say_removed(&sweep_beside(path));
-            Some(OutputTarget::open("--output", path)?)
-        }
+        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
     };
     let runs = find_runs(Some(&store), &args.runs)?;
     let bytes = match output {

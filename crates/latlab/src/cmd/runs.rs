@@ -20,14 +20,11 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         .store
         .clone()
         .unwrap_or_else(latlab_store::default_path);
-    let mut json = match &args.json {
-        Some(target) => {
-            let default_store = latlab_store::default_path();
-            output::refuse_store_path("--json", target, &[&default_store, &path])?;
-            Some(OutputTarget::open("--json", target)?)
-        }
-        None => None,
-    };
+    let mut json = args
+        .json
+        .as_deref()
+        .map(|target| OutputTarget::checked("--json", target, Some(&path)))
+        .transpose()?;
     let store = SqliteStore::open_read_only(&path)?;
     let matching = store.list(&filter, None).map_err(CliError::runtime)?;
     let limit = match args.limit {

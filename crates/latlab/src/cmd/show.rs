@@ -2,7 +2,7 @@
 
 use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
-use crate::output::{self, refuse_store_path, Human, OutputTarget};
+use crate::output::{self, Human, OutputTarget};
 use latlab_model::run::Run;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_report::report::render_summary;
@@ -43,15 +43,11 @@ pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
         .store
         .clone()
         .unwrap_or_else(latlab_store::default_path);
-    let mut json = match &args.json {
-        Some(target) => {
-            let default_store = latlab_store::default_path();
-            refuse_store_path("--json", target, &[&default_store, &store])?;
-            output::say_removed(&output::sweep_beside(target));
-            Some(OutputTarget::open("--json", target)?)
-        }
-        None => None,
-    };
+    let mut json = args
+        .json
+        .as_deref()
+        .map(|target| OutputTarget::checked("--json", target, Some(&store)))
+        .transpose()?;
     let run = find_run(Some(&store), &args.run)?;
     let text = format!("{}\n", run.to_json_pretty());
     match json.as_mut() {

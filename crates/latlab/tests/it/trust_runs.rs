@@ -486,6 +486,20 @@ fn an_output_path_that_is_the_store_is_refused() {
             "--json".into(),
             store.clone().into(),
         ],
+        vec![
+            "compare".into(),
+            "last".into(),
+            "last".into(),
+            "--json".into(),
+            store.clone().into(),
+        ],
+        vec!["runs".into(), "--json".into(), wal.clone().into()],
+        vec![
+            "show".into(),
+            "last".into(),
+            "--json".into(),
+            store.clone().into(),
+        ],
     ];
     for args in attempts {
         let out = latlab()
