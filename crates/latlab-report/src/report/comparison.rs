@@ -238,10 +238,14 @@ fn load_row(row: &LoadComparison) -> Vec<String> {
     let rate = |f: &Option<LoadFigures>| match f {
         None => "did not run".to_string(),
         Some(LoadFigures { rate: None, .. }) => "no work".to_string(),
-        Some(f) => {
-            let value = format!("{} {}", number(f.rate.unwrap_or_default()), row.rate_unit);
-            match f.interval {
-                Some((low, high)) => format!("{value} [{}, {}]", number(low), number(high)),
+        Some(LoadFigures {
+            rate: Some(rate),
+            interval,
+            ..
+        }) => {
+            let value = format!("{} {}", number(*rate), row.rate_unit);
+            match interval {
+                &Some((low, high)) => format!("{value} [{}, {}]", number(low), number(high)),
                 None => value,
             }
         }
