@@ -7,6 +7,8 @@
 //! * [`hist`] — the latency histogram (HdrHistogram, 1 ns … 60 s, 3 significant
 //!   digits) and its portable encoding (V2 + DEFLATE, base64).
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
+//! * [`explain`] — what got in the way of late samples, from kernel trace events
+//!   (`--explain`): each spike's parts and the catalogue of causes.
 //! * [`labels`] — what a user gives a run to tell it apart: name, tags, note.
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod explain;
 pub mod export;
 pub mod hist;
 pub mod import;

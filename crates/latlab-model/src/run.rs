@@ -87,6 +87,10 @@ pub struct Run {
     /// it lacks. Absent (not `null`) in Runs latlab measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportRecord>,
+    /// What got in the way of the late samples (`--explain`); absent when the run was
+    /// not asked to explain, and in Runs from latlab versions before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::explain::Explain>,
 }
 
 impl Run {

@@ -217,6 +217,7 @@ pub(crate) mod fixture {
             thresholds,
             verdict,
             import: None,
+            explain: None,
         }
     }
 }

@@ -161,6 +161,7 @@ pub(super) fn assemble(
             imported_at: ctx.imported_at.clone(),
             lacks: provenance.into_lacks(),
         }),
+        explain: None,
     };
     // The checks every Run read from a file or the store passes: what is saved can be
     // read back.

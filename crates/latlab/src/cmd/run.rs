@@ -337,5 +337,6 @@ fn assemble(
         thresholds: plan.thresholds.clone(),
         verdict,
         import: None,
+        explain: None,
     }
 }

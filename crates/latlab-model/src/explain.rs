@@ -1,0 +1,451 @@
+//! What got in the way: the explanation of late samples from kernel trace events.
+//!
+//! With `latlab run --explain`, every sample above the spike threshold is explained
+//! from the events the kernel recorded on its CPU between its deadline (less a margin)
+//! and the moment the measuring thread read the clock. The window is cut into the
+//! parts of a wake-up, as rtla's timerlat analysis cuts it:
+//!
+//! 1. **delivery** — deadline → the timer interrupt (idle exit, an interrupt already
+//!    running, interrupts off, or time the guest never saw);
+//! 2. **handler** — the timer interrupt until it woke the measuring thread;
+//! 3. **scheduling** — wake → the measuring thread switched in (nested interrupts,
+//!    softirqs, NMIs, other threads, the task that kept the CPU);
+//! 4. **return** — switched in → the clock read.
+//!
+//! Every nanosecond of the window belongs to exactly one [`Part`]: a named cause, or the
+//! **unexplained** remainder when no event shows what the CPU did (on a virtual machine
+//! mostly the host running something else). So the parts of an explanation always add
+//! up to its sample, and nothing is blamed on a task or interrupt that no event placed
+//! in the window.
+//!
+//! The [`Catalogue`] sums the parts of every explained spike by cause, per phase and
+//! CPU: how many spikes a cause contributed to, its total and largest contribution and
+//! its share of the spike time.
+
+use crate::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// How much tracing `--explain` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExplainMode {
+    /// The cheap set that can stay on for hours: scheduler switches and wake-ups of
+    /// the measuring threads, interrupts, softirqs, NMIs, idle.
+    Default,
+    /// The default set plus hrtimer events, every wake-up, workqueue functions and a
+    /// stack of the interrupted code at each wake of a measuring thread.
+    Deep,
+}
+
+impl ExplainMode {
+    /// The name users type (`--explain=deep`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExplainMode::Default => "default",
+            ExplainMode::Deep => "deep",
+        }
+    }
+
+    /// Parses `default` or `deep`.
+    pub fn parse(text: &str) -> Option<ExplainMode> {
+        match text {
+            "default" | "" => Some(ExplainMode::Default),
+            "deep" => Some(ExplainMode::Deep),
+            _ => None,
+        }
+    }
+}
+
+/// Everything `--explain` recorded about a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explain {
+    /// The event set asked for.
+    pub mode: ExplainMode,
+    /// Why there is no explanation at all (no tracefs, no permission, ...), with the
+    /// fix; `null` when tracing ran.
+    pub unavailable: Option<String>,
+    /// The events traced, `system:name`.
+    pub events: Vec<String>,
+    /// The trace clock used (`mono`, or `local` aligned by marker brackets).
+    pub clock: Option<String>,
+    /// What this kernel cannot attribute (an event the set wanted that it lacks, and
+    /// what goes unexplained without it), said once for the run.
+    pub limits: Vec<String>,
+    /// Per-CPU ring-buffer size asked for, KiB.
+    pub buffer_kb: Option<u64>,
+    /// How the reader kept up.
+    pub reader: ReaderStats,
+    /// The cost of tracing, measured at the start of the run.
+    pub observer: Option<ObserverEffect>,
+    /// Spikes handed to the explainer (samples above the threshold).
+    pub spikes_seen: u64,
+    /// Spikes explained from a complete event window.
+    pub spikes_explained: u64,
+    /// Spikes explained from a window with events missing (ring-buffer overrun or a
+    /// lost page): their unexplained part may hide a cause.
+    pub spikes_incomplete: u64,
+    /// Spikes that could not be explained: their events were no longer held, or the
+    /// spike came while the explainer's queue was full.
+    pub spikes_unexplained: u64,
+    /// Causes summed over every explained spike, largest total first.
+    pub catalogue: Vec<CauseTotal>,
+    /// Spike time per phase and CPU, the base of the catalogue's shares.
+    pub spike_time: Vec<SpikeTime>,
+    /// The explanations kept in full: the largest spikes, largest first (bounded).
+    pub spikes: Vec<Explanation>,
+}
+
+/// How well the reader thread drained the kernel's buffers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReaderStats {
+    /// The CPU the reader ran on (`null`: not pinned).
+    pub cpu: Option<usize>,
+    /// Sub-buffers (pages) read.
+    pub pages: u64,
+    /// Events read.
+    pub events: u64,
+    /// Events the kernel overwrote before they were read (`per_cpu/cpuN/stats`
+    /// `overrun`), summed over the traced CPUs.
+    pub overrun: u64,
+    /// Pages that said events were missing before them.
+    pub pages_with_missing_events: u64,
+    /// Largest delay between an event being written and being read, when known.
+    pub max_lag_ns: Option<Nanos>,
+    /// Bytes of events held in memory at most.
+    pub held_bytes_max: u64,
+}
+
+/// The A/B of tracing's cost: the same measurement with the event set off and on, in
+/// short alternating spans at the start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObserverEffect {
+    /// Samples and statistics without tracing.
+    pub off: AbSide,
+    /// Samples and statistics with the event set on.
+    pub on: AbSide,
+}
+
+/// One side of the observer-effect A/B.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbSide {
+    /// Samples measured.
+    pub samples: u64,
+    /// Smallest sample (`null` without samples).
+    pub min_ns: Option<Nanos>,
+    /// Median (`null` without samples).
+    pub p50_ns: Option<Nanos>,
+    /// 99th percentile (`null` without samples).
+    pub p99_ns: Option<Nanos>,
+}
+
+/// What a part of a late wake-up was spent on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Cause {
+    /// A device interrupt handler (`irq:irq_handler_entry/exit`).
+    Irq {
+        /// IRQ number.
+        irq: i64,
+        /// Its action's name (`virtio0-input.0`).
+        name: String,
+    },
+    /// An architecture interrupt vector other than the wake-up's own timer interrupt
+    /// (`irq_vectors:*`: reschedule, call_function, irq_work, ...).
+    Vector {
+        /// The vector's name, as the event names it (`reschedule`).
+        name: String,
+    },
+    /// A softirq (`NET_RX`, `TIMER`, `RCU`, ...).
+    Softirq {
+        /// The vector's name.
+        name: String,
+    },
+    /// An NMI handler.
+    Nmi {
+        /// The handler's address or symbol.
+        handler: String,
+    },
+    /// Another thread that ran on the CPU while the measuring thread waited, or kept
+    /// it (the blocking task).
+    Thread {
+        /// Its command name.
+        comm: String,
+        /// Its thread id.
+        pid: i64,
+        /// Its kernel priority as the scheduler events give it (`prio`: 0–99 real-time,
+        /// lower is more urgent; 100–139 normal).
+        prio: i64,
+        /// The workqueue function it was running, when known (kworkers, deep mode).
+        function: Option<String>,
+    },
+    /// The CPU was idle at the deadline and had to leave its idle state.
+    IdleExit {
+        /// The idle state it was in (`cpu_idle` state number), when known.
+        state: Option<i64>,
+    },
+    /// The wake-up's own timer interrupt: from its entry until the measuring thread
+    /// was woken, and the rest of it.
+    TimerInterrupt,
+    /// The kernel's own path: the measuring thread woken, and waiting for the
+    /// scheduler, with nothing else recorded on the CPU.
+    Scheduler,
+    /// From the switch to the measuring thread until it read the clock.
+    ReturnToUser,
+    /// No event shows what the CPU did: on a virtual machine the host running
+    /// something else, otherwise an SMI or code with interrupts off.
+    Unexplained {
+        /// Which task was current (when known), for a reader to judge: it is not
+        /// blamed.
+        current: Option<String>,
+    },
+}
+
+impl Cause {
+    /// The cause as people read it: `irq 24 virtio0-input.0`, `softirq NET_RX`,
+    /// `thread spin:1234 (prio 0)`.
+    pub fn label(&self) -> String {
+        match self {
+            Cause::Irq { irq, name } => format!("irq {irq} {name}"),
+            Cause::Vector { name } => format!("vector {name}"),
+            Cause::Softirq { name } => format!("softirq {name}"),
+            Cause::Nmi { handler } => format!("nmi {handler}"),
+            Cause::Thread {
+                comm,
+                pid,
+                prio,
+                function,
+            } => match function {
+                Some(f) => format!("thread {comm}:{pid} (prio {prio}, {f})"),
+                None => format!("thread {comm}:{pid} (prio {prio})"),
+            },
+            Cause::IdleExit { state: Some(s) } => format!("idle exit (state {s})"),
+            Cause::IdleExit { state: None } => "idle exit".to_string(),
+            Cause::TimerInterrupt => "timer interrupt".to_string(),
+            Cause::Scheduler => "scheduler".to_string(),
+            Cause::ReturnToUser => "return to user".to_string(),
+            Cause::Unexplained { .. } => "unexplained (no guest event)".to_string(),
+        }
+    }
+
+    /// Whether the cause is the kernel's own wake-up path (timer interrupt, scheduler,
+    /// return to user) rather than something that got in the way.
+    pub fn is_own_path(&self) -> bool {
+        matches!(
+            self,
+            Cause::TimerInterrupt | Cause::Scheduler | Cause::ReturnToUser
+        )
+    }
+
+    /// The key the catalogue sums by: the cause without the details that differ from
+    /// spike to spike (the current task of an unexplained gap).
+    pub fn catalogue_key(&self) -> Cause {
+        match self {
+            Cause::Unexplained { .. } => Cause::Unexplained { current: None },
+            other => other.clone(),
+        }
+    }
+}
+
+/// The stage of a wake-up a part fell in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// Deadline → the timer interrupt.
+    Delivery,
+    /// The timer interrupt until the measuring thread is woken.
+    Handler,
+    /// Woken → switched in.
+    Scheduling,
+    /// Switched in → the clock read.
+    Return,
+}
+
+/// One part of a late wake-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// What the time went to.
+    pub cause: Cause,
+    /// Which stage of the wake-up it fell in.
+    pub stage: Stage,
+    /// Start, relative to the deadline (negative: before it, for a cause already
+    /// running at the deadline; the part itself counts only from the deadline).
+    pub start_ns: Nanos,
+    /// Time of the window it took, ns, net of what nested in it.
+    pub duration_ns: Nanos,
+}
+
+/// How complete the events of a spike's window were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Coverage {
+    /// Every event of the window was read.
+    Complete,
+    /// Events of the window's CPU were lost (overrun or a page marked missing
+    /// events): the unexplained part may hide a cause.
+    EventsLost,
+}
+
+/// The explanation of one spike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The phase of the stream the spike belongs to.
+    pub phase: String,
+    /// The measuring thread's index.
+    pub thread: usize,
+    /// The CPU it woke on.
+    pub cpu: Option<usize>,
+    /// When it was due, relative to the start of the stream's measured span (as the
+    /// stream's spikes give it).
+    pub at_ns: Nanos,
+    /// The sample.
+    pub latency_ns: Nanos,
+    /// Whether the window's events were complete.
+    pub coverage: Coverage,
+    /// Each stage's length (`null` when the event that ends it was not seen).
+    pub stages: Stages,
+    /// The parts, in time order; with `unexplained`, they add up to the sample.
+    pub parts: Vec<Part>,
+    /// The events of the window, in time order, for `latlab explain --spike N`.
+    pub events: Vec<WindowEvent>,
+}
+
+impl Explanation {
+    /// The unexplained time: the sum of the unexplained parts.
+    pub fn unexplained_ns(&self) -> Nanos {
+        Nanos(
+            self.parts
+                .iter()
+                .filter(|p| matches!(p.cause, Cause::Unexplained { .. }))
+                .map(|p| p.duration_ns.0)
+                .sum(),
+        )
+    }
+
+    /// The sum of all parts (equals `latency_ns`).
+    pub fn parts_total_ns(&self) -> Nanos {
+        Nanos(self.parts.iter().map(|p| p.duration_ns.0).sum())
+    }
+}
+
+/// The length of each stage of a wake-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stages {
+    /// Deadline → timer interrupt entry.
+    pub delivery_ns: Option<Nanos>,
+    /// Timer interrupt entry → the measuring thread woken.
+    pub handler_ns: Option<Nanos>,
+    /// Woken → switched in.
+    pub scheduling_ns: Option<Nanos>,
+    /// Switched in → the clock read.
+    pub return_ns: Option<Nanos>,
+}
+
+/// One kernel event of a spike's window, as `latlab explain --spike N` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowEvent {
+    /// Time relative to the deadline.
+    pub t_ns: Nanos,
+    /// The event, `system:name`.
+    pub event: String,
+    /// Its fields as text (`irq=24 name=virtio0-input.0`).
+    pub detail: String,
+}
+
+/// A cause summed over the explained spikes of one phase and CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CauseTotal {
+    /// The cause.
+    pub cause: Cause,
+    /// The phase.
+    pub phase: String,
+    /// The CPU (`null`: the thread was not pinned).
+    pub cpu: Option<usize>,
+    /// Explained spikes it contributed to.
+    pub spikes: u64,
+    /// Its total contribution.
+    pub total_ns: Nanos,
+    /// Its largest contribution to one spike.
+    pub max_ns: Nanos,
+}
+
+/// The total latency of the explained spikes of one phase and CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpikeTime {
+    /// The phase.
+    pub phase: String,
+    /// The CPU.
+    pub cpu: Option<usize>,
+    /// Explained spikes.
+    pub spikes: u64,
+    /// Their summed latency.
+    pub total_ns: Nanos,
+}
+
+impl Explain {
+    /// The share of its phase's and CPU's spike time a catalogue entry stands for, in
+    /// `[0, 1]` (`None` when that time is unknown or zero).
+    pub fn share(&self, entry: &CauseTotal) -> Option<f64> {
+        let base = self
+            .spike_time
+            .iter()
+            .find(|t| t.phase == entry.phase && t.cpu == entry.cpu)?;
+        (base.total_ns.0 > 0).then(|| entry.total_ns.0 as f64 / base.total_ns.0 as f64)
+    }
+
+    /// Adds one explanation to the catalogue and the spike time (the explanation
+    /// itself is kept by the caller, if at all).
+    pub fn add_to_catalogue(&mut self, e: &Explanation) {
+        match self
+            .spike_time
+            .iter_mut()
+            .find(|t| t.phase == e.phase && t.cpu == e.cpu)
+        {
+            Some(t) => {
+                t.spikes += 1;
+                t.total_ns = Nanos(t.total_ns.0 + e.latency_ns.0);
+            }
+            None => self.spike_time.push(SpikeTime {
+                phase: e.phase.clone(),
+                cpu: e.cpu,
+                spikes: 1,
+                total_ns: e.latency_ns,
+            }),
+        }
+        // One contribution per cause per spike: a cause seen twice in a window adds up.
+        let mut per_cause: Vec<(Cause, i64)> = Vec::new();
+        for part in &e.parts {
+            let key = part.cause.catalogue_key();
+            match per_cause.iter_mut().find(|(c, _)| *c == key) {
+                Some((_, d)) => *d += part.duration_ns.0,
+                None => per_cause.push((key, part.duration_ns.0)),
+            }
+        }
+        for (cause, d) in per_cause {
+            match self
+                .catalogue
+                .iter_mut()
+                .find(|c| c.cause == cause && c.phase == e.phase && c.cpu == e.cpu)
+            {
+                Some(c) => {
+                    c.spikes += 1;
+                    c.total_ns = Nanos(c.total_ns.0 + d);
+                    c.max_ns = Nanos(c.max_ns.0.max(d));
+                }
+                None => self.catalogue.push(CauseTotal {
+                    cause,
+                    phase: e.phase.clone(),
+                    cpu: e.cpu,
+                    spikes: 1,
+                    total_ns: Nanos(d),
+                    max_ns: Nanos(d),
+                }),
+            }
+        }
+    }
+
+    /// Orders the catalogue: largest total first.
+    pub fn sort_catalogue(&mut self) {
+        self.catalogue
+            .sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+    }
+}
