@@ -29,6 +29,7 @@ pub mod signal;
 pub mod sigwait;
 pub mod slack;
 pub mod trace;
+pub mod tracefs;
 pub mod wake;
 
 pub use error::RtError;

@@ -133,7 +133,7 @@ impl Drop for BreakTrace {
     }
 }
 
-fn find_tracefs() -> Option<PathBuf> {
+pub(crate) fn find_tracefs() -> Option<PathBuf> {
     CANDIDATES
         .iter()
         .map(PathBuf::from)

@@ -179,8 +179,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
 }
 
 /// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
-/// killer, a power cut) left behind — load directories, SysV objects, a half-written
-/// --json file — and says what was removed. Only what processes that no longer run
+/// killer, a power cut) left behind — load directories, SysV objects, tracefs
+/// instances, a half-written --json file — and says what was removed. Only what processes that no longer run
 /// owned is touched.
 fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
     let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -189,6 +189,7 @@ fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
         .map(|p| p.display().to_string())
         .collect();
     removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
+    removed.extend(latlab_rt::tracefs::sweep_stale());
     if let Some(json) = json {
         removed.extend(output::sweep_beside(json));
     }

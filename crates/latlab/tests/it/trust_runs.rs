@@ -1009,3 +1009,58 @@ fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
     assert!(err.contains("--json"), "{err}");
     Run::from_json(&export_json(&store)).unwrap();
 }
+
+/// A tracefs instance directory, removed when dropped.
+struct RmdirOnDrop(PathBuf);
+
+impl Drop for RmdirOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn the_tracefs_instance_of_a_killed_run_is_removed_by_the_next() {
+    let _guard = serial();
+    let instances = latlab_rt::tracefs::tracefs_root()
+        .expect("tracefs is not mounted: run the tests as root after `mount -t tracefs nodev /sys/kernel/tracing`")
+        .join("instances");
+    // Made as a latlab run makes it, named after the pid of its maker, then SIGKILLed.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "mkdir \"$0/latlab-$$\" && exec sleep 60"])
+        .arg(&instances)
+        .spawn()
+        .unwrap();
+    let left = RmdirOnDrop(instances.join(format!("latlab-{}", child.id())));
+    let mut cleanup = KillOnDrop(vec![child.id()]);
+    let until = Instant::now() + Duration::from_secs(5);
+    while !left.0.is_dir() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(left.0.is_dir(), "the child made no {}", left.0.display());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    cleanup.0.clear();
+
+    let next = latlab()
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "100ms",
+            "-q",
+            "--no-store",
+            "--no-audit",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("removed what latlab runs that were killed left")
+            && err.contains(&format!("tracefs instance {}", left.0.display())),
+        "{err}"
+    );
+    assert!(!left.0.exists(), "{err}");
+}
