@@ -180,8 +180,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
 
 /// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
 /// killer, a power cut) left behind — load directories, SysV objects, tracefs
-/// instances, a half-written --json file — and says what was removed. Only what processes that no longer run
-/// owned is touched.
+/// instances, a half-written --json file — and says what was removed. Only what
+/// processes that no longer run owned is touched.
 fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
     let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
