@@ -56,6 +56,20 @@ pub enum Notice {
         /// The error.
         reason: String,
     },
+    /// `--explain` could not trace: the run measured, but explains nothing.
+    ExplainUnavailable {
+        /// Why, with the fix.
+        reason: String,
+    },
+    /// `--explain` could not explain every spike from a complete window of events.
+    ExplainIncomplete {
+        /// Spikes handed to the explainer.
+        seen: u64,
+        /// Explained from a window with events missing.
+        incomplete: u64,
+        /// Not explained at all.
+        unexplained: u64,
+    },
     /// SCHED_DEADLINE threads run unpinned.
     DeadlineUnpinned,
     /// The kernel woke threads before their deadline.
@@ -132,6 +146,8 @@ impl Notice {
             Notice::MemoryLockLimited { .. } => "memory-lock-limited",
             Notice::DmaLatencyUnavailable { .. } => "dma-latency-unavailable",
             Notice::BreakTraceUnavailable { .. } => "breaktrace-unavailable",
+            Notice::ExplainUnavailable { .. } => "explain-unavailable",
+            Notice::ExplainIncomplete { .. } => "explain-incomplete",
             Notice::DeadlineUnpinned => "deadline-unpinned",
             Notice::EarlyWakes { .. } => "early-wakes",
             Notice::MissedPeriods { .. } => "missed-periods",
@@ -420,6 +436,22 @@ impl fmt::Display for Notice {
                 "--breaktrace cannot use tracefs ({reason}): the run still stops at the \
                  first sample over the limit, but no trace marker is written; run as root \
                  with tracefs mountable"
+            ),
+            Notice::ExplainUnavailable { reason } => write!(
+                f,
+                "--explain could not trace ({reason}): the latencies are measured, but no \
+                 spike is explained"
+            ),
+            Notice::ExplainIncomplete {
+                seen,
+                incomplete,
+                unexplained,
+            } => write!(
+                f,
+                "--explain: of {seen} spikes, {incomplete} were explained from a window with \
+                 trace events missing (the kernel's buffer overran) and {unexplained} could \
+                 not be explained (their events were no longer held); a larger buffer or \
+                 fewer traced CPUs helps"
             ),
             Notice::DeadlineUnpinned => write!(
                 f,

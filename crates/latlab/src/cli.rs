@@ -202,6 +202,17 @@ pub struct RunArgs {
     /// How many samples above --spike to keep per thread.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub spike_nodes: usize,
+    /// Explain every sample above --spike (default 100us with this flag) from kernel
+    /// trace events: what got in the way. --explain=deep traces more (hrtimers, every
+    /// wake-up, workqueue functions). Needs tracefs (root).
+    #[arg(
+        long,
+        value_name = "MODE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "default"
+    )]
+    pub explain: Option<String>,
     /// How many of the largest samples to keep per thread, with their times [default: 10].
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
@@ -300,6 +311,7 @@ impl RunArgs {
             probes: self.probes.clone(),
             load_cpus: self.load_cpus.clone(),
             load_dir: self.load_dir.clone(),
+            explain: self.explain.clone(),
         }
     }
 }

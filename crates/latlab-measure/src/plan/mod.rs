@@ -30,9 +30,11 @@ use crate::probe::catalogue::ProbeSpec;
 use crate::probe::info::{Policies, ProbeSetup};
 use crate::probe::Probe;
 use crate::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
+use latlab_model::explain::ExplainMode;
 use latlab_model::run::{MemoryLockPlan, PlannedPhase, ProbePlan};
 use latlab_model::scenario::Scenario;
 use latlab_model::threshold::Threshold;
+use latlab_model::Nanos;
 use latlab_rt::memory::{LockRequest, LockScope};
 use std::path::PathBuf;
 
@@ -92,6 +94,8 @@ pub struct RunInput {
     pub load_cpus: Option<String>,
     /// `--load-dir`.
     pub load_dir: Option<PathBuf>,
+    /// `--explain[=MODE]`: the mode's text (empty for the bare flag).
+    pub explain: Option<String>,
 }
 
 /// A validated run.
@@ -111,6 +115,8 @@ pub struct RunPlan {
     pub load_cpus: Vec<usize>,
     /// Where the loads' temporary directories go.
     pub load_dir: Option<PathBuf>,
+    /// The trace events to explain spikes by (`--explain`), if asked.
+    pub explain: Option<ExplainMode>,
 }
 
 /// One phase: what the runner gets, the probe, the loads.
@@ -155,6 +161,7 @@ pub fn resolve(input: &RunInput, available_cpus: &[usize]) -> Result<RunPlan, Re
         input,
         scenario: &scenario,
     };
+    let explain = explain_mode(input)?;
     let shared = settings::resolve(&sources, available_cpus)?;
     let system = system::resolve(input, &scenario, available_cpus)?;
     let extra_loads = loads::from_flags(input)?;
@@ -169,6 +176,23 @@ pub fn resolve(input: &RunInput, available_cpus: &[usize]) -> Result<RunPlan, Re
         thresholds,
         load_cpus: system.load_cpus,
         load_dir: system.load_dir,
+        explain,
+    })
+}
+
+/// The spike threshold `--explain` uses when no `--spike` is given: every sample above
+/// it is explained.
+pub const EXPLAIN_SPIKE_DEFAULT: Nanos = Nanos(100_000);
+
+/// `--explain` and `--explain=deep`.
+fn explain_mode(input: &RunInput) -> Result<Option<ExplainMode>, ResolveError> {
+    let Some(text) = input.explain.as_deref() else {
+        return Ok(None);
+    };
+    ExplainMode::parse(text).map(Some).ok_or_else(|| {
+        Origin::flag("--explain").invalid(format!(
+            "'{text}' is not an event set: use --explain (the default set) or --explain=deep"
+        ))
     })
 }
 
@@ -268,6 +292,30 @@ mod tests {
         assert_eq!(p.memory_lock, MemoryLockPlan::Touched);
         assert_eq!(p.lock_scope(), Some(LockScope::Touched));
         assert_eq!(p.scenario, None);
+    }
+
+    #[test]
+    fn explain_defaults_the_spike_threshold_and_names_its_modes() {
+        let p = resolve(&input(), &[0, 1]).unwrap();
+        assert_eq!((p.explain, p.phases[0].setup.spike_threshold), (None, None));
+        let with = |mode: &str, spike: Option<&str>| RunInput {
+            explain: Some(mode.to_string()),
+            spike: spike.map(str::to_string),
+            ..input()
+        };
+        let p = resolve(&with("default", None), &[0, 1]).unwrap();
+        assert_eq!(p.explain, Some(ExplainMode::Default));
+        assert_eq!(
+            p.phases[0].setup.spike_threshold,
+            Some(EXPLAIN_SPIKE_DEFAULT)
+        );
+        let p = resolve(&with("deep", Some("250us")), &[0, 1]).unwrap();
+        assert_eq!(p.explain, Some(ExplainMode::Deep));
+        assert_eq!(p.phases[0].setup.spike_threshold, Some(Nanos(250_000)));
+        let e = resolve(&with("full", None), &[0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--explain") && e.contains("deep"), "{e}");
     }
 
     #[test]

@@ -181,9 +181,21 @@ fn recording(sources: &Sources) -> Result<Recording, ResolveError> {
     if top.value > 1_000 {
         return Err(top.refuse("keep at most 1000 spikes per thread"));
     }
+    // Explaining needs spikes to explain: without --spike, every sample above a default,
+    // and never above the break-trace limit, so the sample that stops the run is one.
+    let spike = match (spike.value, &input.explain) {
+        (None, Some(_)) => Some(
+            breaktrace
+                .value
+                .map_or(super::EXPLAIN_SPIKE_DEFAULT, |limit| {
+                    limit.min(super::EXPLAIN_SPIKE_DEFAULT)
+                }),
+        ),
+        (value, _) => value,
+    };
     Ok(Recording {
         breaktrace,
-        spike: spike.value,
+        spike,
         interval: interval.value,
         top: top.value,
     })
