@@ -22,8 +22,12 @@ mod error;
 mod event;
 mod format;
 mod page;
+mod records;
 
 pub use error::TraceError;
 pub use event::{Event, EventTable, Value};
 pub use format::{EventFormat, Field, FieldKind};
 pub use page::{decode_page, Page, PageLayout, RawRecord};
+pub use records::{
+    softirq_name, Comm, PageSummary, Record, RecordDecoder, Task, What, SOFTIRQ_NAMES,
+};
