@@ -18,12 +18,14 @@
 
 #![deny(missing_docs)]
 
+mod attribute;
 mod error;
 mod event;
 mod format;
 mod page;
 mod records;
 
+pub use attribute::{attribute, SpikeOf, SpikeWindow};
 pub use error::TraceError;
 pub use event::{Event, EventTable, Value};
 pub use format::{EventFormat, Field, FieldKind};
