@@ -76,10 +76,14 @@ impl SpikeWindow {
         self.due_ns.saturating_sub(self.margin_ns)
     }
 
-    /// The records of a CPU's time-ordered records from the window's start on.
+    /// The records of a CPU's time-ordered records [`attribute`] needs: from the
+    /// window's start to a margin after the wake (whose events name what was already
+    /// running at the start).
     pub fn select<'a>(&self, records: &'a [Record]) -> &'a [Record] {
         let first = records.partition_point(|record| record.ts < self.start_ns());
-        &records[first..]
+        let after = self.wake_ns.saturating_add(self.margin_ns);
+        let end = records.partition_point(|record| record.ts <= after);
+        &records[first..end.max(first)]
     }
 }
 

@@ -224,8 +224,15 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
         work_function: None,
         hrtimer_callback: None,
     };
-    // Outermost first.
+    // Outermost first. An IRQ's exit lacks its name: another entry of it has it.
     for context in open_before(&from_start).into_iter().rev() {
+        let context = match context {
+            Context::Irq { irq, .. } => Context::Irq {
+                irq,
+                name: irq_name(records, irq).unwrap_or_else(|| Arc::from("")),
+            },
+            other => other,
+        };
         state.open(context, None, None);
     }
     let mut replay = Replay {
@@ -377,6 +384,14 @@ fn apply(
             }
         }
     }
+}
+
+/// The name an entry of IRQ `irq` gives it.
+fn irq_name(records: &[Record], irq: i32) -> Option<Arc<str>> {
+    records.iter().find_map(|record| match &record.what {
+        What::IrqEntry { irq: other, name } if *other == irq => Some(name.clone()),
+        _ => None,
+    })
 }
 
 /// Every task a scheduler event named, as of the wake (later events fill in the

@@ -403,16 +403,17 @@ fn interrupt_open_before_the_first_record_is_still_named() {
     let cpu = Cpu::default()
         .at(us(30), 123, What::IrqExit { irq: 24, ret: 1 })
         .timer(us(31), us(32), us(33), 123);
+    // The exit has no name, and no entry of IRQ 24 was recorded: the name is unknown.
     let explanation = cpu.explain(us(40));
-    // Its entry was not recorded, so the name is unknown: the exit has none.
-    assert_eq!(
-        explanation.parts[0].cause,
-        Cause::Irq {
-            irq: 24,
-            name: String::new()
-        }
-    );
+    let unnamed = Cause::Irq {
+        irq: 24,
+        name: String::new(),
+    };
+    assert_eq!(explanation.parts[0].cause, unnamed);
     assert_eq!(explanation.parts[0].duration_ns, Nanos(us(30)));
+    // A later entry of the same IRQ names it.
+    let explanation = cpu.irq(us(60), us(61), 123).explain(us(40));
+    assert_eq!(explanation.parts[0].cause.label(), "irq 24 virtio0-input.0");
 }
 
 #[test]
@@ -683,4 +684,26 @@ proptest! {
         let times: Vec<i64> = explanation.events.iter().map(|event| event.t_ns.0).collect();
         prop_assert!(times.windows(2).all(|pair| pair[0] <= pair[1]));
     }
+}
+
+#[test]
+fn select_keeps_a_margin_before_the_deadline_and_after_the_wake() {
+    let cpu = Cpu::default()
+        .switch(-us(12_000), me(), idle())
+        .switch(-us(9_000), idle(), stress())
+        .switch(us(9_000), stress(), me())
+        .switch(us(11_000), me(), idle());
+    let window = SpikeWindow {
+        cpu: 1,
+        tid: TID,
+        due_ns: DUE,
+        wake_ns: DUE + 500 * US,
+        margin_ns: 10_000 * US,
+    };
+    let kept: Vec<i64> = window
+        .select(&cpu.0)
+        .iter()
+        .map(|record| (record.ts as i64 - DUE as i64) / 1000)
+        .collect();
+    assert_eq!(kept, [-9_000, 9_000]);
 }
