@@ -136,6 +136,7 @@ pub fn decode_page<'a>(layout: &PageLayout, page: &'a [u8]) -> Result<Page<'a>, 
     })
 }
 
+/// Timestamps add with wrapping: a real page never wraps, a corrupt one must not panic.
 fn decode_records(data: &[u8], base: u64) -> Result<Vec<RawRecord<'_>>, TraceError> {
     let mut records = Vec::new();
     let mut timestamp = base;
@@ -156,11 +157,12 @@ fn decode_records(data: &[u8], base: u64) -> Result<Vec<RawRecord<'_>>, TraceErr
                 // A discarded event: the writer stamped the next record relative to
                 // it, so its delta counts (as kbuffer's `update_pointers` does). Its
                 // length word counts itself.
-                timestamp += time_delta;
+                timestamp = timestamp.wrapping_add(time_delta);
                 (at + 4, array0()? as usize)
             }
             TYPE_TIME_EXTEND => {
-                timestamp += (u64::from(array0()?) << TIME_DELTA_BITS) + time_delta;
+                let delta = (u64::from(array0()?) << TIME_DELTA_BITS) + time_delta;
+                timestamp = timestamp.wrapping_add(delta);
                 (at + 8, 0)
             }
             TYPE_TIME_STAMP => {
@@ -169,13 +171,13 @@ fn decode_records(data: &[u8], base: u64) -> Result<Vec<RawRecord<'_>>, TraceErr
                 (at + 8, 0)
             }
             0 => {
-                timestamp += time_delta;
+                timestamp = timestamp.wrapping_add(time_delta);
                 // array[0] counts itself, then the payload.
                 let counted = array0()? as usize;
                 (at + 8, counted.saturating_sub(4))
             }
             data_words => {
-                timestamp += time_delta;
+                timestamp = timestamp.wrapping_add(time_delta);
                 (at + 4, data_words as usize * 4)
             }
         };
