@@ -227,6 +227,23 @@ impl Cause {
         }
     }
 
+    /// The kind of cause, as the Run's JSON names it (`irq`, `softirq`, `thread`,
+    /// `idle-exit`, `unexplained`, ...): what exports label a cause's series with.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Cause::Irq { .. } => "irq",
+            Cause::Vector { .. } => "vector",
+            Cause::Softirq { .. } => "softirq",
+            Cause::Nmi { .. } => "nmi",
+            Cause::Thread { .. } => "thread",
+            Cause::IdleExit { .. } => "idle-exit",
+            Cause::TimerInterrupt => "timer-interrupt",
+            Cause::Scheduler => "scheduler",
+            Cause::ReturnToUser => "return-to-user",
+            Cause::Unexplained { .. } => "unexplained",
+        }
+    }
+
     /// Whether the cause is the kernel's own wake-up path (timer interrupt, scheduler,
     /// return to user) rather than something that got in the way.
     pub fn is_own_path(&self) -> bool {
@@ -447,5 +464,44 @@ impl Explain {
     pub fn sort_catalogue(&mut self) {
         self.catalogue
             .sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_causes_kind_name_is_its_json_tag() {
+        let causes = [
+            Cause::Irq {
+                irq: 24,
+                name: "virtio0-input.0".into(),
+            },
+            Cause::Vector {
+                name: "reschedule".into(),
+            },
+            Cause::Softirq {
+                name: "NET_RX".into(),
+            },
+            Cause::Nmi {
+                handler: "perf_event_nmi_handler".into(),
+            },
+            Cause::Thread {
+                comm: "spin".into(),
+                pid: 7,
+                prio: 0,
+                function: None,
+            },
+            Cause::IdleExit { state: Some(1) },
+            Cause::TimerInterrupt,
+            Cause::Scheduler,
+            Cause::ReturnToUser,
+            Cause::Unexplained { current: None },
+        ];
+        for cause in causes {
+            let json = serde_json::to_value(&cause).unwrap();
+            assert_eq!(json["kind"], cause.kind_name(), "{cause:?}");
+        }
     }
 }
