@@ -18,9 +18,9 @@
 //! up to its sample, and nothing is blamed on a task or interrupt that no event placed
 //! in the window.
 //!
-//! The [`Catalogue`] sums the parts of every explained spike by cause, per phase and
-//! CPU: how many spikes a cause contributed to, its total and largest contribution and
-//! its share of the spike time.
+//! The catalogue ([`Explain::catalogue`]) sums the parts of every explained spike by
+//! cause, per phase and CPU: how many spikes a cause contributed to, its total and
+//! largest contribution and its share of the spike time.
 
 use crate::Nanos;
 use serde::{Deserialize, Serialize};

@@ -529,7 +529,11 @@ fn the_what_got_in_the_way_section_renders_in_chromium() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["name"].as_str().is_some_and(|n| n.contains("largest spikes")))
+        .filter(|p| {
+            p["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("largest spikes"))
+        })
         .collect();
     assert_eq!(bars.len(), 1, "{result}");
     let bars = bars[0];
