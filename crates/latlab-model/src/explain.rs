@@ -18,9 +18,9 @@
 //! up to its sample, and nothing is blamed on a task or interrupt that no event placed
 //! in the window.
 //!
-//! The catalogue ([`Explain::catalogue`]) sums the parts of every explained spike by cause, per phase and
-//! CPU: how many spikes a cause contributed to, its total and largest contribution and
-//! its share of the spike time.
+//! The catalogue ([`Explain::catalogue`]) sums the parts of every explained spike by
+//! cause, per phase and CPU: how many spikes a cause contributed to, its total and
+//! largest contribution and its share of the spike time.
 
 use crate::Nanos;
 use serde::{Deserialize, Serialize};
@@ -224,6 +224,23 @@ impl Cause {
             Cause::Scheduler => "scheduler".to_string(),
             Cause::ReturnToUser => "return to user".to_string(),
             Cause::Unexplained { .. } => "unexplained (no guest event)".to_string(),
+        }
+    }
+
+    /// The kind of cause, as the Run's JSON names it (`irq`, `softirq`, `thread`,
+    /// `idle-exit`, `unexplained`, ...): what exports label a cause's series with.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Cause::Irq { .. } => "irq",
+            Cause::Vector { .. } => "vector",
+            Cause::Softirq { .. } => "softirq",
+            Cause::Nmi { .. } => "nmi",
+            Cause::Thread { .. } => "thread",
+            Cause::IdleExit { .. } => "idle-exit",
+            Cause::TimerInterrupt => "timer-interrupt",
+            Cause::Scheduler => "scheduler",
+            Cause::ReturnToUser => "return-to-user",
+            Cause::Unexplained { .. } => "unexplained",
         }
     }
 
@@ -447,5 +464,44 @@ impl Explain {
     pub fn sort_catalogue(&mut self) {
         self.catalogue
             .sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_causes_kind_name_is_its_json_tag() {
+        let causes = [
+            Cause::Irq {
+                irq: 24,
+                name: "virtio0-input.0".into(),
+            },
+            Cause::Vector {
+                name: "reschedule".into(),
+            },
+            Cause::Softirq {
+                name: "NET_RX".into(),
+            },
+            Cause::Nmi {
+                handler: "perf_event_nmi_handler".into(),
+            },
+            Cause::Thread {
+                comm: "spin".into(),
+                pid: 7,
+                prio: 0,
+                function: None,
+            },
+            Cause::IdleExit { state: Some(1) },
+            Cause::TimerInterrupt,
+            Cause::Scheduler,
+            Cause::ReturnToUser,
+            Cause::Unexplained { current: None },
+        ];
+        for cause in causes {
+            let json = serde_json::to_value(&cause).unwrap();
+            assert_eq!(json["kind"], cause.kind_name(), "{cause:?}");
+        }
     }
 }

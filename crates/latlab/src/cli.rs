@@ -71,6 +71,9 @@ pub enum Command {
     Runs(RunsArgs),
     /// One stored run's summary (RUN: an id, a unique prefix, a name, last, last~1, ...).
     Show(ShowArgs),
+    /// What got in the way of a run's spikes (runs measured with --explain): the
+    /// catalogue of causes, then the largest spikes part by part.
+    Explain(ExplainArgs),
     /// Remove runs from the store.
     Rm(RmArgs),
     /// Remove the runs added to the store before a time.
@@ -348,6 +351,31 @@ pub struct ShowArgs {
     pub run: String,
     /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// `latlab explain`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 shown, 1 the run was not measured with --explain, 2 bad input (a run not in
+the store, a --spike beyond the spikes kept).")]
+pub struct ExplainArgs {
+    /// The run: an id, a unique prefix of one, its id's random suffix, its name, last,
+    /// last~1, ...
+    #[arg(default_value = "last")]
+    pub run: String,
+    /// Show the N-th largest spike (1 = the largest) event by event, with its parts.
+    #[arg(long, value_name = "N")]
+    pub spike: Option<usize>,
+    /// How many of the largest spikes to show after the catalogue.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub top: usize,
+    /// Write the explanation (with --spike: the one spike) as JSON: to standard output
+    /// without FILE, or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]

@@ -9,6 +9,7 @@ use crate::output::Human;
 use latlab_measure::live::{LiveSnapshot, LiveStats};
 use latlab_measure::notice::Notice;
 use latlab_measure::runner::{RunObserver, RunRequest};
+use latlab_model::explain::Explain;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_model::Nanos;
@@ -30,6 +31,16 @@ pub struct LiveDisplay {
     drawn_lines: usize,
     duration: Option<Nanos>,
     banner: String,
+}
+
+/// The catalogue `latlab run --explain` ends with: the spikes seen and explained, the
+/// largest causes per phase and CPU, the unexplained share, and `latlab explain last`
+/// for the rest; emphasised when standard output is coloured. Printed after the run's
+/// summary.
+// `run` prints it once its --explain is wired.
+#[allow(dead_code)]
+pub fn explain_summary(explain: &Explain) -> String {
+    latlab_report::report::render_explain_summary(explain, crate::terminal::ansi(Human::Stdout))
 }
 
 fn us(v: Option<i64>) -> String {

@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Show(show) => cmd::show::execute(&show),
+        cli::Command::Explain(explain) => cmd::explain::execute(&explain),
         cli::Command::Rm(rm) => cmd::rm::execute(&rm),
         cli::Command::Prune(prune) => cmd::rm::prune(&prune),
         cli::Command::Export(export) => cmd::export::execute(&export),

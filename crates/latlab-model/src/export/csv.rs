@@ -60,7 +60,7 @@ impl Exporter for Csv {
 }
 
 /// Quotes a field if it holds a comma, a quote or a line break (RFC 4180).
-fn quote(field: &str) -> String {
+pub(super) fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {

@@ -28,4 +28,11 @@ mod tests {
     fn writes_the_run_as_it_is() {
         insta::assert_snapshot!(Json.export(&fixture::run()).unwrap());
     }
+
+    #[test]
+    fn carries_the_explanation_and_reads_back_the_same() {
+        let run = fixture::explained_run();
+        let text = Json.export(&run).unwrap();
+        assert_eq!(Run::from_json(&text).unwrap().explain, run.explain);
+    }
 }

@@ -1,6 +1,7 @@
 //! Exports: a Run in the formats other tools read, one file per format behind one
 //! trait (as hyperfine does it).
 
+mod causes_csv;
 mod csv;
 mod cyclictest;
 mod cyclictest_json;
@@ -40,6 +41,7 @@ pub fn exporters() -> Vec<&'static dyn Exporter> {
     vec![
         &json::Json,
         &csv::Csv,
+        &causes_csv::CausesCsv,
         &cyclictest::Cyclictest,
         &cyclictest_json::CyclictestJson,
         &openmetrics::OpenMetrics,
@@ -219,5 +221,72 @@ pub(crate) mod fixture {
             import: None,
             explain: None,
         }
+    }
+
+    /// [`run`] measured with `--explain`: two spikes on CPU 1 cut into parts that add
+    /// up to them, and a cause whose name holds a quote, a comma and a backslash.
+    pub fn explained_run() -> Run {
+        use crate::explain::*;
+        let part = |cause: Cause, start: i64, duration: i64| Part {
+            cause,
+            stage: Stage::Scheduling,
+            start_ns: Nanos(start),
+            duration_ns: Nanos(duration),
+        };
+        let spike = |at: i64, latency: i64| Explanation {
+            phase: "main".into(),
+            thread: 1,
+            cpu: Some(1),
+            at_ns: Nanos(at),
+            latency_ns: Nanos(latency),
+            coverage: Coverage::Complete,
+            stages: Stages::default(),
+            parts: vec![
+                part(
+                    Cause::Irq {
+                        irq: 24,
+                        name: "virtio0-input.0".into(),
+                    },
+                    0,
+                    2_000,
+                ),
+                part(
+                    Cause::Thread {
+                        comm: "odd \"name\", \\x".into(),
+                        pid: 77,
+                        prio: 0,
+                        function: None,
+                    },
+                    2_000,
+                    latency - 3_000,
+                ),
+                part(Cause::Unexplained { current: None }, latency - 1_000, 1_000),
+            ],
+            events: Vec::new(),
+        };
+        let mut explain = Explain {
+            mode: ExplainMode::Default,
+            unavailable: None,
+            events: vec!["sched:sched_switch".into()],
+            clock: Some("mono".into()),
+            limits: Vec::new(),
+            buffer_kb: Some(4096),
+            reader: ReaderStats::default(),
+            observer: None,
+            spikes_seen: 3,
+            spikes_explained: 2,
+            spikes_incomplete: 0,
+            spikes_unexplained: 1,
+            catalogue: Vec::new(),
+            spike_time: Vec::new(),
+            spikes: vec![spike(400_000_000, 45_000), spike(100_000_000, 12_400)],
+        };
+        for e in explain.spikes.clone() {
+            explain.add_to_catalogue(&e);
+        }
+        explain.sort_catalogue();
+        let mut run = run();
+        run.explain = Some(explain);
+        run
     }
 }

@@ -13,8 +13,14 @@
 //! without a CPU, as SCHED_DEADLINE runs and most imports have, never collide) and
 //! `cpu` (when the thread was pinned). A fact the Run lacks is an absent label or an
 //! absent sample, never a 0.
+//!
+//! A Run measured with `--explain` adds counters per cause (`openmetrics/causes.rs`):
+//! `latlab_spike_cause_seconds_total` and `latlab_spike_cause_spikes_total`, labelled
+//! `run`, `host`, `phase`, `cpu`, `cause` (as `latlab explain` names it) and `kind`,
+//! and `latlab_explain_spikes_total` by `outcome`.
 
 mod buckets;
+mod causes;
 
 use super::{histogram_of, ExportError, Exporter};
 use crate::hist::LatencyHistogram;
@@ -202,6 +208,7 @@ fn families(run: &Run) -> Result<Vec<Family>, ExportError> {
                 .collect(),
         });
     }
+    families.extend(causes::families(run));
     families.retain(|f| !f.samples.is_empty());
     Ok(families)
 }
@@ -494,6 +501,24 @@ mod tests {
             sums_and_counts,
             ["latlab_wakeup_latency_quantile_seconds_count"]
         );
+    }
+
+    #[test]
+    fn an_explained_run_counts_time_and_spikes_per_cause() {
+        let text = PrometheusText.export(&fixture::explained_run()).unwrap();
+        let explain: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("latlab_spike_cause") || l.contains("latlab_explain"))
+            .collect();
+        insta::assert_snapshot!(explain.join("\n"));
+    }
+
+    #[test]
+    fn a_run_whose_tracing_was_unavailable_has_no_cause_counters() {
+        let mut run = fixture::explained_run();
+        run.explain.as_mut().unwrap().unavailable = Some("no tracefs".into());
+        let text = OpenMetrics.export(&run).unwrap();
+        assert_eq!(text, OpenMetrics.export(&fixture::run()).unwrap());
     }
 
     #[test]

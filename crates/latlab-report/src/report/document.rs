@@ -4,6 +4,7 @@
 //! This module is the model only: `assemble.rs` chooses the blocks of each kind of
 //! report, from the sections that build on this model.
 
+use super::bars::Bars;
 use super::chart::Chart;
 use latlab_model::threshold::Status;
 
@@ -52,6 +53,8 @@ pub(crate) enum Block {
     Table(Table),
     /// A plot (drawn only by writers that can show it).
     Figure(Chart),
+    /// Stacked bars (drawn only by writers that can show them).
+    Bars(Bars),
 }
 
 /// How loud an [`Block::Alert`] is.

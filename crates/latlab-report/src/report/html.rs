@@ -3,7 +3,7 @@
 //! and can be attached to a review as it is.
 
 use super::document::{Block, Document, Severity, Table};
-use super::{plot, ReportError};
+use super::{bars, plot, ReportError};
 use latlab_model::text::xml_escaped;
 use latlab_model::threshold::Status;
 use std::fmt::Write as _;
@@ -177,6 +177,18 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
                 out,
                 "<figcaption id=\"{caption_id}\">{}</figcaption>\n</figure>",
                 xml_escaped(&chart.explanation)
+            );
+        }
+        Block::Bars(drawing) => {
+            place.plots += 1;
+            let id = format!("plot-{}", place.plots);
+            let caption_id = format!("{id}-caption");
+            out.push_str("<figure>\n");
+            out.push_str(&bars::svg(drawing, &id, &caption_id));
+            let _ = writeln!(
+                out,
+                "<figcaption id=\"{caption_id}\">{}</figcaption>\n</figure>",
+                xml_escaped(&drawing.explanation)
             );
         }
     }

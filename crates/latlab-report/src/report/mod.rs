@@ -14,11 +14,13 @@
 //! Markdown, and control characters are replaced in text.
 
 mod assemble;
+mod bars;
 mod chart;
 mod comparison;
 mod curves;
 mod distribution;
 mod document;
+mod explain;
 mod figures;
 mod html;
 mod latency_scale;
@@ -32,6 +34,7 @@ mod text;
 mod timeline;
 
 use crate::compare::{CompareError, Comparisons};
+use latlab_model::explain::{Explain, Explanation};
 use latlab_model::hist::HistogramError;
 use latlab_model::run::Run;
 use std::fmt;
@@ -295,6 +298,57 @@ pub fn render_comparison(runs: &[Run], compared: &Comparisons) -> Result<String,
 /// emphasis when `ansi` is on (for a terminal).
 pub fn render_summary(run: &Run, ansi: Ansi) -> String {
     text::render(&assemble::summary(std::slice::from_ref(run)), ansi)
+}
+
+/// `latlab explain`: what got in the way of `run`'s spikes, as terminal text — how it
+/// was traced, the kernel's limits, the observer effect, the counts, the catalogue of
+/// causes per phase and CPU, then the `top` largest spikes in a few lines each.
+/// `None` when the run holds no explanation (it was not measured with `--explain`).
+pub fn render_explain(run: &Run, top: usize, ansi: Ansi) -> Option<String> {
+    let explained = run.explain.as_ref()?;
+    let mut blocks = vec![document::Block::Heading {
+        level: 1,
+        text: format!("What got in the way: run {}", figures::run_label(run)),
+    }];
+    blocks.extend(explain::view(explained, top, 2));
+    Some(text::render(
+        &document::Document {
+            title: "latlab explain".to_string(),
+            blocks,
+        },
+        ansi,
+    ))
+}
+
+/// `latlab explain --spike N`: spike `rank` (1-based, largest first) of those `explain`
+/// keeps in full, event by event, then its parts, as terminal text. `None` when there is
+/// no such spike ([`explained_spikes`] says how many there are).
+pub fn render_explain_spike(explain: &Explain, rank: usize, ansi: Ansi) -> Option<String> {
+    let blocks = explain::spike_timeline(explain, rank, 1)?;
+    Some(text::render(
+        &document::Document {
+            title: "latlab explain".to_string(),
+            blocks,
+        },
+        ansi,
+    ))
+}
+
+/// The spikes `explain` keeps in full, largest first: what `--spike N` numbers.
+pub fn explained_spikes(explain: &Explain) -> Vec<&Explanation> {
+    explain::ranked(explain)
+}
+
+/// The catalogue `latlab run --explain` ends with: the counts, the largest causes per
+/// phase and CPU, and where to read the rest.
+pub fn render_explain_summary(explain: &Explain, ansi: Ansi) -> String {
+    text::render(
+        &document::Document {
+            title: "latlab summary".to_string(),
+            blocks: explain::summary(explain),
+        },
+        ansi,
+    )
 }
 
 /// Renders one plot of `runs` as a PNG image (the SVG plot rasterised at twice its

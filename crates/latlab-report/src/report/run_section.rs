@@ -3,6 +3,7 @@
 
 use super::curves;
 use super::document::{Block, Severity};
+use super::explain;
 use super::figures::{self, DecodedRun};
 use super::run_tables::{
     audit, checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
@@ -54,6 +55,10 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
     }
     blocks.push(section("Spikes"));
     blocks.extend(spikes(decoded));
+    if let Some(explained) = &run.explain {
+        blocks.push(section("What got in the way"));
+        blocks.extend(explain::section(explained, level + 2));
+    }
     if decoded.phased {
         blocks.push(section("Phases"));
         for phase in &run.phases {

@@ -109,7 +109,7 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
             out.push('\n');
         }
         Block::Table(table) => write_table(out, table),
-        Block::Figure(_) => {}
+        Block::Figure(_) | Block::Bars(_) => {}
     }
 }
 

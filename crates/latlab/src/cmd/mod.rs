@@ -3,6 +3,7 @@
 pub mod check;
 pub mod compare;
 pub mod completions;
+pub mod explain;
 pub mod export;
 pub mod import;
 pub mod loads;

@@ -467,3 +467,94 @@ fn the_html_reports_are_valid_for_the_nu_html_checker() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A page that shows `REPORT` scrolled to its section "What got in the way", for a
+/// screenshot of that section.
+const SECTION_HARNESS: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><style>body{margin:0}iframe{border:0}</style></head><body>
+<iframe id="report" src="REPORT" width="1280" height="1400"></iframe>
+<script>
+document.getElementById('report').addEventListener('load', () => {
+  const frame = document.getElementById('report');
+  const heading = [...frame.contentDocument.querySelectorAll('h2')]
+    .find(h => h.textContent === 'What got in the way');
+  frame.contentWindow.scrollTo(0, heading.offsetTop - 10);
+});
+</script></body></html>"#;
+
+/// A screenshot of the section "What got in the way" of `page` (in `dir`), as PNG.
+fn section_screenshot(dir: &Path, page: &str) -> Vec<u8> {
+    let harness = dir.join(format!("section-{page}"));
+    std::fs::write(&harness, SECTION_HARNESS.replace("REPORT", page)).unwrap();
+    let png = dir.join("section.png");
+    let out = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--allow-file-access-from-files",
+            "--hide-scrollbars",
+            "--window-size=1280,1400",
+            "--virtual-time-budget=5000",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", harness.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    std::fs::read(&png).unwrap()
+}
+
+#[test]
+fn the_what_got_in_the_way_section_renders_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, out) = crate::common::measure(&["-c", "0,1", "-d", "1s"]);
+    assert_eq!(code, 0, "{out}");
+    let run = crate::explain_view::explained(run);
+    let store = crate::explain_view::store_holding(dir.path(), &run);
+    report(&store, &["last"], &dir.path().join("report.html"));
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(page.contains("<h2>What got in the way</h2>"), "the section");
+
+    let result = inspect(dir.path(), "report.html");
+    let captions = result["captions"].as_array().unwrap();
+    assert!(
+        captions
+            .iter()
+            .all(|c| c.as_str().is_some_and(|c| !c.is_empty())),
+        "a table without a caption: {captions:?}"
+    );
+    let bars: Vec<&serde_json::Value> = result["plots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("largest spikes"))
+        })
+        .collect();
+    assert_eq!(bars.len(), 1, "{result}");
+    let bars = bars[0];
+    assert_eq!(bars["role"], "img", "{bars}");
+    assert!(bars["width"].as_u64().unwrap() >= 200, "{bars}");
+    assert!(bars["height"].as_u64().unwrap() >= 100, "{bars}");
+    assert!(
+        bars["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("Each bar is one spike")),
+        "{bars}"
+    );
+    let text = bars["text"].as_str().unwrap();
+    for shown in ["µs", "thread spin:4242", "unexplained"] {
+        assert!(text.contains(shown), "{shown}: {text}");
+    }
+
+    let png = section_screenshot(dir.path(), "report.html");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    // LATLAB_EXPLAIN_SCREENSHOT=docs/explain.png keeps it (how docs/explain.png is made).
+    if let Some(keep) = std::env::var_os("LATLAB_EXPLAIN_SCREENSHOT") {
+        std::fs::write(keep, &png).unwrap();
+    }
+}

@@ -171,6 +171,34 @@ fn a_timer_run_exports_what_promtool_and_the_openmetrics_parser_accept() {
 }
 
 #[test]
+fn an_explained_run_exports_its_causes_as_promtool_and_the_parser_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, run, out) = measure(&["-c", "0,1", "-d", "300ms"]);
+    assert_eq!(code, 0, "{out}");
+    let mut run = crate::explain_view::explained(run);
+    // A cause whose name needs escaping in a label value.
+    if let Some(entry) = run.explain.as_mut().unwrap().catalogue.first_mut() {
+        entry.cause = latlab_model::explain::Cause::Thread {
+            comm: "odd \"name\" \\".into(),
+            pid: 1,
+            prio: 120,
+            function: None,
+        };
+    }
+    let store = store_holding(dir.path(), &run);
+    assert_consumers_accept(&store, &run, "explained");
+    let explain = run.explain.as_ref().unwrap();
+    for format in ["openmetrics", "prometheus"] {
+        let metrics = export(&store, &run.id, format);
+        let causes = series(&metrics)
+            .into_iter()
+            .filter(|s| s.starts_with("latlab_spike_cause_seconds_total{"))
+            .count();
+        assert_eq!(causes, explain.catalogue.len(), "{metrics}");
+    }
+}
+
+#[test]
 fn a_deadline_run_of_streams_without_a_cpu_exports_a_series_per_stream() {
     let dir = tempfile::tempdir().unwrap();
     let (code, run, out) = measure(&["-P", "d:100us:1ms", "-c", "0,1", "-d", "300ms"]);

@@ -119,6 +119,7 @@ const SUBCOMMANDS: &[&str] = &[
     "run",
     "runs",
     "show",
+    "explain",
     "rm",
     "prune",
     "export",
@@ -172,7 +173,8 @@ fn bash_completes_subcommands_and_export_formats() {
         );
         quietly("bash", &["-c", &program])
     };
-    assert_eq!(complete("latlab exp", 1), "export\n");
+    assert_eq!(complete("latlab expo", 1), "export\n");
+    assert_eq!(complete("latlab expl", 1), "explain\n");
     let formats = complete("latlab export last --format ''", 4);
     let names: Vec<&str> = latlab_model::export::exporters()
         .iter()
@@ -192,7 +194,8 @@ fn fish_completes_subcommands_and_export_formats_with_their_lines() {
         let program = format!("source {script}; complete -C '{line}'");
         quietly("fish", &["--no-config", "-c", &program])
     };
-    assert!(complete("latlab exp").starts_with("export\t"));
+    assert!(complete("latlab expo").starts_with("export\t"));
+    assert!(complete("latlab expl").starts_with("explain\t"));
     let formats = complete("latlab export last --format ");
     for exporter in latlab_model::export::exporters() {
         let line = format!("{}\t{}", exporter.name(), exporter.describe());
