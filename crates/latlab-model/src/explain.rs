@@ -202,7 +202,7 @@ pub enum Cause {
 
 impl Cause {
     /// The cause as people read it: `irq 24 virtio0-input.0`, `softirq NET_RX`,
-    /// `thread spin:1234 (prio 0)`.
+    /// `thread spin:1234 (fifo/rr 99)`.
     pub fn label(&self) -> String {
         match self {
             Cause::Irq { irq, name } => format!("irq {irq} {name}"),
@@ -215,8 +215,8 @@ impl Cause {
                 prio,
                 function,
             } => match function {
-                Some(f) => format!("thread {comm}:{pid} (prio {prio}, {f})"),
-                None => format!("thread {comm}:{pid} (prio {prio})"),
+                Some(f) => format!("thread {comm}:{pid} ({}, {f})", priority_words(*prio)),
+                None => format!("thread {comm}:{pid} ({})", priority_words(*prio)),
             },
             Cause::IdleExit { state: Some(s) } => format!("idle exit (state {s})"),
             Cause::IdleExit { state: None } => "idle exit".to_string(),
@@ -260,6 +260,16 @@ impl Cause {
             Cause::Unexplained { .. } => Cause::Unexplained { current: None },
             other => other.clone(),
         }
+    }
+}
+
+/// A kernel priority as `chrt` and `nice` speak of it: `prio` 0–99 is real-time
+/// priority 99–1 (`fifo/rr 99`), 100–139 is nice −20…19, −1 is SCHED_DEADLINE.
+pub fn priority_words(prio: i64) -> String {
+    match prio {
+        p if p < 0 => "deadline".to_string(),
+        p if p < 100 => format!("fifo/rr {}", 99 - p),
+        p => format!("nice {}", p - 120),
     }
 }
 
@@ -503,5 +513,86 @@ mod tests {
             let json = serde_json::to_value(&cause).unwrap();
             assert_eq!(json["kind"], cause.kind_name(), "{cause:?}");
         }
+    }
+
+    #[test]
+    fn priorities_read_as_chrt_and_nice_say_them() {
+        assert_eq!(priority_words(0), "fifo/rr 99");
+        assert_eq!(priority_words(4), "fifo/rr 95");
+        assert_eq!(priority_words(120), "nice 0");
+        assert_eq!(priority_words(100), "nice -20");
+        assert_eq!(priority_words(-1), "deadline");
+    }
+
+    #[test]
+    fn the_catalogue_counts_a_cause_once_per_spike_and_shares_add_up() {
+        let part = |cause: Cause, d: i64| Part {
+            cause,
+            stage: Stage::Scheduling,
+            start_ns: Nanos(0),
+            duration_ns: Nanos(d),
+        };
+        let spin = Cause::Thread {
+            comm: "spin".into(),
+            pid: 7,
+            prio: 0,
+            function: None,
+        };
+        let spike = |parts: Vec<Part>| Explanation {
+            phase: "main".into(),
+            thread: 0,
+            cpu: Some(1),
+            at_ns: Nanos(1),
+            latency_ns: Nanos(parts.iter().map(|p| p.duration_ns.0).sum()),
+            coverage: Coverage::Complete,
+            stages: Stages::default(),
+            parts,
+            events: Vec::new(),
+        };
+        let mut explain = Explain {
+            mode: ExplainMode::Default,
+            unavailable: None,
+            events: Vec::new(),
+            clock: None,
+            limits: Vec::new(),
+            buffer_kb: None,
+            reader: ReaderStats::default(),
+            observer: None,
+            spikes_seen: 2,
+            spikes_explained: 2,
+            spikes_incomplete: 0,
+            spikes_unexplained: 0,
+            catalogue: Vec::new(),
+            spike_time: Vec::new(),
+            spikes: Vec::new(),
+        };
+        let gap = |who: &str| Cause::Unexplained {
+            current: Some(who.into()),
+        };
+        explain.add_to_catalogue(&spike(vec![
+            part(gap("idle"), 10),
+            part(spin.clone(), 100),
+            part(spin.clone(), 50),
+        ]));
+        explain.add_to_catalogue(&spike(vec![
+            part(gap("spin:7"), 40),
+            part(spin.clone(), 200),
+        ]));
+        explain.sort_catalogue();
+        let spin_total = &explain.catalogue[0];
+        assert_eq!(spin_total.cause, spin);
+        assert_eq!(
+            (spin_total.spikes, spin_total.total_ns, spin_total.max_ns),
+            (2, Nanos(350), Nanos(200))
+        );
+        let gaps = &explain.catalogue[1];
+        assert_eq!(gaps.cause, Cause::Unexplained { current: None });
+        assert_eq!((gaps.spikes, gaps.total_ns), (2, Nanos(50)));
+        let shares: f64 = explain
+            .catalogue
+            .iter()
+            .map(|c| explain.share(c).unwrap())
+            .sum();
+        assert!((shares - 1.0).abs() < 1e-12, "{shares}");
     }
 }
