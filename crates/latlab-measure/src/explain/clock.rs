@@ -54,11 +54,14 @@ fn clocksource() -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-/// Sets `mono` when it is there and cheap, else `local`; returns which (the offset of
-/// `local` is measured once tracing is on, by [`measure_offset`]).
-pub(crate) fn choose(instance: &TraceInstance) -> Result<TraceClock, SessionError> {
+/// Sets `mono` when it is there, cheap and `prefer_mono`, else `local`; returns which
+/// (the offset of `local` is measured once tracing is on, by [`measure_offset`]).
+pub(crate) fn choose(
+    instance: &TraceInstance,
+    prefer_mono: bool,
+) -> Result<TraceClock, SessionError> {
     let cheap = clocksource().is_some_and(|cs| CHEAP_CLOCKSOURCES.contains(&cs.as_str()));
-    if cheap && instance.set_clock("mono").is_ok() {
+    if prefer_mono && cheap && instance.set_clock("mono").is_ok() {
         return Ok(TraceClock {
             name: "mono".to_string(),
             offset_ns: 0,

@@ -99,3 +99,6 @@ pub enum SessionError {
     #[error("cannot start the trace reader thread: {0}")]
     Thread(std::io::Error),
 }
+
+#[cfg(test)]
+mod tests;

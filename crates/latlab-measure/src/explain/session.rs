@@ -28,17 +28,21 @@ pub struct ReaderSettings {
     pub retention: Duration,
     /// Bytes of pages kept per CPU, at most.
     pub max_held_bytes_per_cpu: usize,
+    /// Stamp events with `mono` where it is cheap (else `local`, placed on
+    /// `CLOCK_MONOTONIC` by a measured offset); false: always `local`.
+    pub prefer_mono: bool,
 }
 
 impl Default for ReaderSettings {
     /// 4 MiB kernel buffers, drained every 100 ms, pages kept 5 s and at most 64 MiB
-    /// per CPU.
+    /// per CPU, `mono` where it is cheap.
     fn default() -> ReaderSettings {
         ReaderSettings {
             buffer_kb: 4096,
             drain_every: Duration::from_millis(100),
             retention: Duration::from_secs(5),
             max_held_bytes_per_cpu: 64 << 20,
+            prefer_mono: true,
         }
     }
 }
@@ -102,7 +106,7 @@ impl<E: Explainer + 'static> Session<E> {
         // Dropped on any error below, which removes it.
         let instance = TraceInstance::create()?;
         instance.set_cpus(&cpus)?;
-        let mut clock = clock::choose(&instance)?;
+        let mut clock = clock::choose(&instance, settings.prefer_mono)?;
         let buffer_kb = instance.set_buffer_size_kb(settings.buffer_kb)?;
         let layout = read_layout(&instance)?;
         let print_path = instance.dir().join("events/ftrace/print/format");
