@@ -56,7 +56,7 @@ pub struct FedSpike {
 /// Attributes spikes from the held pages, on the reader thread.
 pub trait Explainer: Send {
     /// Called after every drain with the spikes whose events are read up to their
-    /// wake-up (plus a little), oldest first. Take those explained out of `spikes`
+    /// wake-up (plus a millisecond), oldest first (often none). Take those explained out of `spikes`
     /// (e.g. `spikes.drain(..)`); any left are offered again after the next drain.
     /// `last` is the final call: tracing has stopped, every spike is in `spikes`, and
     /// none left will be offered again.

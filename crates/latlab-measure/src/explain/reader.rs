@@ -207,9 +207,6 @@ impl<E: Explainer> Reader<E> {
                 i += 1;
             }
         }
-        if progress.ready.is_empty() && !last {
-            return;
-        }
         progress.ready.sort_by_key(|spike| spike.due_trace_ns);
         self.explainer
             .drained(&self.held, &mut progress.ready, last);
