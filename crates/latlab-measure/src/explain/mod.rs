@@ -101,4 +101,4 @@ pub enum SessionError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -540,6 +540,9 @@ fn finish(
 }
 
 #[cfg(test)]
+mod explain_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::probe::info::{self, Measured, ProbeSetup};
