@@ -249,7 +249,12 @@ fn spikes_are_handed_over_with_their_window_while_tracing_and_the_instance_goes(
         assert_eq!(spike.wake_trace_ns, spike.due_trace_ns + latency as u64);
         assert!(!seen.last, "handed over while tracing, not at the end");
         assert!(seen.covered && !seen.lost && seen.pages > 0, "{seen:?}");
-        assert!(!seen.wakings_in.is_empty(), "the sleeper woke in {seen:?}");
+        assert!(
+            !seen.wakings_in.is_empty(),
+            "the sleeper woke in {:?}; its wake-ups from the due instant: {:?}",
+            seen.spike,
+            seen.wakings_near
+        );
     }
     // Pages come out partly filled at each drain (the rest of the page comes in a
     // later one); held in order, they hold every event once, in time order.
