@@ -573,6 +573,7 @@ mod tests {
             cpu: Some(0),
             policy,
             timer_slack_ns: 0,
+            feed: None,
         };
         let mut stream = info::stream_of(
             Measured {

@@ -3,7 +3,9 @@
 //! [`SampleRecorder::record`] is called once per sample from the measuring loop: it
 //! updates the histogram, exact sums, the top-K spikes, the bounded list of samples
 //! above the spike threshold and the timeline — all in memory allocated before the
-//! loop started. Nothing here allocates, locks or calls the kernel.
+//! loop started. Nothing here allocates, locks or calls the kernel; with a
+//! [`SpikeFeed`] attached, a sample above the threshold is also pushed into it, which
+//! does not either.
 //!
 //! Every probe places a sample at the instant it was due, ns into the measured span:
 //! a span of N periods has its samples due at 1, 2, … N periods (the warm-up ends at 0
@@ -12,6 +14,7 @@
 //! a span of N whole intervals has N of them.
 
 use crate::breaktrace::Tripwire;
+use crate::explain::SpikeFeed;
 use latlab_model::hist::{LatencyHistogram, RecordingHistogram};
 use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
 use latlab_model::Nanos;
@@ -54,6 +57,8 @@ pub struct SampleRecorder {
     /// `i64::MAX` without a break-trace limit, so the check costs one comparison.
     break_limit: i64,
     breaktrace: Option<Arc<Tripwire>>,
+    /// Where samples above the spike threshold go to be explained (`--explain`).
+    feed: Option<Arc<SpikeFeed>>,
 }
 
 const NO_SAMPLE: i64 = i64::MIN;
@@ -84,6 +89,24 @@ impl SampleRecorder {
             timeline_count,
             break_limit: i64::MAX,
             breaktrace: None,
+            feed: None,
+        }
+    }
+
+    /// The recorder, also pushing every sample above the spike threshold into `feed`
+    /// (to be explained from the kernel's trace events).
+    pub fn feeding(mut self, feed: Option<Arc<SpikeFeed>>) -> SampleRecorder {
+        self.feed = feed;
+        self
+    }
+
+    /// Moves the origin of the stream's instants on the feed, if any: a loop whose
+    /// measured span starts at an instant of its own (relative sleeps) calls it when
+    /// the span starts.
+    #[inline]
+    pub fn span_starts_at(&self, origin: i64) {
+        if let Some(feed) = &self.feed {
+            feed.move_origin(origin);
         }
     }
 
@@ -116,6 +139,9 @@ impl SampleRecorder {
                 });
             } else {
                 self.above_dropped += 1;
+            }
+            if let Some(feed) = &self.feed {
+                feed.push(at, sample);
             }
         }
         self.note_in_timeline(sample, at);
@@ -371,6 +397,28 @@ mod tests {
         let trip = wire.tripped().unwrap();
         assert_eq!((trip.value, trip.at), (Nanos(51), Nanos(2)));
         assert!(wire.halt().load(std::sync::atomic::Ordering::Relaxed));
+    }
+
+    #[test]
+    fn spikes_above_the_threshold_reach_an_armed_feed_only() {
+        let feed = Arc::new(SpikeFeed::new("main", 0, Some(1)));
+        let mut r = SampleRecorder::new(limits()).feeding(Some(feed.clone()));
+        r.record(70, 1); // a rehearsal: the feed is not armed yet
+        r.reset();
+        feed.arm();
+        for (at, v) in [(2, 40), (3, 51), (4, 50), (5, 90), (6, 95)] {
+            r.record(v, at);
+        }
+        let fed: Vec<_> = std::iter::from_fn(|| feed.pop())
+            .map(|s| (s.at_ns, s.value_ns))
+            .collect();
+        assert_eq!(
+            fed,
+            [(3, 51), (5, 90), (6, 95)],
+            "past the recorder's capacity too"
+        );
+        r.span_starts_at(1_000);
+        assert_eq!(feed.origin().probe_ns, 1_000);
     }
 
     #[test]

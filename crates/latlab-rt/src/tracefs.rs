@@ -275,6 +275,11 @@ impl TraceInstance {
             .map_err(|e| TraceError::io("enable a trace event", &path, e))
     }
 
+    /// Turns every trace event of this instance off (events only; triggers stay).
+    pub fn disable_events(&self) -> Result<(), TraceError> {
+        self.write("events/enable", "0", "disable the instance's events")
+    }
+
     /// The `format` file of trace event `system:name`: its fields and their offsets.
     pub fn event_format(&self, system: &str, name: &str) -> Result<PathBuf, TraceError> {
         Ok(self.event_dir(system, name)?.join("format"))

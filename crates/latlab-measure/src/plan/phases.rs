@@ -141,6 +141,7 @@ fn phase(
             warm_up: shared.warm_up,
             phase: section.name.clone(),
             breaktrace: setup.breaktrace.clone(),
+            feeds: Vec::new(),
         },
         spec,
         setup,

@@ -127,7 +127,7 @@ impl Probe for ClockProbe {
             burst: self.burst,
             // ns per cycle as a 32.32 fixed-point factor; 1.0 until calibrated.
             tsc_scale: 1 << 32,
-            recorder: self.setup.recorder(),
+            recorder: self.setup.recorder_for(placement),
             warm_up_samples: 0,
             first: None,
             elapsed: Nanos(0),
@@ -291,6 +291,7 @@ mod tests {
                 cpu: None,
                 policy: SchedSpec::DEFAULT,
                 timer_slack_ns: 0,
+                feed: None,
             },
             source: Source::Posix(clock::read_id("monotonic").expect("a POSIX clock")),
             burst: 100,

@@ -322,6 +322,12 @@ impl ProbeSetup {
         SampleRecorder::new(self.recorder_limits()).breaking_at(self.breaktrace.clone())
     }
 
+    /// The recorder of the worker at `placement`: pushing its spikes into the
+    /// placement's feed, if it has one.
+    pub fn recorder_for(&self, placement: &Placement) -> SampleRecorder {
+        self.recorder().feeding(placement.feed.clone())
+    }
+
     /// What that recorder keeps.
     pub fn recorder_limits(&self) -> RecorderLimits {
         let interval = self.timeline_interval.0.max(1);
@@ -461,6 +467,7 @@ mod tests {
             cpu: Some(cpu),
             policy: SchedSpec::DEFAULT,
             timer_slack_ns: 0,
+            feed: None,
         };
         assert_eq!(setup.partner_cpu(&at(1), false), Some(1));
         assert_eq!(setup.partner_cpu(&at(1), true), Some(3));

@@ -36,6 +36,7 @@ macro_rules! registry {
 
 registry!(timer, preempt, switch, msg, sem, pi, prio_wake, signal, noise, clock);
 
+use crate::explain::SpikeFeed;
 use crate::live::LiveStats;
 use crate::notice::Notice;
 use latlab_model::run::{Event, Stream};
@@ -45,6 +46,7 @@ use latlab_rt::clock::Clock;
 use latlab_rt::sched::Policy;
 use latlab_rt::RtError;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Where and how one worker runs.
 #[derive(Debug, Clone)]
@@ -57,6 +59,8 @@ pub struct Placement {
     pub policy: latlab_model::spec::SchedSpec,
     /// Timer slack of the thread, ns.
     pub timer_slack_ns: u64,
+    /// Where the thread's recorder pushes its spikes to be explained (`--explain`).
+    pub feed: Option<Arc<SpikeFeed>>,
 }
 
 /// How much of a measuring thread's stack (and a partner's) is touched before

@@ -90,7 +90,7 @@ impl Probe for MsgProbe {
             transport: self.transport,
             setup: self.setup.clone(),
             placement: placement.clone(),
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         }))
     }
 }

@@ -144,7 +144,7 @@ impl Probe for NoiseProbe {
             threshold: self.threshold.0,
             throttle_gap: rt_limits.map_or(i64::MAX, |l| l.throttle_gap_ns()),
             rt_limits,
-            recorder: self.setup.recorder(),
+            recorder: self.setup.recorder_for(placement),
             kept: Vec::with_capacity(self.events),
             lost: Lost::default(),
             warm_up_samples: 0,

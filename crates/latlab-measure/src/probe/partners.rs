@@ -261,6 +261,7 @@ mod tests {
             cpu: Some(1),
             policy,
             timer_slack_ns: 0,
+            feed: None,
         };
         let p = partner_place(&at(SchedSpec::Fifo { priority: 95 }), 2).unwrap();
         assert_eq!(

@@ -115,7 +115,7 @@ impl Probe for PiProbe {
             shared: shared.clone(),
             partners: Vec::with_capacity(2),
             cycle: 0,
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         };
         // Member 0 is L (two levels below H), member 1 is M (one level below). A failed
         // spawn drops the worker, which stops and reaps the partners already started.

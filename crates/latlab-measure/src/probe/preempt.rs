@@ -85,7 +85,7 @@ impl Probe for PreemptProbe {
             window: (period / 4).max(50_000).min(period / 2),
             spinner,
             partner: Some(partner),
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         }))
     }
 }

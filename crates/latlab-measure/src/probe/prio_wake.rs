@@ -192,7 +192,7 @@ impl Probe for PrioWakeProbe {
             placement: placement.clone(),
             shared: shared.clone(),
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         };
         for index in 0..self.tasks {
             // Waiter `tasks - 1` is the highest, one level below the measuring thread.

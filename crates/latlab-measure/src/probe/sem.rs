@@ -107,7 +107,7 @@ impl Probe for SemProbe {
             kind: self.kind,
             setup: self.setup.clone(),
             placement: placement.clone(),
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         }))
     }
 }

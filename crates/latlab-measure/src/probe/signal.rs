@@ -169,7 +169,7 @@ impl Probe for SignalProbe {
             target,
             blocked: Some(blocked),
             partner,
-            recorder: self.setup.recorder(),
+            recorder: self.setup.recorder_for(placement),
             missed: 0,
             warm_up_samples: 0,
             first: None,

@@ -124,7 +124,7 @@ impl Probe for SwitchProbe {
             hand_overs: self.burst + if self.pipe { 1 } else { self.tasks },
             ring,
             partners: Vec::with_capacity(self.tasks),
-            tally: Tally::new(self.setup.recorder()),
+            tally: Tally::new(self.setup.recorder_for(placement)),
         };
         for index in 0..self.tasks {
             let spawned = match &worker.ring {

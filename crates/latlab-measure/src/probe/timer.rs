@@ -159,7 +159,7 @@ impl Probe for TimerProbe {
             settings: s.clone(),
             placement: placement.clone(),
             sleeper: Some(sleeper),
-            recorder: self.setup.recorder(),
+            recorder: self.setup.recorder_for(placement),
             summary: LoopSummary::default(),
             page_faults: 0,
         }))
@@ -418,6 +418,8 @@ pub fn measure_loop<S: WakeSource>(
             summary.measured_from = expected - period;
             summary.last_wake = summary.measured_from;
             span_started = true;
+            // Spikes are placed from here on (out of the measured code: once per run).
+            recorder.span_starts_at(summary.measured_from);
         }
         let measured_from = summary.measured_from;
         // An interruption resumes the same wait (a relative sleep with what remained),

@@ -15,6 +15,7 @@ mod setup;
 pub use setup::{mapped_while_locked, PhaseFootprint, SystemSetup};
 
 use crate::breaktrace::{Trip, Tripwire};
+use crate::explain::{Origin, SpikeFeed};
 use crate::facts::FactReader;
 use crate::live::LiveStats;
 use crate::notice::{Notice, RtThrottling, StreamContext};
@@ -23,6 +24,7 @@ use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
+use latlab_rt::clock::Clock;
 use latlab_rt::slack::{self, TimerSlackGuard};
 use latlab_rt::wake::{self, WaitError};
 use latlab_rt::{affinity, sched, signal};
@@ -60,6 +62,9 @@ pub struct RunRequest {
     /// The break-trace limit the probe's recorders were built with: its halt flag is
     /// the one the measuring loops stop at, and a trip is recorded as an event.
     pub breaktrace: Option<Arc<Tripwire>>,
+    /// With `--explain`: thread `i`'s recorder pushes its spikes into `feeds[i]`, read
+    /// by an explanation session (none: spikes are only kept).
+    pub feeds: Vec<Arc<SpikeFeed>>,
 }
 
 /// What a run produced.
@@ -187,6 +192,9 @@ fn measuring_thread(
         // (rehearsing, at the start, measuring); setting up and preparing are not
         // cut short, they do not sleep.
         shared.tids[thread].store(sched::gettid(), Ordering::Relaxed);
+        if let Some(feed) = &ready.placement.feed {
+            feed.set_tid(sched::gettid());
+        }
         worker
             .rehearse(live, shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
@@ -197,10 +205,11 @@ fn measuring_thread(
             .map_err(|e| RunError::Runtime(format!("rehearsing a stop request failed: {e}")))?;
         Ok((ready, guards, worker, usual))
     });
-    let (guards, mut worker, usual_slack) = match prepared {
+    let (guards, mut worker, usual_slack, feed) = match prepared {
         Ok((ready, guards, worker, usual)) => {
+            let feed = ready.placement.feed.clone();
             report.send(Ok(ready));
-            (guards, worker, usual)
+            (guards, worker, usual, feed)
         }
         Err(e) => {
             report.send(Err(e));
@@ -224,6 +233,14 @@ fn measuring_thread(
         }
     }
     let window = window_of(shared.request, start);
+    if let Some(feed) = &feed {
+        // Spikes count from here on; the rehearsal's did not reach the feed.
+        feed.set_origin(Origin {
+            probe_ns: window.warm_up_end,
+            probe_minus_monotonic_ns: minus_monotonic(shared.probe.clock()),
+        });
+        feed.arm();
+    }
     drop(usual_slack); // the requested slack again
     let measured = worker.measure(&window, shared.halt, live);
     let stopped_at = shared.probe.clock().now_ns();
@@ -240,6 +257,25 @@ fn measuring_thread(
         failure,
         stopped_at,
     }
+}
+
+/// `clock` minus `CLOCK_MONOTONIC` now: the middle of the tightest of a few
+/// monotonic reads bracketing a read of `clock` (0 for the monotonic clock itself).
+/// Realtime, boottime and TAI move against it only by steps (settimeofday, a
+/// suspend), which a run that spans one misplaces by the step.
+fn minus_monotonic(clock: Clock) -> i64 {
+    if clock == Clock::Monotonic {
+        return 0;
+    }
+    (0..5)
+        .map(|_| {
+            let before = Clock::Monotonic.now_ns();
+            let read = clock.now_ns();
+            let after = Clock::Monotonic.now_ns();
+            (after - before, read - (before + (after - before) / 2))
+        })
+        .min_by_key(|&(width, _)| width)
+        .map_or(0, |(_, offset)| offset)
 }
 
 /// The window every thread measures, from the common start instant.
@@ -504,6 +540,9 @@ fn finish(
 }
 
 #[cfg(test)]
+mod explain_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::probe::info::{self, Measured, ProbeSetup};
@@ -609,6 +648,7 @@ mod tests {
             duration: Some(Nanos(1_000_000)),
             warm_up: Nanos(0),
             breaktrace: None,
+            feeds: Vec::new(),
             phase: "main".to_string(),
         };
         let setup = SystemSetup::apply(None, None);

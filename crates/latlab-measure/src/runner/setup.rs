@@ -234,6 +234,7 @@ pub(super) fn set_up_thread(
                 cpu: (!deadline).then_some(cpu),
                 policy: in_force,
                 timer_slack_ns: slack::current_ns(),
+                feed: request.feeds.get(thread).cloned(),
             },
             refused,
         },
