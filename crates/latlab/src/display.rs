@@ -35,12 +35,11 @@ pub struct LiveDisplay {
 
 /// The catalogue `latlab run --explain` ends with: the spikes seen and explained, the
 /// largest causes per phase and CPU, the unexplained share, and `latlab explain last`
-/// for the rest; emphasised when standard output is coloured. Printed after the run's
-/// summary.
-// `run` prints it once its --explain is wired.
-#[allow(dead_code)]
-pub fn explain_summary(explain: &Explain) -> String {
-    latlab_report::report::render_explain_summary(explain, crate::terminal::ansi(Human::Stdout))
+/// for the rest (`next`: how to read it); emphasised when `human` is coloured. Printed
+/// after the run's summary.
+pub fn explain_summary(explain: &Explain, next: &str, human: Human) -> String {
+    let ansi = crate::terminal::ansi(human);
+    latlab_report::report::render_explain_summary(explain, next, ansi)
 }
 
 fn us(v: Option<i64>) -> String {

@@ -16,6 +16,7 @@
 //! panic unwinding) and so also a stop by SIGINT/SIGTERM/SIGHUP, which `latlab run`
 //! turns into an orderly end; after a SIGKILL the next run sweeps it.
 
+mod attribution;
 mod clock;
 mod events;
 mod feed;
@@ -23,6 +24,7 @@ mod reader;
 mod ring;
 mod session;
 
+pub use attribution::{RunExplainer, KEPT_EXPLANATIONS};
 pub use feed::{FedSample, Origin, SpikeFeed, FEED_CAPACITY};
 pub use latlab_model::explain::ExplainMode;
 pub use ring::{Held, HeldPages};

@@ -234,6 +234,17 @@ impl<E: Explainer + 'static> Session<E> {
         }
     }
 
+    /// Turns the session's events on or off (tracing stays on): the A/B of what the
+    /// events cost switches them, so that the side without them pays nothing for them.
+    pub fn set_events(&self, on: bool) -> Result<(), SessionError> {
+        for event in &self.events {
+            if let Some((system, name)) = event.split_once(':') {
+                self.instance.set_event(system, name, on)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The instance's directory (for tests and messages).
     pub fn instance_dir(&self) -> &std::path::Path {
         self.instance.dir()

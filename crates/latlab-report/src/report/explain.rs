@@ -664,7 +664,7 @@ pub(crate) fn view(explain: &Explain, top: usize, level: usize) -> Vec<Block> {
 
 /// The catalogue `latlab run` ends with: the counts, the largest causes per phase and
 /// CPU, and where to read more.
-pub(crate) fn summary(explain: &Explain) -> Vec<Block> {
+pub(crate) fn summary(explain: &Explain, next: &str) -> Vec<Block> {
     let mut blocks = vec![Block::Heading {
         level: 2,
         text: "What got in the way".to_string(),
@@ -675,10 +675,9 @@ pub(crate) fn summary(explain: &Explain) -> Vec<Block> {
     }
     blocks.push(counts(explain));
     blocks.extend(catalogue(explain, Some(SUMMARY_CAUSES), 3));
-    blocks.push(Block::Paragraph(
-        "Every cause, the limits and the largest spikes part by part: latlab explain last"
-            .to_string(),
-    ));
+    blocks.push(Block::Paragraph(format!(
+        "Every cause, the limits and the largest spikes part by part: {next}"
+    )));
     blocks
 }
 
@@ -848,7 +847,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_summary_lists_the_largest_causes_and_the_way_to_the_rest() {
-        insta::assert_snapshot!(text_of(summary(&example())));
+        insta::assert_snapshot!(text_of(summary(&example(), "latlab explain last")));
     }
 
     #[test]

@@ -340,12 +340,13 @@ pub fn explained_spikes(explain: &Explain) -> Vec<&Explanation> {
 }
 
 /// The catalogue `latlab run --explain` ends with: the counts, the largest causes per
-/// phase and CPU, and where to read the rest.
-pub fn render_explain_summary(explain: &Explain, ansi: Ansi) -> String {
+/// phase and CPU, and where to read the rest (`next`: the command, e.g. `latlab explain
+/// last`).
+pub fn render_explain_summary(explain: &Explain, next: &str, ansi: Ansi) -> String {
     text::render(
         &document::Document {
             title: "latlab summary".to_string(),
-            blocks: explain::summary(explain),
+            blocks: explain::summary(explain, next),
         },
         ansi,
     )

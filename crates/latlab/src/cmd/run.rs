@@ -2,6 +2,7 @@
 //! keep, report.
 
 use crate::cli::RunArgs;
+use crate::cmd::explaining::Explaining;
 use crate::display::LiveDisplay;
 use crate::error::CliError;
 use crate::keep::keep;
@@ -48,7 +49,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let available = latlab_rt::affinity::allowed_cpus().map_err(|e| {
         CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
     })?;
-    let plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
+    let mut plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
     let labels = Labels::from_args(&args.labels)?;
     let store_path = (!args.no_store).then(|| {
         args.store
@@ -106,6 +107,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     });
     let setup = SystemSetup::apply(plan.lock_request(), plan.dma_latency_us);
     let mut measured = Measured::default();
+    // Started before the phases, ended after them: its tracefs instance goes on every
+    // way out of here, the signals above included (they end the run in order).
+    let explaining = Explaining::start(&mut plan, &mut measured.notices);
     let wires: Vec<&Arc<Tripwire>> = plan
         .phases
         .iter()
@@ -155,12 +159,15 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             }
         }
     }
+    let explain = explaining.map(|e| e.finish(&mut measured.notices));
     let breaktrace_armed = breaktrace.is_some();
     drop(wires);
     drop(breaktrace);
     drop(setup);
 
     let mut run = assemble(&plan, host, audit, measured, breaktrace_armed);
+    run.explain = explain;
+    crate::cmd::explaining::annotate_breaktrace(&mut run);
     labels.apply(&mut run);
     // The exit code is settled first: no output problem may change a verdict. A
     // threshold that cannot be judged on what was measured is not a pass (2); a failure
@@ -171,6 +178,17 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
     output::ignore_closed(human.write(&crate::cmd::show::summary_for(&run, human)))?;
+    if let Some(explain) = &run.explain {
+        let next = match (&args.store, args.no_store) {
+            (_, true) => "latlab explain reads runs from a store (this one was not kept: \
+                          --no-store)"
+                .to_string(),
+            (Some(path), false) => format!("latlab explain last --store {}", path.display()),
+            (None, false) => "latlab explain last".to_string(),
+        };
+        let summary = crate::display::explain_summary(explain, &next, human);
+        output::ignore_closed(human.write(&summary))?;
+    }
     output::ignore_closed(human.write(&kept.said))?;
     if !kept.errors.is_empty() {
         let _ = Human::Stderr.write(&kept.errors);

@@ -1,0 +1,203 @@
+//! The explainer of `latlab run --explain`: on the reader thread, each spike's window of
+//! events decoded from the held pages and attributed ([`latlab_trace::attribute`]), the
+//! catalogue summed over every spike, and the largest explanations kept in full.
+
+use super::{Explainer, FedSpike, Held};
+use crate::breaktrace::Tripwire;
+use latlab_model::explain::{Coverage, Explain, ExplainMode, Explanation, ReaderStats};
+use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow};
+use std::sync::Arc;
+
+/// How many explanations a run keeps in full (the largest spikes); every spike still
+/// counts in the catalogue.
+pub const KEPT_EXPLANATIONS: usize = 200;
+
+/// Margins tried, longest first, when the ring no longer reaches back a full one: the
+/// state at the deadline is replayed from that far back.
+const MARGINS_NS: [u64; 3] = [SpikeWindow::DEFAULT_MARGIN_NS, 1_000_000, 0];
+
+/// Attributes every spike it is handed and sums the catalogue.
+#[derive(Debug)]
+pub struct RunExplainer {
+    decoder: Option<RecordDecoder>,
+    /// Why the pages could not be decoded, once.
+    decode_error: Option<String>,
+    explain: Explain,
+    kept: Vec<Explanation>,
+    keep: usize,
+    /// Each phase's break-trace wire: the sample that trips one is kept whatever its
+    /// rank.
+    wires: Vec<(String, Arc<Tripwire>)>,
+    /// The explanation of the sample that stopped the run.
+    tripped: Option<Explanation>,
+    records: Vec<Record>,
+}
+
+impl RunExplainer {
+    /// An explainer for a run traced in `mode`, keeping the `keep` largest
+    /// explanations in full, and that of the sample tripping a phase's break-trace
+    /// wire (`wires`: phase name and wire).
+    pub fn new(
+        mode: ExplainMode,
+        keep: usize,
+        wires: Vec<(String, Arc<Tripwire>)>,
+    ) -> RunExplainer {
+        RunExplainer {
+            decoder: None,
+            decode_error: None,
+            explain: Explain {
+                mode,
+                unavailable: None,
+                events: Vec::new(),
+                clock: None,
+                limits: Vec::new(),
+                buffer_kb: None,
+                reader: ReaderStats::default(),
+                observer: None,
+                spikes_seen: 0,
+                spikes_explained: 0,
+                spikes_incomplete: 0,
+                spikes_unexplained: 0,
+                catalogue: Vec::new(),
+                spike_time: Vec::new(),
+                spikes: Vec::new(),
+            },
+            kept: Vec::new(),
+            keep,
+            wires,
+            tripped: None,
+            records: Vec::new(),
+        }
+    }
+
+    /// What was explained, with the kept explanations largest first.
+    pub fn into_explain(mut self) -> Explain {
+        if let Some(tripped) = self.tripped.take() {
+            if !self.kept.contains(&tripped) {
+                self.kept.push(tripped);
+            }
+        }
+        self.kept.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
+        self.explain.spikes = self.kept;
+        self.explain.sort_catalogue();
+        if let Some(why) = self.decode_error {
+            self.explain.limits.push(why);
+        }
+        self.explain
+    }
+
+    fn decoder(&mut self, held: &Held) -> Option<&RecordDecoder> {
+        if self.decoder.is_none() && self.decode_error.is_none() {
+            match RecordDecoder::new(*held.layout(), held.formats().iter().cloned()) {
+                Ok(d) => self.decoder = Some(d),
+                Err(e) => {
+                    self.decode_error = Some(format!("the trace events cannot be decoded: {e}"))
+                }
+            }
+        }
+        self.decoder.as_ref()
+    }
+
+    fn explain_one(&mut self, held: &Held, spike: &FedSpike) {
+        self.explain.spikes_seen += 1;
+        let Some(cpu) = spike.cpu else {
+            self.explain.spikes_unexplained += 1;
+            return;
+        };
+        let mut window = SpikeWindow {
+            cpu,
+            tid: spike.tid,
+            due_ns: spike.due_trace_ns,
+            wake_ns: spike.wake_trace_ns,
+            margin_ns: MARGINS_NS[0],
+        };
+        // The longest margin the ring still holds.
+        let mut found = None;
+        for margin in MARGINS_NS {
+            window.margin_ns = margin;
+            let span = held.pages(cpu, window.start_ns(), window.wake_ns);
+            if span.covered {
+                found = Some((span.pages, span.lost));
+                break;
+            }
+        }
+        let Some((pages, lost)) = found else {
+            self.explain.spikes_unexplained += 1;
+            return;
+        };
+        let mut records = std::mem::take(&mut self.records);
+        records.clear();
+        let mut lost = lost;
+        let Some(decoder) = self.decoder(held) else {
+            self.explain.spikes_unexplained += 1;
+            return;
+        };
+        for page in pages {
+            match decoder.decode_page(cpu as u32, page, &mut records) {
+                Ok(summary) => lost |= summary.missed_events,
+                Err(_) => lost = true,
+            }
+        }
+        records.sort_by_key(|r| r.ts);
+        let coverage = if lost {
+            Coverage::EventsLost
+        } else {
+            Coverage::Complete
+        };
+        let of = SpikeOf {
+            phase: spike.phase.clone(),
+            thread: spike.thread,
+            at_ns: spike.at_ns,
+        };
+        let mut explanation = attribute(window.select(&records), &window, coverage, of);
+        explanation.cpu = Some(cpu);
+        self.records = records;
+        match coverage {
+            Coverage::Complete => self.explain.spikes_explained += 1,
+            Coverage::EventsLost => self.explain.spikes_incomplete += 1,
+        }
+        self.explain.add_to_catalogue(&explanation);
+        if self.tripped_by(spike) {
+            self.tripped = Some(explanation.clone());
+        }
+        self.keep_largest(explanation);
+    }
+
+    /// Whether `spike` is the sample that tripped its phase's break-trace wire.
+    fn tripped_by(&self, spike: &FedSpike) -> bool {
+        self.wires.iter().any(|(phase, wire)| {
+            *phase == spike.phase
+                && wire
+                    .tripped()
+                    .is_some_and(|t| t.value == spike.latency_ns && t.at == spike.at_ns)
+        })
+    }
+
+    /// Keeps the explanation if it is among the largest.
+    fn keep_largest(&mut self, e: Explanation) {
+        if self.kept.len() < self.keep {
+            self.kept.push(e);
+            return;
+        }
+        let Some((i, smallest)) = self
+            .kept
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, k)| k.latency_ns)
+            .map(|(i, k)| (i, k.latency_ns))
+        else {
+            return;
+        };
+        if e.latency_ns > smallest {
+            self.kept[i] = e;
+        }
+    }
+}
+
+impl Explainer for RunExplainer {
+    fn drained(&mut self, held: &Held, spikes: &mut Vec<FedSpike>, _last: bool) {
+        for spike in spikes.drain(..) {
+            self.explain_one(held, &spike);
+        }
+    }
+}

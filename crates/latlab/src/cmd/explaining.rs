@@ -1,0 +1,154 @@
+//! `latlab run --explain`: the trace session around the phases, and the Run's
+//! explanation from what it gathered.
+
+use latlab_measure::explain::{ReaderSettings, RunExplainer, Session, KEPT_EXPLANATIONS};
+use latlab_measure::notice::Notice;
+use latlab_measure::plan::RunPlan;
+use latlab_model::explain::{Explain, ExplainMode, ReaderStats};
+use latlab_model::spec::SchedSpec;
+
+/// The explanation being gathered for a run.
+pub enum Explaining {
+    /// Tracing the measured CPUs.
+    Tracing(Box<Session<RunExplainer>>),
+    /// Asked for, but tracing could not start: the Run says why.
+    Unavailable(Box<Explain>),
+}
+
+impl Explaining {
+    /// Starts tracing the CPUs of every phase when the plan asks to explain, and gives
+    /// each phase's measuring threads their spike feeds. When tracing cannot start,
+    /// the run goes on and a notice says why.
+    pub fn start(plan: &mut RunPlan, notices: &mut Vec<Notice>) -> Option<Explaining> {
+        let mode = plan.explain?;
+        let mut cpus: Vec<usize> = plan
+            .phases
+            .iter()
+            .flat_map(|p| p.request.cpus.iter().copied())
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let wires = plan
+            .phases
+            .iter()
+            .filter_map(|p| {
+                let wire = p.request.breaktrace.clone()?;
+                Some((p.request.phase.clone(), wire))
+            })
+            .collect();
+        let explainer = RunExplainer::new(mode, KEPT_EXPLANATIONS, wires);
+        match Session::start(&cpus, mode, &ReaderSettings::default(), explainer) {
+            Ok(session) => {
+                for phase in &mut plan.phases {
+                    let request = &mut phase.request;
+                    request.feeds = match request.policy {
+                        // SCHED_DEADLINE threads run unpinned: their spikes have no CPU.
+                        SchedSpec::Deadline { .. } => (0..request.cpus.len())
+                            .map(|thread| session.feed(&request.phase, thread, None))
+                            .collect(),
+                        _ => session.feeds_for(&request.phase, &request.cpus),
+                    };
+                }
+                Some(Explaining::Tracing(Box::new(session)))
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                notices.push(Notice::ExplainUnavailable {
+                    reason: reason.clone(),
+                });
+                Some(Explaining::Unavailable(Box::new(unavailable(mode, reason))))
+            }
+        }
+    }
+
+    /// Ends tracing and returns the Run's explanation, with notices for what it could
+    /// not explain.
+    pub fn finish(self, notices: &mut Vec<Notice>) -> Explain {
+        let session = match self {
+            Explaining::Unavailable(explain) => return *explain,
+            Explaining::Tracing(session) => session,
+        };
+        let finished = session.finish();
+        let mut explain = finished.explainer.into_explain();
+        explain.events = finished.events;
+        explain.clock = Some(finished.clock);
+        let mut limits = finished.limits;
+        limits.append(&mut explain.limits);
+        limits.extend(finished.problems);
+        explain.limits = limits;
+        explain.buffer_kb = Some(finished.buffer_kb);
+        explain.reader = finished.reader;
+        // Spikes the feeds could not take were never handed over.
+        explain.spikes_seen += finished.spikes_dropped;
+        explain.spikes_unexplained += finished.spikes_dropped;
+        if explain.spikes_incomplete + explain.spikes_unexplained > 0 {
+            notices.push(Notice::ExplainIncomplete {
+                seen: explain.spikes_seen,
+                incomplete: explain.spikes_incomplete,
+                unexplained: explain.spikes_unexplained,
+            });
+        }
+        explain
+    }
+}
+
+/// The explanation of a run that could not trace.
+fn unavailable(mode: ExplainMode, reason: String) -> Explain {
+    Explain {
+        mode,
+        unavailable: Some(reason),
+        events: Vec::new(),
+        clock: None,
+        limits: Vec::new(),
+        buffer_kb: None,
+        reader: ReaderStats::default(),
+        observer: None,
+        spikes_seen: 0,
+        spikes_explained: 0,
+        spikes_incomplete: 0,
+        spikes_unexplained: 0,
+        catalogue: Vec::new(),
+        spike_time: Vec::new(),
+        spikes: Vec::new(),
+    }
+}
+
+/// Adds to the break-trace event of a run the explanation of the sample that stopped
+/// it: its largest parts, and where to read the rest.
+pub fn annotate_breaktrace(run: &mut latlab_model::run::Run) {
+    let Some(explain) = &run.explain else {
+        return;
+    };
+    for event in run.events.iter_mut().filter(|e| e.kind == "breaktrace") {
+        let found = explain.spikes.iter().enumerate().find(|(_, s)| {
+            s.thread == event.thread
+                && s.at_ns == event.at_ns
+                && Some(s.latency_ns) == event.value_ns
+        });
+        let Some((rank, spike)) = found else {
+            event.message.push_str(
+                "; it was not explained (its trace events were not held: see latlab explain)",
+            );
+            continue;
+        };
+        let mut parts: Vec<(String, i64)> = Vec::new();
+        for part in &spike.parts {
+            let label = part.cause.label();
+            match parts.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, d)) => *d += part.duration_ns.0,
+                None => parts.push((label, part.duration_ns.0)),
+            }
+        }
+        parts.sort_by_key(|(_, d)| std::cmp::Reverse(*d));
+        let largest: Vec<String> = parts
+            .iter()
+            .take(3)
+            .map(|(label, d)| format!("{label} {:.1} µs", *d as f64 / 1e3))
+            .collect();
+        event.message.push_str(&format!(
+            "; what got in the way: {} (latlab explain RUN --spike {})",
+            largest.join(", "),
+            rank + 1
+        ));
+    }
+}
