@@ -27,7 +27,7 @@ pub enum TraceError {
     #[error("tracefs is not mounted (neither /sys/kernel/tracing nor /sys/kernel/debug/tracing); mount it with `mount -t tracefs nodev /sys/kernel/tracing` (a kernel without CONFIG_TRACING has none)")]
     NoTracefs,
     /// The kernel refused for lack of privilege.
-    #[error("not permitted to write {path}: {source}; run as root, or mount tracefs with `-o gid=GROUP` and join that group")]
+    #[error("not permitted to use {path}: {source}; run as root, or mount tracefs with `-o gid=GROUP` and join that group")]
     NotPermitted {
         /// The file or directory refused.
         path: PathBuf,
@@ -110,6 +110,20 @@ pub fn tracefs_root() -> Option<PathBuf> {
         .or_else(crate::trace::find_tracefs)
 }
 
+/// Why no tracefs was found: not mounted, or (for a user without the privilege) not
+/// readable where it is usually mounted.
+fn why_no_tracefs() -> TraceError {
+    for place in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug"] {
+        if let Err(source) = fs::read_dir(place) {
+            if let Some(libc::EACCES | libc::EPERM) = source.raw_os_error() {
+                let path = PathBuf::from(place);
+                return TraceError::NotPermitted { path, source };
+            }
+        }
+    }
+    TraceError::NoTracefs
+}
+
 /// The kernel's text for a set of CPUs in `tracing_cpumask`: hexadecimal, in
 /// comma-separated groups of 32 CPUs, the highest group first (what `bitmap_parse`
 /// reads; `"3"` for CPUs 0–1, `"1,00000000"` for CPU 32).
@@ -164,7 +178,7 @@ impl TraceInstance {
     }
 
     fn make(name: String) -> Result<TraceInstance, TraceError> {
-        let root = tracefs_root().ok_or(TraceError::NoTracefs)?;
+        let root = tracefs_root().ok_or_else(why_no_tracefs)?;
         let dir = root.join("instances").join(name);
         if let Err(e) = fs::create_dir(&dir) {
             return Err(match e.kind() {
