@@ -12,6 +12,7 @@ mod compare_gate;
 mod consumer_ci;
 mod consumer_prometheus;
 mod conventions;
+mod explain_truth;
 mod import_report;
 mod probe_ipc;
 mod probe_noise_signal;
