@@ -540,4 +540,57 @@ mod tests {
             assert_eq!(side.samples() + side.settling + side.missed, side.periods);
         }
     }
+
+    /// What the kernel's buffer of `cpu` holds (`entries` of its `stats`).
+    fn entries(instance: &latlab_rt::tracefs::TraceInstance, cpu: usize) -> u64 {
+        let stats = std::fs::read_to_string(instance.dir().join(format!("per_cpu/cpu{cpu}/stats")))
+            .unwrap();
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("entries:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_tracefs_instance_switched_by_the_toggle_records_only_while_on() {
+        use latlab_rt::tracefs::TraceInstance;
+        let cpu = measured_cpu();
+        let instance = TraceInstance::create_tagged("observer-test")
+            .expect("a tracefs instance: run the tests as root with tracefs mounted");
+        instance.set_cpus(&[cpu]).unwrap();
+        for (system, name) in [("sched", "sched_switch"), ("irq", "irq_handler_entry")] {
+            instance.set_event(system, name, true).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut toggle = |on| {
+            // Nothing recorded while off: the buffer grows only in the on spans.
+            seen.push((on, entries(&instance, cpu)));
+            instance.set_tracing(on)
+        };
+        let effect = measure_ab(
+            Some(cpu),
+            SchedSpec::Fifo { priority: 90 },
+            Nanos(200_000),
+            Duration::from_millis(40),
+            2,
+            &mut toggle,
+        )
+        .unwrap();
+        // Spans off, on, on, off; the buffer as each toggle found it.
+        let counts: Vec<u64> = seen.iter().map(|&(_, n)| n).collect();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(counts[..2], [0, 0], "nothing recorded while off: {seen:?}");
+        assert!(counts[2] > 0, "switches recorded in the on span: {seen:?}");
+        assert!(counts[3] > counts[2], "and in the second: {seen:?}");
+        assert_eq!(
+            entries(&instance, cpu),
+            counts[3],
+            "nothing in the last, off span: {seen:?}"
+        );
+        assert!(
+            effect.off.samples > 0 && effect.on.samples > 0,
+            "{effect:?}"
+        );
+    }
 }
