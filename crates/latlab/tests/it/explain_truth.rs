@@ -3,8 +3,8 @@
 //! what the kernel's events show, and tracing must leave the machine as it found it.
 //!
 //! - A SCHED_FIFO 99 task we start on the measured CPU, busy for 300 µs every 50 ms,
-//!   is named (comm and pid) as the cause of the spikes it makes, with about its spin
-//!   time.
+//!   is named (comm and pid) as the cause of the spikes it takes part in, with about
+//!   its spin time, and its catalogue entry holds most of its spins.
 //! - A loopback flood on the measured CPU shows as network softirqs.
 //! - Under load, every explanation's parts add up to its sample, and every task or
 //!   interrupt it names appears in the events of its window.
@@ -46,6 +46,16 @@ fn thread_time(spike: &Explanation, pid: u32) -> i64 {
         .filter(|p| matches!(&p.cause, Cause::Thread { pid: p, .. } if *p == i64::from(pid)))
         .map(|p| p.duration_ns.0)
         .sum()
+}
+
+/// A spike in one line, for failure messages: its sample and its parts.
+fn outline(spike: &Explanation) -> String {
+    let parts: Vec<String> = spike
+        .parts
+        .iter()
+        .map(|p| format!("{} {} ns", p.cause.label(), p.duration_ns.0))
+        .collect();
+    format!("{} ns: {}", spike.latency_ns.0, parts.join(", "))
 }
 
 // ----------------------------------------------------------------------------- spinner
@@ -181,17 +191,20 @@ fn a_fifo_99_spinner_on_the_measured_cpu_is_named_with_its_spin_time() {
     let period = 50_000;
     let within = |ns: i64| (spin_time - period) * 4 <= ns * 5 && ns * 5 <= spin_time * 6;
 
-    // The spikes above 200 µs that guest events explain: on this VM the host also
-    // preempts the guest for milliseconds, and those spikes must come out unexplained
-    // (the invariant test checks that), not count against the spinner here.
+    // The spikes above 200 µs the spinner was part of: it ran in their windows, as
+    // their events show. Others are not its business: on this VM the host preempts
+    // the guest (unexplained, checked by the invariant test), and with the kernel's
+    // preemption model "none" a kworker or a compiler in a system call keeps the CPU
+    // from the measuring thread for as long as the spinner does.
     let spikes: Vec<&Explanation> = explain
         .spikes
         .iter()
-        .filter(|s| s.latency_ns.0 > 200_000 && s.unexplained_ns().0 * 2 < s.latency_ns.0)
+        .filter(|s| s.latency_ns.0 > 200_000)
+        .filter(|s| s.events.iter().any(|e| names_task(&e.detail, pid.into())))
         .collect();
     assert!(
         spikes.len() >= 10,
-        "{} spikes above 200 µs explained by guest events, of {} spins: {:#?}",
+        "{} spikes above 200 µs with the spinner in their events, of {} spins: {:#?}",
         spikes.len(),
         spins.len(),
         explain.catalogue
@@ -211,7 +224,7 @@ fn a_fifo_99_spinner_on_the_measured_cpu_is_named_with_its_spin_time() {
         spikes
             .iter()
             .filter(|s| !named(s))
-            .take(5)
+            .map(|s| outline(s))
             .collect::<Vec<_>>()
     );
 
