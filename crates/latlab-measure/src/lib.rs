@@ -1,7 +1,7 @@
 //! Measurement on the machine latlab runs on: the plan (a run's options and scenario
 //! resolved and checked, [`plan`]), probes, the runner that hosts them,
 //! live statistics for the display, warnings, host facts and the readiness audit
-//! ([`check`]).
+//! ([`check`]), and the cost of tracing a run ([`observer`]).
 //!
 //! Data flows one way: a [`plan::RunInput`] resolves into a [`plan::RunPlan`]; each
 //! phase's [`runner::RunRequest`] plus its [`probe::Probe`] go in, a
@@ -18,6 +18,7 @@ pub mod facts;
 pub mod live;
 pub mod load;
 pub mod notice;
+pub mod observer;
 pub mod plan;
 pub mod probe;
 pub mod record;

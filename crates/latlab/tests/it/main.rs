@@ -12,6 +12,7 @@ mod compare_gate;
 mod consumer_ci;
 mod consumer_prometheus;
 mod conventions;
+mod explain_truth;
 mod explain_view;
 mod import_report;
 mod probe_ipc;
