@@ -113,7 +113,11 @@ pub fn tracefs_root() -> Option<PathBuf> {
 /// Why no tracefs was found: not mounted, or (for a user without the privilege) not
 /// readable where it is usually mounted.
 fn why_no_tracefs() -> TraceError {
-    for place in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug"] {
+    for place in [
+        "/sys/kernel/tracing",
+        "/sys/kernel/debug/tracing",
+        "/sys/kernel/debug",
+    ] {
         if let Err(source) = fs::read_dir(place) {
             if let Some(libc::EACCES | libc::EPERM) = source.raw_os_error() {
                 let path = PathBuf::from(place);

@@ -3,14 +3,16 @@
 
 use latlab_measure::explain::{ReaderSettings, RunExplainer, Session, KEPT_EXPLANATIONS};
 use latlab_measure::notice::Notice;
+use latlab_measure::observer::measure_ab;
 use latlab_measure::plan::RunPlan;
-use latlab_model::explain::{Explain, ExplainMode, ReaderStats};
+use latlab_model::explain::{Explain, ExplainMode, ObserverEffect, ReaderStats};
 use latlab_model::spec::SchedSpec;
+use std::time::Duration;
 
 /// The explanation being gathered for a run.
 pub enum Explaining {
-    /// Tracing the measured CPUs.
-    Tracing(Box<Session<RunExplainer>>),
+    /// Tracing the measured CPUs, with what tracing was measured to cost (or why not).
+    Tracing(Box<Session<RunExplainer>>, Result<ObserverEffect, String>),
     /// Asked for, but tracing could not start: the Run says why.
     Unavailable(Box<Explain>),
 }
@@ -49,7 +51,8 @@ impl Explaining {
                         _ => session.feeds_for(&request.phase, &request.cpus),
                     };
                 }
-                Some(Explaining::Tracing(Box::new(session)))
+                let observed = observe(plan, &session);
+                Some(Explaining::Tracing(Box::new(session), observed))
             }
             Err(e) => {
                 let reason = e.to_string();
@@ -64,12 +67,16 @@ impl Explaining {
     /// Ends tracing and returns the Run's explanation, with notices for what it could
     /// not explain.
     pub fn finish(self, notices: &mut Vec<Notice>) -> Explain {
-        let session = match self {
+        let (session, observed) = match self {
             Explaining::Unavailable(explain) => return *explain,
-            Explaining::Tracing(session) => session,
+            Explaining::Tracing(session, observed) => (session, observed),
         };
         let finished = session.finish();
         let mut explain = finished.explainer.into_explain();
+        match observed {
+            Ok(effect) => explain.observer = Some(effect),
+            Err(why) => explain.limits.push(why),
+        }
         explain.events = finished.events;
         explain.clock = Some(finished.clock);
         let mut limits = finished.limits;
@@ -89,6 +96,38 @@ impl Explaining {
             });
         }
         explain
+    }
+}
+
+/// Spans of each side of the observer A/B, and their rounds (ABBA: four spans a round).
+const AB_SPAN: Duration = Duration::from_millis(250);
+const AB_ROUNDS: usize = 2;
+
+/// Measures what the event set costs before the first phase: wake-up latency on the
+/// first measured CPU at the first phase's policy and timer period, in spans with the
+/// events off and on, and the events on again afterwards.
+fn observe(plan: &RunPlan, session: &Session<RunExplainer>) -> Result<ObserverEffect, String> {
+    let first = &plan.phases[0];
+    let policy = first.request.policy;
+    if let SchedSpec::Deadline { .. } = policy {
+        return Err(
+            "the cost of tracing was not measured: the A/B does not run under \
+                    SCHED_DEADLINE"
+                .to_string(),
+        );
+    }
+    let cpu = first.request.cpus.first().copied();
+    let period = first.setup.period;
+    let mut toggle = |on: bool| session.set_events(on);
+    let effect = measure_ab(cpu, policy, period, AB_SPAN, AB_ROUNDS, &mut toggle);
+    // The A/B ends with the events off, also when it failed.
+    let restored = session.set_events(true);
+    match (effect, restored) {
+        (Ok(effect), Ok(())) => Ok(effect),
+        (Err(e), _) => Err(format!("the cost of tracing was not measured: {e}")),
+        (_, Err(e)) => Err(format!(
+            "the events could not be turned on again after the A/B of their cost: {e}"
+        )),
     }
 }
 
