@@ -28,7 +28,9 @@
 //! - **Nothing recorded, nothing blamed**: a span whose current task the events do not
 //!   tell (before the first record; or a switch the kernel did not record, as this
 //!   6.18 guest does not record switches away from the idle task) is unexplained,
-//!   naming the candidates. Missing event types (no `irq_vectors` on arm64, no
+//!   naming the candidates. One such switch is inferred: a task woken onto the idle CPU
+//!   (the most urgent, if several) runs once the interrupts that woke it end, when the
+//!   next record of a task other than idle is its own. Missing event types (no `irq_vectors` on arm64, no
 //!   `cpu_idle`) leave time unexplained, never guessed.
 //!
 //! Stages: delivery `D` → entry of the timer interrupt; handler → the waking; scheduling

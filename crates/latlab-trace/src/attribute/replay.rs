@@ -141,6 +141,9 @@ struct State {
     idle_exit: Option<(u64, Option<u32>)>,
     work_function: Option<u64>,
     hrtimer_callback: Option<u64>,
+    /// The most urgent task woken onto this CPU while it was idle (not the measuring
+    /// thread): the one the scheduler switches to once the interrupts end.
+    woken_on_idle: Option<Task>,
 }
 
 impl State {
@@ -223,6 +226,7 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
         idle_exit: None,
         work_function: None,
         hrtimer_callback: None,
+        woken_on_idle: None,
     };
     // Outermost first. An IRQ's exit lacks its name: another entry of it has it.
     for context in open_before(&from_start).into_iter().rev() {
@@ -267,6 +271,7 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
             tid,
             due,
         );
+        infer_switch_from_idle(&mut state, &from_start, index, ts);
         at = ts;
     }
     if !scene_taken {
@@ -282,6 +287,36 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
         wake,
     );
     replay
+}
+
+/// The switch away from the idle task that this kernel does not record: when the
+/// interrupts that woke a task onto the idle CPU have ended, the most urgent task woken
+/// runs — if the next record of a task other than idle is that task's, which proves it.
+fn infer_switch_from_idle(state: &mut State, records: &[(usize, &Record)], index: usize, ts: u64) {
+    let Some(woken) = state.woken_on_idle else {
+        return;
+    };
+    let idle = matches!(state.current, Current::Known { pid: 0, .. });
+    if !idle {
+        state.woken_on_idle = None;
+        return;
+    }
+    if !state.stack.is_empty() {
+        return;
+    }
+    let next_task = records
+        .iter()
+        .filter(|(i, _)| *i > index)
+        .map(|(_, record)| record.pid)
+        .find(|&pid| pid != 0);
+    if next_task == Some(woken.pid) {
+        state.current = Current::Known {
+            pid: woken.pid,
+            since: Some(ts),
+        };
+        state.work_function = None;
+    }
+    state.woken_on_idle = None;
 }
 
 fn scene(state: &State) -> Vec<usize> {
@@ -343,6 +378,7 @@ fn apply(
     }
     match &record.what {
         What::Switch { next, .. } => {
+            state.woken_on_idle = None;
             state.current = Current::Known {
                 pid: next.pid,
                 since: Some(ts),
@@ -366,6 +402,16 @@ fn apply(
             milestones.timer_context = innermost.map(|open| (open.id, open.since));
             if innermost.is_none() {
                 milestones.timer_callback = state.hrtimer_callback;
+            }
+        }
+        What::Waking { task, target_cpu } | What::Wakeup { task, target_cpu }
+            if task.pid != tid
+                && *target_cpu == record.cpu as i32
+                && matches!(state.current, Current::Known { pid: 0, .. }) =>
+        {
+            // The more urgent (lower kernel prio) of the tasks woken runs first.
+            if state.woken_on_idle.is_none_or(|w| task.prio < w.prio) {
+                state.woken_on_idle = Some(*task);
             }
         }
         What::IdleEnter { state: idle } => state.idle_state = Some(*idle),

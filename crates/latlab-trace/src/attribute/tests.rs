@@ -169,7 +169,11 @@ fn fifo_spinner_that_kept_the_cpu_is_the_thread_part() {
             (unexplained("spin:200"), Stage::Delivery, 2.0),
             ("timer interrupt".into(), Stage::Handler, 2.0),
             ("timer interrupt".into(), Stage::Scheduling, 2.0),
-            ("thread spin:200 (prio 0)".into(), Stage::Scheduling, 300.0),
+            (
+                "thread spin:200 (fifo/rr 99)".into(),
+                Stage::Scheduling,
+                300.0
+            ),
             ("return to user".into(), Stage::Return, 4.0),
         ]
     );
@@ -202,17 +206,9 @@ fn irq_nested_in_a_thread_is_its_own_part_and_the_thread_net_of_it() {
     assert_eq!(
         parts[3..6],
         [
-            (
-                "thread stress:123 (prio 120)".into(),
-                Stage::Scheduling,
-                47.0
-            ),
+            ("thread stress:123 (nice 0)".into(), Stage::Scheduling, 47.0),
             ("irq 24 virtio0-input.0".into(), Stage::Scheduling, 20.0),
-            (
-                "thread stress:123 (prio 120)".into(),
-                Stage::Scheduling,
-                30.0
-            ),
+            ("thread stress:123 (nice 0)".into(), Stage::Scheduling, 30.0),
         ]
     );
 }
@@ -247,17 +243,9 @@ fn nmi_takes_its_time_out_of_what_it_interrupted() {
     assert_eq!(
         parts[3..6],
         [
-            (
-                "thread stress:123 (prio 120)".into(),
-                Stage::Scheduling,
-                17.0
-            ),
+            ("thread stress:123 (nice 0)".into(), Stage::Scheduling, 17.0),
             ("nmi 0xffffffff81000000".into(), Stage::Scheduling, 40.0),
-            (
-                "thread stress:123 (prio 120)".into(),
-                Stage::Scheduling,
-                40.0
-            ),
+            ("thread stress:123 (nice 0)".into(), Stage::Scheduling, 40.0),
         ]
     );
     assert_eq!(explanation.parts[4].start_ns, Nanos(us(20)));
@@ -379,22 +367,40 @@ fn return_to_user_runs_from_the_switch_to_the_clock_read() {
 }
 
 #[test]
-fn unrecorded_switch_from_idle_leaves_the_candidates_named() {
-    // The spinner's switch-in from idle is not recorded (this 6.18 guest does not):
-    // its first own record says it runs; before it, idle or the spinner.
+fn unrecorded_switch_from_idle_to_the_task_woken_there_is_inferred() {
+    // The spinner's switch-in from idle is not recorded (this 6.18 guest does not);
+    // it was woken onto the idle CPU, and the next record of a task is its own: it ran
+    // from the end of the interrupts that woke it.
     let cpu = Cpu::default()
         .switch(-us(900), me(), idle())
         .waking(-us(10), 0, spinner())
         .timer(us(20), us(22), us(24), 200)
         .switch(us(100), spinner(), me());
     let parts = summary(&cpu.explain(us(101)));
-    assert_eq!(
-        parts[0],
-        (unexplained("idle or spin:200"), Stage::Delivery, 20.0)
-    );
+    assert_eq!(parts[0], (unexplained("spin:200"), Stage::Delivery, 20.0));
     assert_eq!(
         parts[3],
-        ("thread spin:200 (prio 0)".into(), Stage::Scheduling, 76.0)
+        (
+            "thread spin:200 (fifo/rr 99)".into(),
+            Stage::Scheduling,
+            76.0
+        )
+    );
+}
+
+#[test]
+fn unrecorded_switch_to_another_task_than_the_woken_one_leaves_the_candidates_named() {
+    // The spinner was woken onto the idle CPU, but the next task seen is stress: which
+    // ran when is not known, so both are named and neither blamed.
+    let cpu = Cpu::default()
+        .switch(-us(900), me(), idle())
+        .waking(-us(10), 0, spinner())
+        .timer(us(20), us(22), us(24), 123)
+        .switch(us(100), stress(), me());
+    let parts = summary(&cpu.explain(us(101)));
+    assert_eq!(
+        parts[0],
+        (unexplained("idle or stress:123"), Stage::Delivery, 20.0)
     );
 }
 
