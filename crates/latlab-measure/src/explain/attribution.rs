@@ -5,7 +5,7 @@
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
 use latlab_model::explain::{Coverage, Explain, ExplainMode, Explanation, ReaderStats};
-use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow};
+use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
 use std::sync::Arc;
 
 /// How many explanations a run keeps in full (the largest spikes); every spike still
@@ -31,6 +31,11 @@ pub struct RunExplainer {
     /// The explanation of the sample that stopped the run.
     tripped: Option<Explanation>,
     records: Vec<Record>,
+    /// Spike windows decoded, and what the kernel recorded in them of idle: events of
+    /// `power:cpu_idle`, and switches away from the idle task.
+    windows: u64,
+    idle_events: u64,
+    switches_from_idle: u64,
 }
 
 impl RunExplainer {
@@ -67,11 +72,16 @@ impl RunExplainer {
             wires,
             tripped: None,
             records: Vec::new(),
+            windows: 0,
+            idle_events: 0,
+            switches_from_idle: 0,
         }
     }
 
-    /// What was explained, with the kept explanations largest first.
-    pub fn into_explain(mut self) -> Explain {
+    /// What was explained, with the kept explanations largest first; `events` are the
+    /// events traced, for the limits: an idle event enabled but never recorded.
+    pub fn into_explain(mut self, events: &[String]) -> Explain {
+        self.explain.limits.extend(self.silences(events));
         if let Some(tripped) = self.tripped.take() {
             if !self.kept.contains(&tripped) {
                 self.kept.push(tripped);
@@ -84,6 +94,32 @@ impl RunExplainer {
             self.explain.limits.push(why);
         }
         self.explain
+    }
+
+    /// What the kernel was asked to record but did not, in any spike's window.
+    fn silences(&self, events: &[String]) -> Vec<String> {
+        let mut said = Vec::new();
+        if self.windows == 0 {
+            return said;
+        }
+        let traced = |name: &str| events.iter().any(|e| e == name);
+        if traced("power:cpu_idle") && self.idle_events == 0 {
+            said.push(format!(
+                "power:cpu_idle recorded nothing in the {} spike windows read (a virtual \
+                 machine's idle is often the host's): time the CPU sat idle is unexplained, \
+                 never idle exit",
+                self.windows
+            ));
+        }
+        if traced("sched:sched_switch") && self.switches_from_idle == 0 {
+            said.push(format!(
+                "sched_switch recorded no switch away from the idle task in the {} spike \
+                 windows read: such a switch is inferred when the task woken onto the idle \
+                 CPU is the next seen, else the time is unexplained with both named",
+                self.windows
+            ));
+        }
+        said
     }
 
     fn decoder(&mut self, held: &Held) -> Option<&RecordDecoder> {
@@ -139,6 +175,14 @@ impl RunExplainer {
             }
         }
         records.sort_by_key(|r| r.ts);
+        self.windows += 1;
+        for record in &records {
+            match &record.what {
+                What::IdleEnter { .. } | What::IdleExit => self.idle_events += 1,
+                What::Switch { prev, .. } if prev.pid == 0 => self.switches_from_idle += 1,
+                _ => {}
+            }
+        }
         let coverage = if lost {
             Coverage::EventsLost
         } else {

@@ -72,7 +72,7 @@ impl Explaining {
             Explaining::Tracing(session, observed) => (session, observed),
         };
         let finished = session.finish();
-        let mut explain = finished.explainer.into_explain();
+        let mut explain = finished.explainer.into_explain(&finished.events);
         match observed {
             Ok(effect) => explain.observer = Some(effect),
             Err(why) => explain.limits.push(why),
