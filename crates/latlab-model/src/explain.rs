@@ -223,7 +223,8 @@ impl Cause {
             Cause::TimerInterrupt => "timer interrupt".to_string(),
             Cause::Scheduler => "scheduler".to_string(),
             Cause::ReturnToUser => "return to user".to_string(),
-            Cause::Unexplained { .. } => "unexplained (no guest event)".to_string(),
+            Cause::Unexplained { current: None } => "unexplained (no guest event)".to_string(),
+            Cause::Unexplained { current: Some(c) } => format!("unexplained, {c} current"),
         }
     }
 
@@ -254,13 +255,29 @@ impl Cause {
     }
 
     /// The key the catalogue sums by: the cause without the details that differ from
-    /// spike to spike (the current task of an unexplained gap).
+    /// spike to spike (the thread ids of the task current in an unexplained gap: what
+    /// ran then is kept by name — interrupts off in it, or the host, cannot be told
+    /// apart, but where the gaps fall is worth knowing).
     pub fn catalogue_key(&self) -> Cause {
         match self {
-            Cause::Unexplained { .. } => Cause::Unexplained { current: None },
+            Cause::Unexplained { current } => Cause::Unexplained {
+                current: current.as_deref().map(without_pids),
+            },
             other => other.clone(),
         }
     }
+}
+
+/// `spin:200 or idle` as `spin or idle`: task names without their thread ids.
+fn without_pids(current: &str) -> String {
+    current
+        .split(" or ")
+        .map(|task| match task.rsplit_once(':') {
+            Some((comm, pid)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => comm,
+            _ => task,
+        })
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 /// A kernel priority as `chrt` and `nice` speak of it: `prio` 0–99 is real-time
@@ -585,9 +602,22 @@ mod tests {
             (spin_total.spikes, spin_total.total_ns, spin_total.max_ns),
             (2, Nanos(350), Nanos(200))
         );
-        let gaps = &explain.catalogue[1];
-        assert_eq!(gaps.cause, Cause::Unexplained { current: None });
-        assert_eq!((gaps.spikes, gaps.total_ns), (2, Nanos(50)));
+        // Unexplained gaps are summed by the task current in them, without its id.
+        let gaps: Vec<_> = explain.catalogue[1..]
+            .iter()
+            .map(|c| (c.cause.label(), c.spikes, c.total_ns))
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                ("unexplained, spin current".to_string(), 1, Nanos(40)),
+                ("unexplained, idle current".to_string(), 1, Nanos(10)),
+            ]
+        );
+        assert_eq!(
+            without_pids("idle or kworker/1:2:77"),
+            "idle or kworker/1:2"
+        );
         let shares: f64 = explain
             .catalogue
             .iter()
