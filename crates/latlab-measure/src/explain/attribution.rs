@@ -36,6 +36,9 @@ pub struct RunExplainer {
     windows: u64,
     idle_events: u64,
     switches_from_idle: u64,
+    /// Pages of spike windows that did not decode, and the first reason.
+    bad_pages: u64,
+    bad_page: Option<String>,
 }
 
 impl RunExplainer {
@@ -75,6 +78,8 @@ impl RunExplainer {
             windows: 0,
             idle_events: 0,
             switches_from_idle: 0,
+            bad_pages: 0,
+            bad_page: None,
         }
     }
 
@@ -99,6 +104,13 @@ impl RunExplainer {
     /// What the kernel was asked to record but did not, in any spike's window.
     fn silences(&self, events: &[String]) -> Vec<String> {
         let mut said = Vec::new();
+        if let Some(why) = &self.bad_page {
+            said.push(format!(
+                "{} pages of spike windows could not be decoded (the first: {why}); the \
+                 spikes they belonged to count as incomplete",
+                self.bad_pages
+            ));
+        }
         if self.windows == 0 {
             return said;
         }
@@ -168,11 +180,21 @@ impl RunExplainer {
             self.explain.spikes_unexplained += 1;
             return;
         };
+        let mut bad = (0, None);
         for page in pages {
             match decoder.decode_page(cpu as u32, page, &mut records) {
                 Ok(summary) => lost |= summary.missed_events,
-                Err(_) => lost = true,
+                Err(e) => {
+                    // Its events are missing from the window: the window is incomplete.
+                    lost = true;
+                    bad.0 += 1;
+                    bad.1.get_or_insert_with(|| e.to_string());
+                }
             }
+        }
+        self.bad_pages += bad.0;
+        if let (None, Some(why)) = (&self.bad_page, bad.1) {
+            self.bad_page = Some(why);
         }
         records.sort_by_key(|r| r.ts);
         self.windows += 1;
