@@ -363,8 +363,9 @@ pub fn sweep_stale() -> Vec<String> {
 fn sweep_stale_in(instances: &Path) -> Vec<String> {
     let mut removed = Vec::new();
     for left in process::leftovers(instances, owner_of, |t| t.is_dir()) {
-        let _ = fs::write(left.path.join("tracing_on"), "0");
-        let _ = fs::write(left.path.join("events/enable"), "0");
+        // rmdir alone: the kernel turns the events off as it removes an instance, and
+        // refuses (EBUSY) one whose buffers a reader holds open — a latlab of another
+        // pid namespace, whose pid means nothing here, whose tracing must go on.
         if fs::remove_dir(&left.path).is_ok() {
             removed.push(format!(
                 "tracefs instance {} (of latlab pid {})",
