@@ -5,6 +5,7 @@
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
 use latlab_model::explain::{Coverage, Explain, ExplainMode, Explanation, ReaderStats};
+use latlab_model::Nanos;
 use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub struct RunExplainer {
     windows: u64,
     idle_events: u64,
     switches_from_idle: u64,
+    switches_to_idle: u64,
     /// Pages of spike windows that did not decode, and the first reason.
     bad_pages: u64,
     bad_page: Option<String>,
@@ -78,6 +80,7 @@ impl RunExplainer {
             windows: 0,
             idle_events: 0,
             switches_from_idle: 0,
+            switches_to_idle: 0,
             bad_pages: 0,
             bad_page: None,
         }
@@ -111,23 +114,25 @@ impl RunExplainer {
                 self.bad_pages
             ));
         }
-        if self.windows == 0 {
+        // Silence means something only where the CPU went idle in a window.
+        if self.windows == 0 || self.switches_to_idle == 0 {
             return said;
         }
         let traced = |name: &str| events.iter().any(|e| e == name);
         if traced("power:cpu_idle") && self.idle_events == 0 {
             said.push(format!(
-                "power:cpu_idle recorded nothing in the {} spike windows read (a virtual \
-                 machine's idle is often the host's): time the CPU sat idle is unexplained, \
-                 never idle exit",
+                "power:cpu_idle recorded nothing in the {} spike windows read, though the \
+                 CPU went idle in them (a virtual machine's idle is often the host's): time \
+                 the CPU sat idle is unexplained, never idle exit",
                 self.windows
             ));
         }
         if traced("sched:sched_switch") && self.switches_from_idle == 0 {
             said.push(format!(
-                "sched_switch recorded no switch away from the idle task in the {} spike \
-                 windows read: such a switch is inferred when the task woken onto the idle \
-                 CPU is the next seen, else the time is unexplained with both named",
+                "sched_switch recorded switches to the idle task but none away from it in \
+                 the {} spike windows read: such a switch is inferred when the task woken \
+                 onto the idle CPU is the next seen, else the time is unexplained with both \
+                 named",
                 self.windows
             ));
         }
@@ -148,7 +153,9 @@ impl RunExplainer {
 
     fn explain_one(&mut self, held: &Held, spike: &FedSpike) {
         self.explain.spikes_seen += 1;
-        let Some(cpu) = spike.cpu else {
+        // Without its CPU or its thread's id (0 would be the idle task) a window cannot
+        // be read.
+        let (Some(cpu), true) = (spike.cpu, spike.tid > 0) else {
             self.explain.spikes_unexplained += 1;
             return;
         };
@@ -202,6 +209,7 @@ impl RunExplainer {
             match &record.what {
                 What::IdleEnter { .. } | What::IdleExit => self.idle_events += 1,
                 What::Switch { prev, .. } if prev.pid == 0 => self.switches_from_idle += 1,
+                What::Switch { next, .. } if next.pid == 0 => self.switches_to_idle += 1,
                 _ => {}
             }
         }
@@ -217,6 +225,7 @@ impl RunExplainer {
         };
         let mut explanation = attribute(window.select(&records), &window, coverage, of);
         explanation.cpu = Some(cpu);
+        explanation.due_monotonic_ns = Some(Nanos(spike.due_monotonic_ns));
         self.records = records;
         match coverage {
             Coverage::Complete => self.explain.spikes_explained += 1,

@@ -19,7 +19,12 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
 /// Clocksources `mono` reads cheaply.
-const CHEAP_CLOCKSOURCES: &[&str] = &["tsc", "arch_sys_counter"];
+const CHEAP_CLOCKSOURCES: &[&str] = &[
+    "tsc",
+    "arch_sys_counter",
+    "kvm-clock",
+    "hyperv_clocksource_tsc_page",
+];
 /// Marker brackets per measurement of the `local` clock's offset.
 const BRACKETS: usize = 16;
 /// What each marker says, before its number.

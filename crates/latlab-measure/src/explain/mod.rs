@@ -48,6 +48,8 @@ pub struct FedSpike {
     pub at_ns: Nanos,
     /// The sample.
     pub latency_ns: Nanos,
+    /// When it was due, on CLOCK_MONOTONIC.
+    pub due_monotonic_ns: i64,
     /// When it was due, on the trace clock.
     pub due_trace_ns: u64,
     /// When the measuring thread read the clock after waking (due + latency), on the
@@ -100,6 +102,12 @@ pub enum SessionError {
     /// The reader thread could not be started.
     #[error("cannot start the trace reader thread: {0}")]
     Thread(std::io::Error),
+    /// The reader thread failed while the run went on: what it explained is lost.
+    #[error("the trace reader failed ({why}): no spike of the run is explained")]
+    Reader {
+        /// What failed.
+        why: String,
+    },
 }
 
 #[cfg(test)]

@@ -175,7 +175,8 @@ impl<E: Explainer> Reader<E> {
         for feed in &feeds {
             while let Some(sample) = feed.pop() {
                 let origin = feed.origin();
-                let due = self.clock.at_monotonic(origin.monotonic(sample.at_ns));
+                let due_monotonic = origin.monotonic(sample.at_ns);
+                let due = self.clock.at_monotonic(due_monotonic);
                 progress.pending.push(FedSpike {
                     phase: feed.phase().to_string(),
                     thread: feed.thread(),
@@ -183,6 +184,7 @@ impl<E: Explainer> Reader<E> {
                     tid: feed.tid(),
                     at_ns: Nanos(sample.at_ns),
                     latency_ns: Nanos(sample.value_ns),
+                    due_monotonic_ns: due_monotonic,
                     due_trace_ns: due,
                     wake_trace_ns: due.saturating_add_signed(sample.value_ns),
                 });

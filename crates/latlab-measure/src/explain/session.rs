@@ -251,8 +251,9 @@ impl<E: Explainer + 'static> Session<E> {
     }
 
     /// Stops tracing, lets the reader drain what is left and hand every spike over,
-    /// and removes the instance.
-    pub fn finish(mut self) -> Finished<E> {
+    /// and removes the instance. An error says the reader thread failed, taking its
+    /// explanations with it (the instance is removed all the same).
+    pub fn finish(mut self) -> Result<Finished<E>, SessionError> {
         let (end, mut problems) = self.shut_down(false);
         let mut limits = std::mem::take(&mut self.limits);
         if let Some(uncertainty) = self.clock.uncertainty_ns {
@@ -279,11 +280,13 @@ impl<E: Explainer + 'static> Session<E> {
             Err(poisoned) => poisoned.into_inner().iter().map(|f| f.overflow()).sum(),
         };
         let Some(end) = end else {
-            // The reader thread panicked: its explainer is gone.
-            panic!("the trace reader thread panicked: {}", problems.join("; "));
+            // The reader thread panicked: its explainer, and all it explained, is gone.
+            return Err(SessionError::Reader {
+                why: problems.join("; "),
+            });
         };
         problems.extend(end.problems);
-        Finished {
+        Ok(Finished {
             explainer: end.explainer,
             reader: end.stats,
             events: std::mem::take(&mut self.events),
@@ -292,7 +295,7 @@ impl<E: Explainer + 'static> Session<E> {
             buffer_kb: self.buffer_kb,
             spikes_dropped,
             problems,
-        }
+        })
     }
 
     /// Stops tracing and the reader (which closes its files), once.

@@ -217,7 +217,7 @@ fn spikes_are_handed_over_with_their_window_while_tracing_and_the_instance_goes(
     }
     std::thread::sleep(Duration::from_millis(400));
     sleeper.stop();
-    let finished = session.finish();
+    let finished = session.finish().expect("the reader thread ran to the end");
     assert!(!instance_exists(&dir), "{} is left", dir.display());
 
     assert_eq!(finished.clock, "mono");
@@ -287,7 +287,7 @@ fn deep_mode_adds_hrtimers_and_a_stack_at_each_wake_of_a_measuring_thread() {
     // The reader sets the trigger at one of its drains, late on a busy machine.
     std::thread::sleep(Duration::from_millis(1000));
     sleeper.stop();
-    let finished = session.finish();
+    let finished = session.finish().expect("the reader thread ran to the end");
     assert!(finished.problems.is_empty(), "{:?}", finished.problems);
     for event in [
         "timer:hrtimer_expire_entry",
@@ -329,7 +329,7 @@ fn the_local_clock_places_spikes_by_the_marker_offset() {
     }
     std::thread::sleep(Duration::from_millis(300));
     sleeper.stop();
-    let finished = session.finish();
+    let finished = session.finish().expect("the reader thread ran to the end");
     assert_eq!(finished.clock, "local");
     assert!(finished.problems.is_empty(), "{:?}", finished.problems);
     assert!(

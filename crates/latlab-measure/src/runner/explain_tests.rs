@@ -50,7 +50,7 @@ fn a_timer_runs_spikes_are_placed_where_its_thread_woke() {
         &mut Silent,
     )
     .unwrap();
-    let finished = session.finish();
+    let finished = session.finish().expect("the reader thread ran to the end");
     let samples = outcome.streams[0].samples;
     let seen = &finished.explainer.seen;
     assert_eq!(seen.len() as u64 + finished.spikes_dropped, samples);

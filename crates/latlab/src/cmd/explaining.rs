@@ -12,7 +12,11 @@ use std::time::Duration;
 /// The explanation being gathered for a run.
 pub enum Explaining {
     /// Tracing the measured CPUs, with what tracing was measured to cost (or why not).
-    Tracing(Box<Session<RunExplainer>>, Result<ObserverEffect, String>),
+    Tracing(
+        Box<Session<RunExplainer>>,
+        Result<ObserverEffect, String>,
+        ExplainMode,
+    ),
     /// Asked for, but tracing could not start: the Run says why.
     Unavailable(Box<Explain>),
 }
@@ -51,8 +55,25 @@ impl Explaining {
                         _ => session.feeds_for(&request.phase, &request.cpus),
                     };
                 }
-                let observed = observe(plan, &session);
-                Some(Explaining::Tracing(Box::new(session), observed))
+                match observe(plan, &session) {
+                    Observed::Measured(effect) => {
+                        Some(Explaining::Tracing(Box::new(session), Ok(effect), mode))
+                    }
+                    Observed::NotMeasured(why) => {
+                        Some(Explaining::Tracing(Box::new(session), Err(why), mode))
+                    }
+                    // Traced on, the run would explain nothing and say it had.
+                    Observed::EventsLeftOff(why) => {
+                        drop(session);
+                        for phase in &mut plan.phases {
+                            phase.request.feeds.clear();
+                        }
+                        notices.push(Notice::ExplainUnavailable {
+                            reason: why.clone(),
+                        });
+                        Some(Explaining::Unavailable(Box::new(unavailable(mode, why))))
+                    }
+                }
             }
             Err(e) => {
                 let reason = e.to_string();
@@ -67,11 +88,20 @@ impl Explaining {
     /// Ends tracing and returns the Run's explanation, with notices for what it could
     /// not explain.
     pub fn finish(self, notices: &mut Vec<Notice>) -> Explain {
-        let (session, observed) = match self {
+        let (session, observed, mode) = match self {
             Explaining::Unavailable(explain) => return *explain,
-            Explaining::Tracing(session, observed) => (session, observed),
+            Explaining::Tracing(session, observed, mode) => (session, observed, mode),
         };
-        let finished = session.finish();
+        let finished = match session.finish() {
+            Ok(finished) => finished,
+            Err(e) => {
+                let reason = e.to_string();
+                notices.push(Notice::ExplainUnavailable {
+                    reason: reason.clone(),
+                });
+                return unavailable(mode, reason);
+            }
+        };
         let mut explain = finished.explainer.into_explain(&finished.events);
         match observed {
             Ok(effect) => explain.observer = Some(effect),
@@ -99,20 +129,30 @@ impl Explaining {
     }
 }
 
-/// Spans of each side of the observer A/B, and their rounds (ABBA: four spans a round).
+/// Spans of each side of the observer A/B, and its rounds (ABBA: two spans of each side
+/// a round, 1 s in all).
 const AB_SPAN: Duration = Duration::from_millis(250);
 const AB_ROUNDS: usize = 2;
+
+/// What the A/B of the events' cost came to.
+enum Observed {
+    Measured(ObserverEffect),
+    /// The A/B could not measure; the events are on again.
+    NotMeasured(String),
+    /// The events could not be turned on again after it.
+    EventsLeftOff(String),
+}
 
 /// Measures what the event set costs before the first phase: wake-up latency on the
 /// first measured CPU at the first phase's policy and timer period, in spans with the
 /// events off and on, and the events on again afterwards.
-fn observe(plan: &RunPlan, session: &Session<RunExplainer>) -> Result<ObserverEffect, String> {
+fn observe(plan: &RunPlan, session: &Session<RunExplainer>) -> Observed {
     let first = &plan.phases[0];
     let policy = first.request.policy;
     if let SchedSpec::Deadline { .. } = policy {
-        return Err(
+        return Observed::NotMeasured(
             "the cost of tracing was not measured: the A/B does not run under \
-                    SCHED_DEADLINE"
+             SCHED_DEADLINE"
                 .to_string(),
         );
     }
@@ -121,13 +161,14 @@ fn observe(plan: &RunPlan, session: &Session<RunExplainer>) -> Result<ObserverEf
     let mut toggle = |on: bool| session.set_events(on);
     let effect = measure_ab(cpu, policy, period, AB_SPAN, AB_ROUNDS, &mut toggle);
     // The A/B ends with the events off, also when it failed.
-    let restored = session.set_events(true);
-    match (effect, restored) {
-        (Ok(effect), Ok(())) => Ok(effect),
-        (Err(e), _) => Err(format!("the cost of tracing was not measured: {e}")),
-        (_, Err(e)) => Err(format!(
-            "the events could not be turned on again after the A/B of their cost: {e}"
-        )),
+    if let Err(e) = session.set_events(true) {
+        return Observed::EventsLeftOff(format!(
+            "the trace events could not be turned on again after measuring their cost ({e})"
+        ));
+    }
+    match effect {
+        Ok(effect) => Observed::Measured(effect),
+        Err(e) => Observed::NotMeasured(format!("the cost of tracing was not measured: {e}")),
     }
 }
 
@@ -165,9 +206,13 @@ pub fn annotate_breaktrace(run: &mut latlab_model::run::Run) {
                 && Some(s.latency_ns) == event.value_ns
         });
         let Some((rank, spike)) = found else {
-            event.message.push_str(
-                "; it was not explained (its trace events were not held: see latlab explain)",
-            );
+            let why = match (&explain.unavailable, explain.spikes.is_empty()) {
+                (Some(why), _) => format!("tracing was unavailable: {why}"),
+                // Below --spike, it was never handed to the explainer.
+                (None, true) => "it was not among the spikes explained".to_string(),
+                (None, false) => "it was not explained: latlab explain lists why".to_string(),
+            };
+            event.message.push_str(&format!("; {why}"));
             continue;
         };
         let mut parts: Vec<(String, i64)> = Vec::new();
