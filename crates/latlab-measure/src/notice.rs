@@ -449,9 +449,10 @@ impl fmt::Display for Notice {
             } => write!(
                 f,
                 "--explain: of {seen} spikes, {incomplete} were explained from a window with \
-                 trace events missing (the kernel's buffer overran) and {unexplained} could \
-                 not be explained (their events were no longer held); a larger buffer or \
-                 fewer traced CPUs helps"
+                 trace events missing (the kernel's buffer overran, or a page did not \
+                 decode) and {unexplained} could not be explained (a thread not pinned, \
+                 events no longer held, or a full spike queue); latlab explain lists the \
+                 limits that say which"
             ),
             Notice::DeadlineUnpinned => write!(
                 f,

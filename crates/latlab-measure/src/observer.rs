@@ -8,8 +8,9 @@
 //! off, off, on, …) so that a slow drift of the machine (thermal, the hypervisor, a
 //! load warming up) falls on both sides alike instead of on whichever ran last.
 //!
-//! The event set is switched by the caller's `toggle` (writing the instance's
-//! `tracing_on`), on the measuring thread between spans, never inside the timed loop.
+//! The event set is switched by the caller's `toggle` (turning the instance's events
+//! off and on, so the side without them does not pay for them), on the measuring thread
+//! between spans, never inside the timed loop.
 //! The first few wakes after each switch are left out ([`SETTLING_WAKES`]): they pay
 //! for the switch itself (a system call, cold caches), which the run never pays.
 

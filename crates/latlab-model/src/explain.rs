@@ -84,8 +84,9 @@ pub struct Explain {
     /// Spikes explained from a window with events missing (ring-buffer overrun or a
     /// lost page): their unexplained part may hide a cause.
     pub spikes_incomplete: u64,
-    /// Spikes that could not be explained: their events were no longer held, or the
-    /// spike came while the explainer's queue was full.
+    /// Spikes that could not be explained: their thread was not pinned (SCHED_DEADLINE)
+    /// or its id unknown, their events were no longer held or could not be decoded, or
+    /// the spike came while its thread's queue was full.
     pub spikes_unexplained: u64,
     /// Causes summed over every explained spike, largest total first.
     pub catalogue: Vec<CauseTotal>,
@@ -205,6 +206,7 @@ impl Cause {
     /// `thread spin:1234 (fifo/rr 99)`.
     pub fn label(&self) -> String {
         match self {
+            Cause::Irq { irq, name } if name.is_empty() => format!("irq {irq}"),
             Cause::Irq { irq, name } => format!("irq {irq} {name}"),
             Cause::Vector { name } => format!("vector {name}"),
             Cause::Softirq { name } => format!("softirq {name}"),
@@ -341,6 +343,10 @@ pub struct Explanation {
     /// When it was due, relative to the start of the stream's measured span (as the
     /// stream's spikes give it).
     pub at_ns: Nanos,
+    /// When it was due on CLOCK_MONOTONIC (ns since boot, suspend excluded), to line
+    /// it up with other traces and logs of the machine (`null`: not known).
+    #[serde(default)]
+    pub due_monotonic_ns: Option<Nanos>,
     /// The sample.
     pub latency_ns: Nanos,
     /// Whether the window's events were complete.
@@ -560,6 +566,7 @@ mod tests {
             thread: 0,
             cpu: Some(1),
             at_ns: Nanos(1),
+            due_monotonic_ns: None,
             latency_ns: Nanos(parts.iter().map(|p| p.duration_ns.0).sum()),
             coverage: Coverage::Complete,
             stages: Stages::default(),

@@ -155,6 +155,8 @@ pub fn attribute(
         thread: spike.thread,
         cpu: Some(window.cpu),
         at_ns: spike.at_ns,
+        // The caller knows it on CLOCK_MONOTONIC; the trace clock may differ.
+        due_monotonic_ns: None,
         latency_ns: nanos(wake - due),
         coverage,
         stages: marks.stages(due, wake),

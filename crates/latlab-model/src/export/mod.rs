@@ -238,6 +238,7 @@ pub(crate) mod fixture {
             thread: 1,
             cpu: Some(1),
             at_ns: Nanos(at),
+            due_monotonic_ns: None,
             latency_ns: Nanos(latency),
             coverage: Coverage::Complete,
             stages: Stages::default(),

@@ -215,7 +215,8 @@ pub(crate) fn counts(explain: &Explain) -> Block {
         (
             "not explained".to_string(),
             format!(
-                "{} (their events were no longer held, or the explainer's queue was full)",
+                "{} (their thread not pinned (SCHED_DEADLINE), their events no longer \
+                 held, or the spike queue full; the Run's limits say which)",
                 explain.spikes_unexplained
             ),
         ),
@@ -741,6 +742,7 @@ pub(crate) mod tests {
             thread: 0,
             cpu: Some(1),
             at_ns: Nanos(at_ns),
+            due_monotonic_ns: None,
             latency_ns: Nanos(latency_ns),
             coverage,
             stages: Stages {

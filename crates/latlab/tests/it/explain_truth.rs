@@ -191,45 +191,59 @@ fn a_fifo_99_spinner_on_the_measured_cpu_is_named_with_its_spin_time() {
     let period = 50_000;
     let within = |ns: i64| (spin_time - period) * 4 <= ns * 5 && ns * 5 <= spin_time * 6;
 
-    // The spikes above 200 µs the spinner was part of: it ran in their windows, as
-    // their events show. Others are not its business: on this VM the host preempts
-    // the guest (unexplained, checked by the invariant test), and with the kernel's
-    // preemption model "none" a kworker or a compiler in a system call keeps the CPU
-    // from the measuring thread for as long as the spinner does.
-    let spikes: Vec<&Explanation> = explain
+    // The ground truth: the spikes above 200 µs whose window a spin overlapped, by the
+    // spinner's own clock reads (it may start a moment before the deadline it delays). Other spikes are not its business: on this VM the host
+    // preempts the guest (unexplained, checked by the invariant test), and with the
+    // kernel's preemption model "none" a kworker or a compiler in a system call keeps
+    // the CPU from the measuring thread as long as the spinner does.
+    // A spin overlapping a spike's window, and how much of the window it took.
+    let spinning_in = |due: i64, wake: i64| {
+        spins
+            .iter()
+            .find(|(start, end)| *start < wake && due < *end)
+            .map(|(start, end)| (*end).min(wake) - (*start).max(due))
+    };
+    let spikes: Vec<(&Explanation, i64)> = explain
         .spikes
         .iter()
         .filter(|s| s.latency_ns.0 > 200_000)
-        .filter(|s| s.events.iter().any(|e| names_task(&e.detail, pid.into())))
+        .filter_map(|s| {
+            let due = s.due_monotonic_ns.expect("a traced spike's due instant").0;
+            Some((s, spinning_in(due, due + s.latency_ns.0)?))
+        })
         .collect();
     assert!(
         spikes.len() >= 10,
-        "{} spikes above 200 µs with the spinner in their events, of {} spins: {:#?}",
+        "{} spikes above 200 µs that a spin overlapped, of {} spins: {:#?}",
         spikes.len(),
         spins.len(),
         explain.catalogue
     );
-    let named = |s: &&&Explanation| {
-        s.parts.iter().any(|p| match &p.cause {
+    // Named, with its contribution within 20 % of the time its spin took of the
+    // window.
+    let named = |(s, left): &&(&Explanation, i64)| {
+        let named = s.parts.iter().any(|p| match &p.cause {
             Cause::Thread { comm, pid: p, .. } => *p == i64::from(pid) && comm == SPINNER_COMM,
             _ => false,
-        }) && within(thread_time(s, pid))
+        });
+        let took = thread_time(s, pid);
+        named && (took - left).abs() * 5 <= *left
     };
     let right = spikes.iter().filter(named).count();
     assert!(
         right * 10 >= spikes.len() * 9,
-        "the spinner ({SPINNER_COMM}:{pid}, {spin_time} ns a spin) named with its spin time \
-         in {right} of {} spikes; the others: {:#?}",
+        "the spinner ({SPINNER_COMM}:{pid}, {spin_time} ns a spin) named with its time in \
+         {right} of {} spikes a spin overlapped; the others: {:#?}",
         spikes.len(),
         spikes
             .iter()
             .filter(|s| !named(s))
-            .map(|s| outline(s))
+            .map(|(s, took)| format!("{} (the spin took {took} ns of it)", outline(s)))
             .collect::<Vec<_>>()
     );
 
     // Across the run: the spinner's catalogue entry holds most of its spins (4 s hold
-    // 80), each for about its spin time, never more.
+    // 80), each for about its spin time.
     let entry = explain
         .catalogue
         .iter()
@@ -238,7 +252,9 @@ fn a_fifo_99_spinner_on_the_measured_cpu_is_named_with_its_spin_time() {
     let spins_in_run = (4 * 1000 / every.as_millis()) as u64;
     assert!(entry.spikes * 2 >= spins_in_run, "{entry:?}");
     assert!(within(entry.total_ns.0 / entry.spikes as i64), "{entry:?}");
-    assert!(entry.max_ns.0 <= spin_time * 6 / 5, "{entry:?}");
+    // Never more than its longest spin by its own clock (the host may stretch one).
+    let longest = *durations.last().expect("spins");
+    assert!(entry.max_ns.0 <= longest * 6 / 5, "{entry:?}, longest spin {longest} ns");
 }
 
 // ----------------------------------------------------------------------------- net
@@ -370,6 +386,19 @@ fn assert_adds_up(spike: &Explanation) {
         assert!(
             blamed.is_empty(),
             "{at}: no guest event in the window, yet blamed: {blamed:?}"
+        );
+        // ... and the gap is said, with its size: all but the wake-up's own path.
+        let own: i64 = spike
+            .parts
+            .iter()
+            .filter(|p| p.cause.is_own_path())
+            .map(|p| p.duration_ns.0)
+            .sum();
+        assert_eq!(
+            spike.unexplained_ns().0,
+            latency - own,
+            "{at}: a window without guest events is unexplained but for the own path: {:#?}",
+            spike.parts
         );
     }
 }

@@ -88,6 +88,7 @@ fn spike(phase: &str, cpu: Option<usize>, at: Nanos, latency: Nanos) -> Explanat
         thread: 0,
         cpu,
         at_ns: at,
+        due_monotonic_ns: None,
         latency_ns: latency,
         coverage: Coverage::Complete,
         stages: Stages {
