@@ -4,7 +4,7 @@
 
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
-use latlab_model::explain::{Coverage, Explain, ExplainMode, Explanation, ReaderStats};
+use latlab_model::explain::{Cause, Coverage, Explain, ExplainMode, Explanation, ReaderStats};
 use latlab_model::Nanos;
 use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
 use std::sync::Arc;
@@ -41,6 +41,9 @@ pub struct RunExplainer {
     /// Pages of spike windows that did not decode, and the first reason.
     bad_pages: u64,
     bad_page: Option<String>,
+    /// The kernel's symbols, read at the first address to name (`None` until then,
+    /// empty when unreadable).
+    symbols: Option<Symbols>,
 }
 
 impl RunExplainer {
@@ -83,6 +86,7 @@ impl RunExplainer {
             switches_to_idle: 0,
             bad_pages: 0,
             bad_page: None,
+            symbols: None,
         }
     }
 
@@ -226,6 +230,7 @@ impl RunExplainer {
         let mut explanation = attribute(window.select(&records), &window, coverage, of);
         explanation.cpu = Some(cpu);
         explanation.due_monotonic_ns = Some(Nanos(spike.due_monotonic_ns));
+        self.name_functions(&mut explanation);
         self.records = records;
         match coverage {
             Coverage::Complete => self.explain.spikes_explained += 1,
@@ -236,6 +241,34 @@ impl RunExplainer {
             self.tripped = Some(explanation.clone());
         }
         self.keep_largest(explanation);
+    }
+
+    /// Names the workqueue functions and NMI handlers the trace gives as addresses, by
+    /// the kernel's symbols (`/proc/kallsyms`, readable by root); an address without a
+    /// symbol stays an address.
+    fn name_functions(&mut self, e: &mut Explanation) {
+        let needs = e.parts.iter().any(|p| {
+            matches!(
+                &p.cause,
+                Cause::Thread {
+                    function: Some(_),
+                    ..
+                } | Cause::Nmi { .. }
+            )
+        });
+        if !needs {
+            return;
+        }
+        let symbols = self.symbols.get_or_insert_with(Symbols::read);
+        for part in &mut e.parts {
+            match &mut part.cause {
+                Cause::Thread {
+                    function: Some(f), ..
+                } => symbols.rename(f),
+                Cause::Nmi { handler } => symbols.rename(handler),
+                _ => {}
+            }
+        }
     }
 
     /// Whether `spike` is the sample that tripped its phase's break-trace wire.
@@ -274,5 +307,83 @@ impl Explainer for RunExplainer {
         for spike in spikes.drain(..) {
             self.explain_one(held, &spike);
         }
+    }
+}
+
+/// The kernel's text symbols by address, from `/proc/kallsyms`.
+#[derive(Debug, Default)]
+struct Symbols {
+    /// (address, name), sorted by address.
+    by_address: Vec<(u64, String)>,
+}
+
+impl Symbols {
+    /// The symbols, or none when the file cannot be read or shows only zeros (a user
+    /// without the privilege sees every address as 0).
+    fn read() -> Symbols {
+        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        Symbols::parse(&text)
+    }
+
+    fn parse(text: &str) -> Symbols {
+        let mut by_address: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let kind = fields.next()?;
+                let name = fields.next()?;
+                let text = matches!(kind, "t" | "T");
+                (text && address != 0).then(|| (address, name.to_string()))
+            })
+            .collect();
+        by_address.sort_unstable();
+        Symbols { by_address }
+    }
+
+    /// `0xffffffff81234560` as `process_one_work`, or `name+0x10` inside it; left as it
+    /// is when no symbol holds it.
+    fn rename(&self, address: &mut String) {
+        let Some(hex) = address.strip_prefix("0x") else {
+            return;
+        };
+        let Ok(at) = u64::from_str_radix(hex, 16) else {
+            return;
+        };
+        let i = self.by_address.partition_point(|(a, _)| *a <= at);
+        let Some((start, name)) = i.checked_sub(1).map(|i| &self.by_address[i]) else {
+            return;
+        };
+        *address = match at - start {
+            0 => name.clone(),
+            // Far past a symbol is past the kernel's text: no name.
+            off if off > 1 << 20 => return,
+            off => format!("{name}+{off:#x}"),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Symbols;
+
+    #[test]
+    fn addresses_are_named_by_the_symbol_that_holds_them() {
+        let symbols = Symbols::parse(
+            "ffffffff81000000 T _stext\nffffffff81000100 t vmstat_update\n\
+             ffffffff81000200 d some_data\n0000000000000000 T hidden\n",
+        );
+        let named = |a: &str| {
+            let mut a = a.to_string();
+            symbols.rename(&mut a);
+            a
+        };
+        assert_eq!(named("0xffffffff81000100"), "vmstat_update");
+        assert_eq!(named("0xffffffff81000110"), "vmstat_update+0x10");
+        assert_eq!(named("0x10"), "0x10");
+        assert_eq!(named("vmstat_update"), "vmstat_update");
+        assert!(Symbols::parse("0000000000000000 T a\n")
+            .by_address
+            .is_empty());
     }
 }

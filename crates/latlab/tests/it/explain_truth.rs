@@ -254,7 +254,10 @@ fn a_fifo_99_spinner_on_the_measured_cpu_is_named_with_its_spin_time() {
     assert!(within(entry.total_ns.0 / entry.spikes as i64), "{entry:?}");
     // Never more than its longest spin by its own clock (the host may stretch one).
     let longest = *durations.last().expect("spins");
-    assert!(entry.max_ns.0 <= longest * 6 / 5, "{entry:?}, longest spin {longest} ns");
+    assert!(
+        entry.max_ns.0 <= longest * 6 / 5,
+        "{entry:?}, longest spin {longest} ns"
+    );
 }
 
 // ----------------------------------------------------------------------------- net
