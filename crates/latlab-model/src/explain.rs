@@ -432,6 +432,28 @@ pub struct SpikeTime {
 }
 
 impl Explain {
+    /// The explanation of a run in `mode` before any spike: nothing traced, counted or
+    /// kept yet.
+    pub fn empty(mode: ExplainMode) -> Explain {
+        Explain {
+            mode,
+            unavailable: None,
+            events: Vec::new(),
+            clock: None,
+            limits: Vec::new(),
+            buffer_kb: None,
+            reader: ReaderStats::default(),
+            observer: None,
+            spikes_seen: 0,
+            spikes_explained: 0,
+            spikes_incomplete: 0,
+            spikes_unexplained: 0,
+            catalogue: Vec::new(),
+            spike_time: Vec::new(),
+            spikes: Vec::new(),
+        }
+    }
+
     /// The share of its phase's and CPU's spike time a catalogue entry stands for, in
     /// `[0, 1]` (`None` when that time is unknown or zero).
     pub fn share(&self, entry: &CauseTotal) -> Option<f64> {

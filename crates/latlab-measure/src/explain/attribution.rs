@@ -4,7 +4,7 @@
 
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
-use latlab_model::explain::{Cause, Coverage, Explain, ExplainMode, Explanation, ReaderStats};
+use latlab_model::explain::{Cause, Coverage, Explain, ExplainMode, Explanation};
 use latlab_model::Nanos;
 use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
 use std::sync::Arc;
@@ -58,23 +58,7 @@ impl RunExplainer {
         RunExplainer {
             decoder: None,
             decode_error: None,
-            explain: Explain {
-                mode,
-                unavailable: None,
-                events: Vec::new(),
-                clock: None,
-                limits: Vec::new(),
-                buffer_kb: None,
-                reader: ReaderStats::default(),
-                observer: None,
-                spikes_seen: 0,
-                spikes_explained: 0,
-                spikes_incomplete: 0,
-                spikes_unexplained: 0,
-                catalogue: Vec::new(),
-                spike_time: Vec::new(),
-                spikes: Vec::new(),
-            },
+            explain: Explain::empty(mode),
             kept: Vec::new(),
             keep,
             wires,

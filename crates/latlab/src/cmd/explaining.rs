@@ -5,7 +5,7 @@ use latlab_measure::explain::{ReaderSettings, RunExplainer, Session, KEPT_EXPLAN
 use latlab_measure::notice::Notice;
 use latlab_measure::observer::measure_ab;
 use latlab_measure::plan::RunPlan;
-use latlab_model::explain::{Explain, ExplainMode, ObserverEffect, ReaderStats};
+use latlab_model::explain::{Explain, ExplainMode, ObserverEffect};
 use latlab_model::spec::SchedSpec;
 use std::time::Duration;
 
@@ -175,21 +175,8 @@ fn observe(plan: &RunPlan, session: &Session<RunExplainer>) -> Observed {
 /// The explanation of a run that could not trace.
 fn unavailable(mode: ExplainMode, reason: String) -> Explain {
     Explain {
-        mode,
         unavailable: Some(reason),
-        events: Vec::new(),
-        clock: None,
-        limits: Vec::new(),
-        buffer_kb: None,
-        reader: ReaderStats::default(),
-        observer: None,
-        spikes_seen: 0,
-        spikes_explained: 0,
-        spikes_incomplete: 0,
-        spikes_unexplained: 0,
-        catalogue: Vec::new(),
-        spike_time: Vec::new(),
-        spikes: Vec::new(),
+        ..Explain::empty(mode)
     }
 }
 
