@@ -154,9 +154,11 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             phase,
             &setup,
             &stop,
-            human,
-            args.quiet,
-            listening.as_ref().map(|(_, l)| l),
+            &Watchers {
+                human,
+                quiet: args.quiet,
+                listener: listening.as_ref().map(|(_, l)| l),
+            },
             &mut measured,
         );
         match result {
@@ -232,17 +234,31 @@ fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
     output::say_removed(&removed);
 }
 
+/// Who watches a phase as it measures.
+#[derive(Clone, Copy)]
+struct Watchers<'a> {
+    /// Where the live display goes.
+    human: Human,
+    /// No live display.
+    quiet: bool,
+    /// The live metrics endpoint (`--listen`).
+    listener: Option<&'a Listener>,
+}
+
 /// One phase: its loads started, the probe run, the loads stopped and recorded.
 fn run_phase(
     plan: &RunPlan,
     phase: &PhasePlan,
     setup: &SystemSetup,
     stop: &AtomicBool,
-    human: Human,
-    quiet: bool,
-    listener: Option<&Listener>,
+    watchers: &Watchers,
     measured: &mut Measured,
 ) -> Result<(), CliError> {
+    let Watchers {
+        human,
+        quiet,
+        listener,
+    } = *watchers;
     let loads = start_loads(plan, phase)?;
     let live: Arc<Vec<LiveStats>> = Arc::new(
         phase
