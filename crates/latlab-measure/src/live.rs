@@ -5,7 +5,10 @@
 //! cycle). A display thread reads them whenever it likes; a reading may mix two
 //! consecutive samples, which a display refreshed a few times a second cannot show.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// Buckets of the coarse live histogram: 8 per power of two, up to about 2^44 ns.
 const LIVE_BUCKETS: usize = 42 * 8;
@@ -23,6 +26,13 @@ pub struct LiveStats {
     early_wakes: AtomicU64,
     finished: AtomicBool,
     coarse: Box<[AtomicU32]>,
+    /// The window a reader asked samples to go to (see [`LiveStats::close_window`]);
+    /// the only field a reader writes.
+    window: AtomicU64,
+    /// The last window the writer put a sample in.
+    seen_window: AtomicU64,
+    /// The largest sample of the current and of the previous window, by parity.
+    window_max: [AtomicI64; 2],
 }
 
 impl Default for LiveStats {
@@ -37,6 +47,9 @@ impl Default for LiveStats {
             early_wakes: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             coarse: (0..LIVE_BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+            window: AtomicU64::new(0),
+            seen_window: AtomicU64::new(u64::MAX),
+            window_max: [AtomicI64::new(i64::MIN), AtomicI64::new(i64::MIN)],
         }
     }
 }
@@ -54,7 +67,7 @@ fn bucket_of(ns: i64) -> usize {
 }
 
 /// The largest value that falls into bucket `i`.
-fn bucket_upper(i: usize) -> i64 {
+pub fn bucket_upper(i: usize) -> i64 {
     if i < 16 {
         return i as i64;
     }
@@ -87,6 +100,39 @@ impl LiveStats {
         }
         let b = &self.coarse[bucket_of(sample)];
         b.store(b.load(Relaxed).saturating_add(1), Relaxed);
+        let window = self.window.load(Relaxed);
+        let slot = &self.window_max[(window & 1) as usize];
+        if window != self.seen_window.load(Relaxed) {
+            // The first sample of a window: the slot first, so a reader that sees the
+            // window as begun reads this sample's value, not a stale one.
+            slot.store(sample, Relaxed);
+            self.seen_window.store(window, Release);
+        } else if sample > slot.load(Relaxed) {
+            slot.store(sample, Relaxed);
+        }
+    }
+
+    /// Ends the current window (reader side, one reader only) and returns the largest
+    /// sample published in it, `None` when it had none. The next samples go to a new
+    /// window; one published as the window closes may be counted in either.
+    pub fn close_window(&self) -> Option<i64> {
+        let window = self.window.load(Relaxed);
+        self.window.store(window.wrapping_add(1), Relaxed);
+        (self.seen_window.load(Acquire) == window)
+            .then(|| self.window_max[(window & 1) as usize].load(Relaxed))
+    }
+
+    /// The coarse histogram: each bucket's largest value (ns) and count, ascending.
+    pub fn buckets(&self) -> impl Iterator<Item = (i64, u64)> + '_ {
+        self.coarse
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (bucket_upper(i), u64::from(c.load(Relaxed))))
+    }
+
+    /// The sum of every sample so far, in ns.
+    pub fn sum_ns(&self) -> i64 {
+        self.sum.load(Relaxed)
     }
 
     /// Publishes periods missed without a sample (a warm-up wake that overran into
@@ -109,6 +155,7 @@ impl LiveStats {
         self.missed_periods.store(0, Relaxed);
         self.early_wakes.store(0, Relaxed);
         self.coarse.iter().for_each(|b| b.store(0, Relaxed));
+        self.seen_window.store(u64::MAX, Relaxed);
     }
 
     /// Marks the thread as done.
@@ -209,5 +256,21 @@ mod tests {
         assert_eq!(s.early_wakes, 1);
         let p99 = s.p99_ns.unwrap();
         assert!((99_000..=100_000).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn windows_hold_their_own_maximum() {
+        let live = LiveStats::default();
+        assert_eq!(live.close_window(), None);
+        live.publish(5, 0);
+        live.publish(9, 0);
+        live.publish(7, 0);
+        assert_eq!(live.close_window(), Some(9));
+        assert_eq!(live.close_window(), None, "no sample in the window");
+        live.publish(3, 0);
+        assert_eq!(live.close_window(), Some(3), "not the older 9");
+        let buckets: Vec<(i64, u64)> = live.buckets().filter(|b| b.1 > 0).collect();
+        assert_eq!(buckets, [(3, 1), (5, 1), (7, 1), (9, 1)]);
+        assert_eq!(live.sum_ns(), 24);
     }
 }

@@ -259,6 +259,16 @@ pub struct RunArgs {
     /// Do not save the run in the store.
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
+    /// Serve live metrics at http://ADDR/metrics while the run goes (HOST:PORT, port 0
+    /// for any free one): OpenMetrics, or Prometheus text unless asked for OpenMetrics.
+    /// Loopback only unless --listen-any. The run's id is then stamped when the
+    /// endpoint starts, so the live series and the kept run share it.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Let --listen bind an address other than loopback (anyone who can reach it can
+    /// read the metrics).
+    #[arg(long, requires = "listen")]
+    pub listen_any: bool,
     /// Do not audit the configuration (latlab check) before measuring: the run then has
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]

@@ -9,6 +9,7 @@ mod display;
 mod error;
 mod keep;
 mod labels;
+mod listen;
 mod output;
 mod terminal;
 

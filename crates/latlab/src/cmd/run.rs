@@ -7,6 +7,7 @@ use crate::display::LiveDisplay;
 use crate::error::CliError;
 use crate::keep::keep;
 use crate::labels::Labels;
+use crate::listen::{Listener, StreamId};
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
@@ -21,6 +22,7 @@ use latlab_model::audit::Audit;
 use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
 };
+use latlab_model::spec::SchedSpec;
 use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::threshold::Verdict;
 use latlab_rt::trace::BreakTrace;
@@ -90,6 +92,16 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     }
 
     let host = FactReader::system().gather();
+    // Bound before anything is measured: a port in use is an error, not a lost run.
+    // The run's id is stamped now so that the live series carry the kept run's.
+    let listening = match &args.listen {
+        Some(addr) => {
+            let id = run_id(SystemTime::now());
+            let listener = Listener::start(addr, args.listen_any, &id, &host.hostname)?;
+            Some((id, listener))
+        }
+        None => None,
+    };
     // The configuration judged for every CPU any phase measures, at the first phase's
     // policy (scenarios keep one policy).
     let audit = (!args.no_audit).then(|| {
@@ -142,8 +154,11 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             phase,
             &setup,
             &stop,
-            human,
-            args.quiet,
+            &Watchers {
+                human,
+                quiet: args.quiet,
+                listener: listening.as_ref().map(|(_, l)| l),
+            },
             &mut measured,
         );
         match result {
@@ -164,8 +179,13 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     drop(wires);
     drop(breaktrace);
     drop(setup);
+    let (id, listener) = listening.unzip();
+    drop(listener);
 
     let mut run = assemble(&plan, host, audit, measured, breaktrace_armed);
+    if let Some(id) = id {
+        run.id = id;
+    }
     run.explain = explain;
     crate::cmd::explaining::annotate_breaktrace(&mut run);
     labels.apply(&mut run);
@@ -214,23 +234,43 @@ fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
     output::say_removed(&removed);
 }
 
+/// Who watches a phase as it measures.
+#[derive(Clone, Copy)]
+struct Watchers<'a> {
+    /// Where the live display goes.
+    human: Human,
+    /// No live display.
+    quiet: bool,
+    /// The live metrics endpoint (`--listen`).
+    listener: Option<&'a Listener>,
+}
+
 /// One phase: its loads started, the probe run, the loads stopped and recorded.
 fn run_phase(
     plan: &RunPlan,
     phase: &PhasePlan,
     setup: &SystemSetup,
     stop: &AtomicBool,
-    human: Human,
-    quiet: bool,
+    watchers: &Watchers,
     measured: &mut Measured,
 ) -> Result<(), CliError> {
+    let Watchers {
+        human,
+        quiet,
+        listener,
+    } = *watchers;
     let loads = start_loads(plan, phase)?;
-    let live: Vec<LiveStats> = phase
-        .request
-        .cpus
-        .iter()
-        .map(|_| LiveStats::default())
-        .collect();
+    let live: Arc<Vec<LiveStats>> = Arc::new(
+        phase
+            .request
+            .cpus
+            .iter()
+            .map(|_| LiveStats::default())
+            .collect(),
+    );
+    if let Some(listener) = listener {
+        listener.begin_phase(live.clone(), &stream_ids(phase, measured.streams.len()));
+    }
     let mut display = LiveDisplay::new(human, quiet, &phase.request, &phase.describe());
     // A display nobody can read any more (a closed pipe, a hung-up terminal) is no
     // reason to lose the measurement.
@@ -245,6 +285,9 @@ fn run_phase(
         &mut display,
     );
     display.finish();
+    if let Some(listener) = listener {
+        listener.end_phase();
+    }
     let records: Vec<LoadRecord> = RunningLoad::stop_all(loads);
     let outcome = outcome.map_err(|e| match e {
         RunError::Config(m) => CliError::config(m),
@@ -275,6 +318,27 @@ fn run_phase(
         }
     }
     Ok(())
+}
+
+/// What identifies the streams a phase will measure, the first being the run's
+/// `first`-th: one per CPU, pinned unless under SCHED_DEADLINE (as the runner places
+/// them).
+fn stream_ids(phase: &PhasePlan, first: usize) -> Vec<StreamId> {
+    let pinned = !matches!(phase.request.policy, SchedSpec::Deadline { .. });
+    let method = phase.setup.variant(phase.spec.info());
+    phase
+        .request
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| StreamId {
+            probe: phase.spec.name.clone(),
+            method: Some(method.clone()),
+            phase: phase.request.phase.clone(),
+            index: first + i,
+            cpu: pinned.then_some(cpu),
+        })
+        .collect()
 }
 
 /// Starts every load of a phase and waits until each is running; any that cannot

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// `promtool`, or a panic saying how to install it.
-fn promtool() -> &'static str {
+pub(crate) fn promtool() -> &'static str {
     let found = Command::new("promtool")
         .arg("--version")
         .output()
@@ -30,7 +30,7 @@ fn promtool() -> &'static str {
 
 /// Parses OpenMetrics text with `prometheus_client`'s strict parser; prints each
 /// family's name and type.
-const OPENMETRICS_PARSER: &str = "
+pub(crate) const OPENMETRICS_PARSER: &str = "
 import sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 for family in text_string_to_metric_families(sys.stdin.read()):
@@ -38,7 +38,7 @@ for family in text_string_to_metric_families(sys.stdin.read()):
 ";
 
 /// Runs `program args` with `input` on its standard input: (success, stdout, stderr).
-fn pipe(program: &str, args: &[&str], input: &str) -> (bool, String, String) {
+pub(crate) fn pipe(program: &str, args: &[&str], input: &str) -> (bool, String, String) {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -266,11 +266,11 @@ fn imported_files_export_what_promtool_and_the_openmetrics_parser_accept() {
 }
 
 /// One series of a query's answer: its labels and value.
-type Series = (BTreeMap<String, String>, f64);
+pub(crate) type Series = (BTreeMap<String, String>, f64);
 
 /// A Prometheus started for one test, killed by its pid and its directory removed when
 /// dropped, also when the test fails.
-struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
     port: u16,
     dir: tempfile::TempDir,
@@ -279,7 +279,7 @@ struct Prometheus {
 impl Prometheus {
     /// Starts `/usr/bin/prometheus` on 127.0.0.1, scraping each (job, path) of `jobs`
     /// from `target` every second.
-    fn start(target: u16, jobs: &[(&str, &str)]) -> Prometheus {
+    pub(crate) fn start(target: u16, jobs: &[(&str, &str)]) -> Prometheus {
         let binary = Path::new("/usr/bin/prometheus");
         assert!(
             binary.exists(),
@@ -315,7 +315,7 @@ impl Prometheus {
     }
 
     /// What it logged.
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }
 
@@ -350,7 +350,7 @@ impl Prometheus {
     }
 
     /// Queries until the answer has `series` series (within a minute).
-    fn query_until(&mut self, query: &str, series: usize) -> Vec<Series> {
+    pub(crate) fn query_until(&mut self, query: &str, series: usize) -> Vec<Series> {
         let start = Instant::now();
         loop {
             match self.query(query) {

@@ -15,6 +15,7 @@ mod conventions;
 mod explain_truth;
 mod explain_view;
 mod import_report;
+mod listen;
 mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;

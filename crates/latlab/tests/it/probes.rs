@@ -131,9 +131,9 @@ fn timer_plan(run: &latlab_model::run::Run) -> Option<&latlab_model::run::TimerS
 }
 
 /// Every `latlab run` flag that shapes a measurement, and how the Run shows it was
-/// honoured. Flags about where the Run goes (--json, --store, --no-store, -q,
-/// --no-audit) and where loads keep their files (--load-dir) are tested on their own
-/// elsewhere.
+/// honoured. Flags about where the Run goes or who watches it (--json, --store,
+/// --no-store, -q, --no-audit, --listen) and where loads keep their files (--load-dir)
+/// are tested on their own elsewhere.
 const FLAGS: &[(&[&str], Honoured)] = &[
     (&["-c", "1"], |r| {
         r.plan.cpus == [1] && r.streams.iter().all(|s| s.cpu == Some(1))
