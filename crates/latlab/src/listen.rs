@@ -20,6 +20,7 @@
 
 use crate::error::CliError;
 use latlab_measure::live::LiveStats;
+use latlab_model::explain::CauseTotal;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -64,7 +65,13 @@ struct Board {
     finished: Vec<Frozen>,
     /// The phase measuring now.
     current: Option<Current>,
+    /// With `--explain`: the catalogue of causes so far, as the trace reader last
+    /// published it.
+    causes: Option<LiveCauses>,
 }
+
+/// The catalogue of causes of a run being explained, shared with the trace reader.
+pub type LiveCauses = Arc<Mutex<Vec<CauseTotal>>>;
 
 /// A stream of a finished phase.
 struct Frozen {
@@ -168,6 +175,7 @@ impl Listener {
             base,
             finished: Vec::new(),
             current: None,
+            causes: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -197,6 +205,11 @@ impl Listener {
             live,
             labels,
         });
+    }
+
+    /// Serves the causes of the run's spikes as the explainer sums them (`--explain`).
+    pub fn show_causes(&self, causes: LiveCauses) {
+        lock(&self.board).causes = Some(causes);
     }
 
     /// Keeps the current phase's threads at their final figures.
@@ -514,10 +527,69 @@ fn render(board: &Board, dialect: Dialect) -> String {
             let _ = writeln!(out, "{}{total}{{{labels}}} {value}", family.name);
         }
     }
+    if let Some(causes) = &board.causes {
+        render_causes(&mut out, &board.base, causes, dialect);
+    }
     if dialect == Dialect::OpenMetrics {
         out.push_str("# EOF\n");
     }
     out
+}
+
+const CAUSE_SECONDS: Family = Family {
+    name: "latlab_spike_cause_seconds",
+    kind: "counter",
+    unit: "seconds",
+    help: "Time a cause took from the spikes explained so far (latlab run --explain), per \
+           phase and CPU; kind=unexplained: time no kernel event explains.",
+};
+
+const CAUSE_SPIKES: Family = Family {
+    name: "latlab_spike_cause_spikes",
+    kind: "counter",
+    unit: "spikes",
+    help: "Spikes explained so far that a cause contributed to, per phase and CPU.",
+};
+
+/// The catalogue as counters, named and labelled as `latlab export --format openmetrics`
+/// names them (causes that read alike summed into one series).
+fn render_causes(out: &mut String, base: &str, causes: &LiveCauses, dialect: Dialect) {
+    let catalogue = match causes.lock() {
+        Ok(c) => c.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    let mut by_labels: std::collections::BTreeMap<String, (i64, u64)> = Default::default();
+    for entry in &catalogue {
+        let mut labels = format!("{base},phase=\"{}\"", escape(&entry.phase));
+        if let Some(cpu) = entry.cpu {
+            let _ = write!(labels, ",cpu=\"{cpu}\"");
+        }
+        let _ = write!(
+            labels,
+            ",cause=\"{}\",kind=\"{}\"",
+            escape(&entry.cause.label()),
+            entry.cause.kind_name()
+        );
+        let sums = by_labels.entry(labels).or_default();
+        sums.0 += entry.total_ns.0;
+        sums.1 += entry.spikes;
+    }
+    if by_labels.is_empty() {
+        return;
+    }
+    header(out, &CAUSE_SECONDS, dialect);
+    for (labels, (ns, _)) in &by_labels {
+        let _ = writeln!(
+            out,
+            "{}_total{{{labels}}} {}",
+            CAUSE_SECONDS.name,
+            seconds(*ns)
+        );
+    }
+    header(out, &CAUSE_SPIKES, dialect);
+    for (labels, (_, spikes)) in &by_labels {
+        let _ = writeln!(out, "{}_total{{{labels}}} {spikes}", CAUSE_SPIKES.name);
+    }
 }
 
 /// A family's metadata lines.
@@ -587,6 +659,7 @@ mod tests {
             base: "run=\"r\"".into(),
             finished: Vec::new(),
             current: None,
+            causes: None,
         });
         let listener = Listener {
             board: Arc::new(board),

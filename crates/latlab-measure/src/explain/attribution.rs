@@ -4,10 +4,10 @@
 
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
-use latlab_model::explain::{Cause, Coverage, Explain, ExplainMode, Explanation};
+use latlab_model::explain::{Cause, CauseTotal, Coverage, Explain, ExplainMode, Explanation};
 use latlab_model::Nanos;
 use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How many explanations a run keeps in full (the largest spikes); every spike still
 /// counts in the catalogue.
@@ -44,6 +44,9 @@ pub struct RunExplainer {
     /// The kernel's symbols, read at the first address to name (`None` until then,
     /// empty when unreadable).
     symbols: Option<Symbols>,
+    /// Where the catalogue is published after each drain that explained a spike, for
+    /// a live view (`--listen`).
+    live: Option<Arc<Mutex<Vec<CauseTotal>>>>,
 }
 
 impl RunExplainer {
@@ -71,7 +74,14 @@ impl RunExplainer {
             bad_pages: 0,
             bad_page: None,
             symbols: None,
+            live: None,
         }
+    }
+
+    /// Publishes the catalogue into `live` after each drain that explained a spike.
+    pub fn publishing(mut self, live: Arc<Mutex<Vec<CauseTotal>>>) -> RunExplainer {
+        self.live = Some(live);
+        self
     }
 
     /// What was explained, with the kept explanations largest first; `events` are the
@@ -288,8 +298,18 @@ impl RunExplainer {
 
 impl Explainer for RunExplainer {
     fn drained(&mut self, held: &Held, spikes: &mut Vec<FedSpike>, _last: bool) {
+        if spikes.is_empty() {
+            return;
+        }
         for spike in spikes.drain(..) {
             self.explain_one(held, &spike);
+        }
+        if let Some(live) = &self.live {
+            let catalogue = self.explain.catalogue.clone();
+            match live.lock() {
+                Ok(mut shown) => *shown = catalogue,
+                Err(poisoned) => *poisoned.into_inner() = catalogue,
+            }
         }
     }
 }

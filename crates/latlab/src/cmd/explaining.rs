@@ -1,6 +1,7 @@
 //! `latlab run --explain`: the trace session around the phases, and the Run's
 //! explanation from what it gathered.
 
+use crate::listen::LiveCauses;
 use latlab_measure::explain::{ReaderSettings, RunExplainer, Session, KEPT_EXPLANATIONS};
 use latlab_measure::notice::Notice;
 use latlab_measure::observer::measure_ab;
@@ -25,7 +26,12 @@ impl Explaining {
     /// Starts tracing the CPUs of every phase when the plan asks to explain, and gives
     /// each phase's measuring threads their spike feeds. When tracing cannot start,
     /// the run goes on and a notice says why.
-    pub fn start(plan: &mut RunPlan, notices: &mut Vec<Notice>) -> Option<Explaining> {
+    /// With `live`, the catalogue is published there as it grows (`--listen`).
+    pub fn start(
+        plan: &mut RunPlan,
+        notices: &mut Vec<Notice>,
+        live: Option<LiveCauses>,
+    ) -> Option<Explaining> {
         let mode = plan.explain?;
         let mut cpus: Vec<usize> = plan
             .phases
@@ -42,7 +48,10 @@ impl Explaining {
                 Some((p.request.phase.clone(), wire))
             })
             .collect();
-        let explainer = RunExplainer::new(mode, KEPT_EXPLANATIONS, wires);
+        let mut explainer = RunExplainer::new(mode, KEPT_EXPLANATIONS, wires);
+        if let Some(live) = live {
+            explainer = explainer.publishing(live);
+        }
         match Session::start(&cpus, mode, &ReaderSettings::default(), explainer) {
             Ok(session) => {
                 for phase in &mut plan.phases {

@@ -7,7 +7,7 @@ use crate::display::LiveDisplay;
 use crate::error::CliError;
 use crate::keep::keep;
 use crate::labels::Labels;
-use crate::listen::{Listener, StreamId};
+use crate::listen::{Listener, LiveCauses, StreamId};
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
@@ -121,7 +121,16 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let mut measured = Measured::default();
     // Started before the phases, ended after them: its tracefs instance goes on every
     // way out of here, the signals above included (they end the run in order).
-    let explaining = Explaining::start(&mut plan, &mut measured.notices);
+    // With --listen too, the endpoint shows the catalogue of causes as it grows.
+    let live_causes = match (&listening, plan.explain) {
+        (Some((_, listener)), Some(_)) => {
+            let causes = LiveCauses::default();
+            listener.show_causes(causes.clone());
+            Some(causes)
+        }
+        _ => None,
+    };
+    let explaining = Explaining::start(&mut plan, &mut measured.notices, live_causes);
     let wires: Vec<&Arc<Tripwire>> = plan
         .phases
         .iter()

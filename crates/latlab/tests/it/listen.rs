@@ -256,3 +256,61 @@ fn listen_refuses_other_addresses_than_loopback_unless_asked_and_a_taken_port() 
     assert!(err.contains("--listen") && err.contains(&address), "{err}");
     assert!(text(&out.stdout).is_empty(), "no run");
 }
+
+#[test]
+fn an_explained_run_serves_its_causes_live_as_its_catalogue_grows() {
+    let _guard = serial();
+    // Every sample above 1 ns is a spike to explain: causes appear within a second.
+    let live = Live::start(&["--explain", "--spike", "1ns", "-c", "1", "-d", "60s"]);
+    let cause_lines = |metrics: &str| -> Vec<String> {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("latlab_spike_cause_spikes_total{"))
+            .map(str::to_string)
+            .collect()
+    };
+    let spikes_of = |lines: &[String]| -> u64 {
+        lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    let mut first = Vec::new();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        first = cause_lines(&get(live.port, "/metrics", None).2);
+        if !first.is_empty() {
+            break;
+        }
+    }
+    assert!(!first.is_empty(), "no cause served within 10 s");
+    std::thread::sleep(Duration::from_millis(1200));
+    let (_, _, text) = get(live.port, "/metrics", None);
+    let (ok, out, err) = pipe(promtool(), &["check", "metrics"], &text);
+    assert!(
+        ok && out.is_empty() && err.is_empty(),
+        "promtool: {out}{err}"
+    );
+    let later = cause_lines(&text);
+    assert!(
+        spikes_of(&later) > spikes_of(&first),
+        "the causes' counts grow while spikes are explained: {first:?} then {later:?}"
+    );
+    let (_, _, open) = get(
+        live.port,
+        "/metrics",
+        Some("application/openmetrics-text; version=1.0.0"),
+    );
+    let (ok, families, err) = pipe("python3", &["-c", OPENMETRICS_PARSER], &open);
+    assert!(ok, "the OpenMetrics parser refused it: {err}");
+    assert!(
+        families.contains("latlab_spike_cause_seconds counter")
+            && families.contains("latlab_spike_cause_spikes counter"),
+        "{families}"
+    );
+    let (code, run) = live.stop();
+    assert_eq!(code, 0);
+    // What was served live is the kept catalogue's, up to the last drain.
+    let explain = run.explain.expect("an explained run");
+    assert!(explain.catalogue.iter().map(|c| c.spikes).sum::<u64>() >= spikes_of(&later));
+}
