@@ -41,6 +41,9 @@ pub struct RunExplainer {
     /// Pages of spike windows that did not decode, and the first reason.
     bad_pages: u64,
     bad_page: Option<String>,
+    /// Spikes of threads not pinned to a CPU (SCHED_DEADLINE), or whose id was not
+    /// known: no window to read.
+    placeless: u64,
     /// The kernel's symbols, read at the first address to name (`None` until then,
     /// empty when unreadable).
     symbols: Option<Symbols>,
@@ -73,6 +76,7 @@ impl RunExplainer {
             switches_to_idle: 0,
             bad_pages: 0,
             bad_page: None,
+            placeless: 0,
             symbols: None,
             live: None,
         }
@@ -105,6 +109,14 @@ impl RunExplainer {
     /// What the kernel was asked to record but did not, in any spike's window.
     fn silences(&self, events: &[String]) -> Vec<String> {
         let mut said = Vec::new();
+        if self.placeless > 0 {
+            said.push(format!(
+                "{} spikes came from threads not pinned to a CPU (SCHED_DEADLINE runs them \
+                 unpinned) or of unknown id: no CPU's events to read, so they are not \
+                 explained",
+                self.placeless
+            ));
+        }
         if let Some(why) = &self.bad_page {
             said.push(format!(
                 "{} pages of spike windows could not be decoded (the first: {why}); the \
@@ -155,6 +167,7 @@ impl RunExplainer {
         // be read.
         let (Some(cpu), true) = (spike.cpu, spike.tid > 0) else {
             self.explain.spikes_unexplained += 1;
+            self.placeless += 1;
             return;
         };
         let mut window = SpikeWindow {
