@@ -57,7 +57,11 @@ impl ExplainMode {
 }
 
 /// Everything `--explain` recorded about a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// When tracing was unavailable nothing was traced or counted: the file then holds only
+/// `mode` and `unavailable`, never counts of 0 that were not measured (see the
+/// `Serialize` impl); reading such a file gives the empty figures back.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Explain {
     /// The event set asked for.
     pub mode: ExplainMode,
@@ -65,35 +69,88 @@ pub struct Explain {
     /// fix; `null` when tracing ran.
     pub unavailable: Option<String>,
     /// The events traced, `system:name`.
+    #[serde(default)]
     pub events: Vec<String>,
     /// The trace clock used (`mono`, or `local` aligned by marker brackets).
+    #[serde(default)]
     pub clock: Option<String>,
     /// What this kernel cannot attribute (an event the set wanted that it lacks, and
     /// what goes unexplained without it), said once for the run.
+    #[serde(default)]
     pub limits: Vec<String>,
     /// Per-CPU ring-buffer size asked for, KiB.
+    #[serde(default)]
     pub buffer_kb: Option<u64>,
     /// How the reader kept up.
+    #[serde(default)]
     pub reader: ReaderStats,
     /// The cost of tracing, measured at the start of the run.
+    #[serde(default)]
     pub observer: Option<ObserverEffect>,
     /// Spikes handed to the explainer (samples above the threshold).
+    #[serde(default)]
     pub spikes_seen: u64,
     /// Spikes explained from a complete event window.
+    #[serde(default)]
     pub spikes_explained: u64,
     /// Spikes explained from a window with events missing (ring-buffer overrun or a
     /// lost page): their unexplained part may hide a cause.
+    #[serde(default)]
     pub spikes_incomplete: u64,
     /// Spikes that could not be explained: their thread was not pinned (SCHED_DEADLINE)
     /// or its id unknown, their events were no longer held or could not be decoded, or
     /// the spike came while its thread's queue was full.
+    #[serde(default)]
     pub spikes_unexplained: u64,
     /// Causes summed over every explained spike, largest total first.
+    #[serde(default)]
     pub catalogue: Vec<CauseTotal>,
     /// Spike time per phase and CPU, the base of the catalogue's shares.
+    #[serde(default)]
     pub spike_time: Vec<SpikeTime>,
     /// The explanations kept in full: the largest spikes, largest first (bounded).
+    #[serde(default)]
     pub spikes: Vec<Explanation>,
+}
+
+impl Serialize for Explain {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = serializer.serialize_struct("Explain", 15)?;
+        st.serialize_field("mode", &self.mode)?;
+        st.serialize_field("unavailable", &self.unavailable)?;
+        // Without tracing, the figures below were never measured: left out, not 0.
+        if self.unavailable.is_none() {
+            st.serialize_field("events", &self.events)?;
+            st.serialize_field("clock", &self.clock)?;
+            st.serialize_field("limits", &self.limits)?;
+            st.serialize_field("buffer_kb", &self.buffer_kb)?;
+            st.serialize_field("reader", &self.reader)?;
+            st.serialize_field("observer", &self.observer)?;
+            st.serialize_field("spikes_seen", &self.spikes_seen)?;
+            st.serialize_field("spikes_explained", &self.spikes_explained)?;
+            st.serialize_field("spikes_incomplete", &self.spikes_incomplete)?;
+            st.serialize_field("spikes_unexplained", &self.spikes_unexplained)?;
+            st.serialize_field("catalogue", &self.catalogue)?;
+            st.serialize_field("spike_time", &self.spike_time)?;
+            st.serialize_field("spikes", &self.spikes)?;
+        } else {
+            st.skip_field("events")?;
+            st.skip_field("clock")?;
+            st.skip_field("limits")?;
+            st.skip_field("buffer_kb")?;
+            st.skip_field("reader")?;
+            st.skip_field("observer")?;
+            st.skip_field("spikes_seen")?;
+            st.skip_field("spikes_explained")?;
+            st.skip_field("spikes_incomplete")?;
+            st.skip_field("spikes_unexplained")?;
+            st.skip_field("catalogue")?;
+            st.skip_field("spike_time")?;
+            st.skip_field("spikes")?;
+        }
+        st.end()
+    }
 }
 
 /// How well the reader thread drained the kernel's buffers.
@@ -653,5 +710,25 @@ mod tests {
             .map(|c| explain.share(c).unwrap())
             .sum();
         assert!((shares - 1.0).abs() < 1e-12, "{shares}");
+    }
+
+    #[test]
+    fn an_unavailable_explanation_holds_no_figures_it_never_measured() {
+        let mut explain = Explain::empty(ExplainMode::Default);
+        explain.unavailable = Some("not permitted".into());
+        let json = serde_json::to_value(&explain).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["mode", "unavailable"]);
+        let back: Explain = serde_json::from_value(json).unwrap();
+        assert_eq!(back, explain);
+        // A traced run keeps its counts, zeros included: those were measured.
+        let traced = serde_json::to_value(Explain::empty(ExplainMode::Deep)).unwrap();
+        assert_eq!(traced["spikes_seen"], 0);
+        assert_eq!(traced["reader"]["overrun"], 0);
     }
 }

@@ -88,7 +88,8 @@ fn outcomes(explain: &Explain, base: &[(&'static str, String)]) -> Family {
         kind: Kind::Counter,
         unit: "spikes",
         help: "Spikes handed to the explainer, by outcome: explained, incomplete (events \
-               lost in the window), unexplained (no events held).",
+               lost in the window), unexplained (no window to read: thread not pinned, \
+               events no longer held, or its spike queue full).",
         samples,
     }
 }
