@@ -216,3 +216,13 @@ pub fn assert_statistics_ordered(s: &Stream) {
         "timeline counts add up"
     );
 }
+
+/// An empty directory (a tracefs instance a test made or left) removed when dropped,
+/// should the test fail before it is gone.
+pub struct RmdirOnDrop(pub PathBuf);
+
+impl Drop for RmdirOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}

@@ -15,6 +15,7 @@
 
 use crate::common::{
     assert_nothing_left_of, latlab, latlab_in_own_group, latlab_path, measure, serial, text,
+    RmdirOnDrop,
 };
 use latlab_model::explain::{Cause, Explain, Explanation, Part};
 use latlab_model::run::Run;
@@ -606,15 +607,6 @@ fn a_traced_run_stopped_by_sigterm_leaves_no_instance() {
 #[test]
 fn a_traced_run_stopped_by_sighup_leaves_no_instance() {
     ends_without_a_trace(End::Signal("HUP"));
-}
-
-/// A directory removed when dropped: a test's leftover, should the test fail.
-struct RmdirOnDrop(PathBuf);
-
-impl Drop for RmdirOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! second or two and assert ground truths the tests create (files, pids, ids), never
 //! latencies.
 
-use crate::common::{fixture, latlab, latlab_path, serial, text};
+use crate::common::{fixture, latlab, latlab_path, serial, text, RmdirOnDrop};
 
 use latlab_model::run::Run;
 use std::os::unix::process::CommandExt;
@@ -1008,15 +1008,6 @@ fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("--json"), "{err}");
     Run::from_json(&export_json(&store)).unwrap();
-}
-
-/// A tracefs instance directory, removed when dropped.
-struct RmdirOnDrop(PathBuf);
-
-impl Drop for RmdirOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
 }
 
 #[test]
