@@ -9,6 +9,8 @@
 //! * [`run`] — the Run, latlab's one versioned result format (`latlab.run/2`).
 //! * [`explain`] — what got in the way of late samples, from kernel trace events
 //!   (`--explain`): each spike's parts and the catalogue of causes.
+//! * [`progress`] — a run that has not ended (yet): running with its checkpoints, or
+//!   died, and why.
 //! * [`labels`] — what a user gives a run to tell it apart: name, tags, note.
 //! * [`audit`] — the readiness audit: checks of the configuration with verdicts,
 //!   evidence and fixes (`latlab check`, and stored in every Run).
@@ -34,6 +36,7 @@ mod judge;
 pub mod labels;
 pub mod outcome;
 pub mod params;
+pub mod progress;
 pub mod run;
 mod run_check;
 pub mod scenario;

@@ -91,6 +91,11 @@ pub struct Run {
     /// not asked to explain, and in Runs from latlab versions before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<crate::explain::Explain>,
+    /// A run that has not ended normally: `running` (written at a checkpoint) or
+    /// `died` (its process is gone; it holds what was measured up to its last
+    /// checkpoint). Absent for a run that ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<crate::progress::Progress>,
 }
 
 impl Run {

@@ -23,6 +23,7 @@ mod summary;
 pub use reference::resolve_reference;
 pub use summary::{RunFilter, RunSummary};
 
+use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::stamp::rfc3339;
 use latlab_model::Nanos;
@@ -33,8 +34,9 @@ use summary::{added_before_it_was_kept, Listing};
 
 /// The schema version this build reads and writes (2: the SHA-256 of an imported
 /// run's source file; 3: when each run was added, the user's name, tags and note, and
-/// the listing's probes, periods, CPUs, duration and loads).
-pub const SCHEMA_VERSION: i64 = 3;
+/// the listing's probes, periods, CPUs, duration and loads; 4: a run's progress, so a
+/// run is kept from its start and extended at every checkpoint).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -124,6 +126,15 @@ pub enum StoreError {
         /// How many more it could mean.
         more: usize,
     },
+    /// Only a run still running is replaced (at a checkpoint, or when it ends); a run
+    /// that ended or died is kept as it is.
+    #[error("the run store at {path} holds run {id} as ended, not running, and never replaces it")]
+    NotRunning {
+        /// The database path.
+        path: PathBuf,
+        /// The id.
+        id: String,
+    },
     /// A query failed.
     #[error("run store error: {0}")]
     Sql(#[from] rusqlite::Error),
@@ -132,8 +143,15 @@ pub enum StoreError {
 /// Where Runs are kept.
 pub trait RunStore {
     /// Saves a new run. One with the same id is never replaced:
-    /// [`StoreError::Duplicate`].
+    /// [`StoreError::Duplicate`]. A run whose `progress` says `running` is kept from
+    /// its start: [`update`](RunStore::update) extends it at each checkpoint, and
+    /// replaces it with its final form when it ends.
     fn save(&mut self, run: &Run) -> Result<(), StoreError>;
+    /// Replaces a stored run that is still running with `run` (the same id): its
+    /// next checkpoint, or (no `progress`) what it was when it ended. Durable when it
+    /// returns. A run that ended or died is never replaced: [`StoreError::NotRunning`];
+    /// one the store does not hold: [`StoreError::NotFound`].
+    fn update(&mut self, run: &Run) -> Result<(), StoreError>;
     /// Saves a run imported from a file whose content has the SHA-256 `source_sha256`
     /// (hex), so the same content can be recognised when it is imported again.
     fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError>;
@@ -159,6 +177,48 @@ pub trait RunStore {
             .filter(|r| filter.matches(r))
             .take(limit.unwrap_or(usize::MAX))
             .collect())
+    }
+
+    /// Finds the runs still marked running whose process is gone (`alive(pid)` is
+    /// false) or that started on another boot than `this_boot`, and marks them died,
+    /// keeping everything up to their last checkpoint. Returns each with its cause.
+    fn recover(
+        &mut self,
+        this_boot: Option<&str>,
+        alive: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(String, DeathCause)>, StoreError> {
+        let mut found = Vec::new();
+        let running: Vec<RunSummary> = self
+            .summaries()?
+            .into_iter()
+            .filter(|s| {
+                s.progress
+                    .as_ref()
+                    .is_some_and(|p| p.state == RunState::Running)
+            })
+            .collect();
+        for summary in running {
+            let Some(progress) = &summary.progress else {
+                continue;
+            };
+            let Some(cause) = progress.why_dead(this_boot, alive(progress.pid)) else {
+                continue;
+            };
+            let Some(mut run) = self.load(&summary.id)? else {
+                continue;
+            };
+            let Some(progress) = run.progress.as_mut() else {
+                continue;
+            };
+            progress.died(cause, rfc3339(SystemTime::now()));
+            match self.update(&run) {
+                Ok(()) => found.push((summary.id, cause)),
+                // Another latlab found it first.
+                Err(StoreError::NotRunning { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
     }
 
     /// Finds a run by reference: `last`, `last~N` (N runs before the last added), a
@@ -292,6 +352,14 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
              CREATE INDEX IF NOT EXISTS runs_name ON runs(name);",
         )?;
         fill_listing_columns(&tx)?;
+    }
+    if from < 4 {
+        // NULL: the run ended (every run stored before version 4 did).
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN state TEXT;
+             ALTER TABLE runs ADD COLUMN progress_json TEXT;
+             CREATE INDEX IF NOT EXISTS runs_state ON runs(state);",
+        )?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
@@ -463,6 +531,10 @@ impl SqliteStore {
         let version = schema_version(path, &conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| classify(path, e))?;
+        // Every commit synced to disk (SQLite's default, said here because a
+        // checkpoint relies on it): a crash loses nothing committed.
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| classify(path, e))?;
         if version < SCHEMA_VERSION {
             migrate(&mut conn, version).map_err(|e| classify(path, e))?;
         }
@@ -523,14 +595,16 @@ impl SqliteStore {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let listing = ListingColumns::of(&Listing::of(run));
+        let progress = ProgressColumns::of(run);
         let added_at = rfc3339(SystemTime::now());
         let inserted = self.conn.execute(
             "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
                   verdict, degraded, run_json, source_sha256, added_at, name, tags_json,
-                  note, probes_json, periods_json, cpus_json, duration_ns, loads_json)
+                  note, probes_json, periods_json, cpus_json, duration_ns, loads_json,
+                  state, progress_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                     ?16, ?17, ?18, ?19, ?20, ?21)",
+                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
             params![
                 run.id,
                 // The index's columns hold "" for what an imported Run does not know;
@@ -555,6 +629,8 @@ impl SqliteStore {
                 listing.cpus,
                 listing.duration_ns,
                 listing.loads,
+                progress.state,
+                progress.json,
             ],
         );
         match inserted {
@@ -572,6 +648,24 @@ impl SqliteStore {
     }
 }
 
+/// A run's progress as the store's columns hold it: `NULL` for a run that ended.
+struct ProgressColumns {
+    state: Option<&'static str>,
+    json: Option<String>,
+}
+
+impl ProgressColumns {
+    fn of(run: &Run) -> ProgressColumns {
+        ProgressColumns {
+            state: run.progress.as_ref().map(|p| p.state.name()),
+            json: run
+                .progress
+                .as_ref()
+                .map(|p| serde_json::to_string(p).expect("a Progress always serialises")),
+        }
+    }
+}
+
 /// The listing's columns every schema version has, in [`base_summary`]'s order.
 const BASE_COLUMNS: &str = "rowid, id, started_at, host, kernel, scenario, p99_9_ns, max_ns,
      verdict, degraded, p99_9_bound";
@@ -582,6 +676,7 @@ fn base_summary(
     r: &rusqlite::Row,
     added_at: Option<String>,
     listing: Listing,
+    progress: Option<Progress>,
 ) -> Result<RunSummary, rusqlite::Error> {
     // The index's text columns hold "" for what an imported Run does not know.
     let known = |i: usize| -> Result<Option<String>, rusqlite::Error> {
@@ -612,6 +707,7 @@ fn base_summary(
         max_ns: r.get(7)?,
         verdict: r.get(8)?,
         degraded: r.get(9)?,
+        progress,
     })
 }
 
@@ -633,7 +729,10 @@ impl SqliteStore {
             let run = Run::from_json(&json).ok();
             let listing = run.as_ref().map(Listing::of).unwrap_or_default();
             let added_at = run.as_ref().and_then(added_before_it_was_kept);
-            Ok((r.get::<_, i64>(0)?, base_summary(r, added_at, listing)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                base_summary(r, added_at, listing, None)?,
+            ))
         })?;
         let mut rows: Vec<(i64, RunSummary)> = rows.collect::<Result<_, _>>()?;
         // Newest added first; unknown last, as SQLite orders NULL.
@@ -686,9 +785,14 @@ impl RunStore for SqliteStore {
         if self.version < 3 {
             return self.summaries_before_version_3();
         }
+        // Before version 4 every run had ended.
+        let progress = match self.version >= 4 {
+            true => "progress_json",
+            false => "NULL",
+        };
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {BASE_COLUMNS}, added_at, name, tags_json, note, probes_json,
-                 periods_json, cpus_json, duration_ns, loads_json
+                 periods_json, cpus_json, duration_ns, loads_json, {progress}
              FROM runs ORDER BY added_at DESC, rowid DESC"
         ))?;
         let rows = stmt.query_map([], |r| {
@@ -702,9 +806,84 @@ impl RunStore for SqliteStore {
                 duration_ns: r.get(18)?,
                 loads: r.get(19)?,
             };
-            base_summary(r, r.get(11)?, columns.listing())
+            // A progress latlab did not write reads as unknown: the run as ended.
+            let progress = r
+                .get::<_, Option<String>>(20)?
+                .and_then(|t| serde_json::from_str(&t).ok());
+            base_summary(r, r.get(11)?, columns.listing(), progress)
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn update(&mut self, run: &Run) -> Result<(), StoreError> {
+        let json = serde_json::to_string(run).expect("a Run always serialises");
+        let p99_9 = worst_p99_9(run);
+        let verdict = serde_json::to_value(run.verdict.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let listing = ListingColumns::of(&Listing::of(run));
+        let progress = ProgressColumns::of(run);
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        let state: Option<Option<String>> = tx
+            .query_row("SELECT state FROM runs WHERE id = ?1", [&run.id], |r| {
+                r.get(0)
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
+            .map_err(|e| classify(&path, e))?;
+        match state {
+            None => {
+                return Err(StoreError::NotFound {
+                    reference: run.id.clone(),
+                    reason: "the store does not hold it".to_string(),
+                })
+            }
+            Some(Some(s)) if s == RunState::Running.name() => {}
+            Some(_) => {
+                return Err(StoreError::NotRunning {
+                    path,
+                    id: run.id.clone(),
+                })
+            }
+        }
+        tx.execute(
+            "UPDATE runs SET started_at = ?2, host = ?3, kernel = ?4, scenario = ?5,
+                 p99_9_ns = ?6, p99_9_bound = ?7, max_ns = ?8, verdict = ?9, degraded = ?10,
+                 run_json = ?11, name = ?12, tags_json = ?13, note = ?14, probes_json = ?15,
+                 periods_json = ?16, cpus_json = ?17, duration_ns = ?18, loads_json = ?19,
+                 state = ?20, progress_json = ?21
+             WHERE id = ?1",
+            params![
+                run.id,
+                run.started_at.as_deref().unwrap_or(""),
+                run.host.as_ref().map_or("", |h| h.hostname.as_str()),
+                run.host.as_ref().map_or("", |h| h.kernel_release.as_str()),
+                run.scenario,
+                p99_9.map(|p| p.value().0),
+                p99_9.is_some_and(Percentile::is_bound),
+                worst(run, |s| s.stats.max_ns.map(|n| n.0)),
+                verdict,
+                run.degraded,
+                json,
+                listing.name,
+                listing.tags,
+                listing.note,
+                listing.probes,
+                listing.periods,
+                listing.cpus,
+                listing.duration_ns,
+                listing.loads,
+                progress.state,
+                progress.json,
+            ],
+        )
+        .map_err(|e| classify(&path, e))?;
+        tx.commit().map_err(|e| classify(&path, e))
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {

@@ -1,6 +1,7 @@
 //! What the store's listing shows of a run, and how listings are filtered: everything
 //! `latlab runs` needs to tell runs apart without reading their whole JSON.
 
+use latlab_model::progress::Progress;
 use latlab_model::run::{Percentile, ProbePlan, Run};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -45,6 +46,9 @@ pub struct RunSummary {
     pub verdict: String,
     /// The run is degraded.
     pub degraded: bool,
+    /// A run that has not ended normally: running (with its checkpoints) or died.
+    /// `None` for a run that ended.
+    pub progress: Option<Progress>,
 }
 
 /// What a run's listing shows beyond the store's first index columns, taken from the

@@ -92,6 +92,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
         },
         import: None,
         explain: None,
+        progress: None,
     }
 }
 
@@ -503,5 +504,89 @@ fn a_version_2_store_is_read_in_added_order_and_migrated_with_its_labels() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, latlab_store::SCHEMA_VERSION);
+}
+
+fn running(run: &mut Run, pid: u32, boot: &str, checkpoints: u64) {
+    run.progress = Some(latlab_model::progress::Progress {
+        state: latlab_model::progress::RunState::Running,
+        pid,
+        boot_id: Some(boot.to_string()),
+        checkpoints,
+        checkpoint_at: Some("2026-11-23T10:00:10Z".to_string()),
+        checkpoint_every_ns: 10_000_000_000,
+        death: None,
+    });
+}
+
+#[test]
+fn a_running_run_is_extended_until_it_ends_and_then_never_replaced() {
+    use latlab_model::progress::RunState;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let mut run = sample_run("20261123T100000Z-aaaaaa", "2026-11-23T10:00:00Z", 3_000);
+    running(&mut run, 4242, "boot-a", 0);
+    store.save(&run).unwrap();
+    let listed = store.summaries().unwrap();
+    assert_eq!(
+        listed[0].progress.as_ref().unwrap().state,
+        RunState::Running
+    );
+
+    let mut checkpoint = sample_run("20261123T100000Z-aaaaaa", "2026-11-23T10:00:00Z", 9_000);
+    running(&mut checkpoint, 4242, "boot-a", 1);
+    store.update(&checkpoint).unwrap();
+    let loaded = store.load(&run.id).unwrap().unwrap();
+    assert_eq!(loaded.progress.as_ref().unwrap().checkpoints, 1);
+    assert_eq!(store.summaries().unwrap()[0].max_ns, Some(9_000));
+
+    let mut ended = checkpoint.clone();
+    ended.progress = None;
+    store.update(&ended).unwrap();
+    assert_eq!(store.summaries().unwrap()[0].progress, None);
+    assert!(matches!(
+        store.update(&checkpoint),
+        Err(StoreError::NotRunning { .. })
+    ));
+    let unknown = sample_run("20261123T110000Z-bbbbbb", "2026-11-23T11:00:00Z", 1);
+    assert!(matches!(
+        store.update(&unknown),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn runs_whose_process_or_boot_is_gone_are_found_dead_once() {
+    use latlab_model::progress::{DeathCause, RunState};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let ids = [
+        "20261123T100000Z-aaaaaa",
+        "20261123T100001Z-bbbbbb",
+        "20261123T100002Z-cccccc",
+    ];
+    for (i, (id, boot)) in ids.iter().zip(["old", "now", "now"]).enumerate() {
+        let mut run = sample_run(id, "2026-11-23T10:00:00Z", 3_000);
+        running(&mut run, 100 + i as u32, boot, 2);
+        store.save(&run).unwrap();
+    }
+    // Process 101 is gone, 102 lives.
+    let alive = |pid: u32| pid != 101;
+    let mut found = store.recover(Some("now"), &alive).unwrap();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        found,
+        vec![
+            (ids[0].to_string(), DeathCause::MachineRebooted),
+            (ids[1].to_string(), DeathCause::ProcessKilled),
+        ]
+    );
+    let died = store.load(ids[1]).unwrap().unwrap();
+    let progress = died.progress.unwrap();
+    assert_eq!(progress.state, RunState::Died);
+    assert_eq!(progress.checkpoints, 2, "kept up to its last checkpoint");
+    assert_eq!(died.streams.len(), 1);
+    let still = store.load(ids[2]).unwrap().unwrap();
+    assert_eq!(still.progress.unwrap().state, RunState::Running);
+    assert!(store.recover(Some("now"), &alive).unwrap().is_empty());
 }

@@ -220,6 +220,7 @@ pub(crate) mod fixture {
             verdict,
             import: None,
             explain: None,
+            progress: None,
         }
     }
 

@@ -162,6 +162,7 @@ pub(super) fn assemble(
             lacks: provenance.into_lacks(),
         }),
         explain: None,
+        progress: None,
     };
     // The checks every Run read from a file or the store passes: what is saved can be
     // read back.

@@ -430,5 +430,6 @@ fn assemble(
         verdict,
         import: None,
         explain: None,
+        progress: None,
     }
 }
