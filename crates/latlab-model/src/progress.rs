@@ -16,6 +16,11 @@ pub struct Progress {
     pub state: RunState,
     /// The measuring process.
     pub pid: u32,
+    /// When that process started, in clock ticks since boot (`/proc/PID/stat` field
+    /// 22), so that a pid reused by another process is not taken for it; `null` when
+    /// unknown.
+    #[serde(default)]
+    pub pid_start_ticks: Option<u64>,
     /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`) when the run started;
     /// `null` when it could not be read.
     pub boot_id: Option<String>,
@@ -126,6 +131,7 @@ mod tests {
         Progress {
             state: RunState::Running,
             pid: 42,
+            pid_start_ticks: Some(7),
             boot_id: boot.map(str::to_string),
             checkpoints: 3,
             checkpoint_at: Some("2026-11-23T12:00:30Z".into()),

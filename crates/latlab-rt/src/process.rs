@@ -79,6 +79,31 @@ pub fn is_alive(pid: u32) -> bool {
     !matches!(state.as_deref(), Some("Z" | "X"))
 }
 
+/// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`), new at every
+/// boot; `None` where it cannot be read.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22):
+/// with its pid, it names one process even after the pid is reused.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses); the
+    // state is field 3, the start time field 22.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True while the process that was `pid` and started at `started` (ticks since boot,
+/// [`start_ticks`]; `None`: unknown) runs: a pid reused by another process is not it.
+pub fn is_same_process_alive(pid: u32, started: Option<u64>) -> bool {
+    is_alive(pid) && started.is_none_or(|t| start_ticks(pid) == Some(t))
+}
+
 /// What a latlab process that no longer runs left in a directory: an entry named after
 /// its owner's pid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,5 +248,24 @@ pub fn raise_open_files_limit() {
             lim.rlim_cur = lim.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_with_its_start_time_and_not_with_another() {
+        let me = std::process::id();
+        let started = start_ticks(me).expect("our own /proc/PID/stat");
+        assert!(is_same_process_alive(me, Some(started)));
+        assert!(is_same_process_alive(me, None));
+        assert!(
+            !is_same_process_alive(me, Some(started + 1)),
+            "a reused pid"
+        );
+        let boot = boot_id().expect("the kernel's boot id");
+        assert_eq!(boot.len(), 36, "{boot}");
     }
 }

@@ -179,13 +179,13 @@ pub trait RunStore {
             .collect())
     }
 
-    /// Finds the runs still marked running whose process is gone (`alive(pid)` is
-    /// false) or that started on another boot than `this_boot`, and marks them died,
+    /// Finds the runs still marked running whose process is gone (`alive(progress)`
+    /// is false: see `latlab_rt::process::is_same_process_alive`) or that started on another boot than `this_boot`, and marks them died,
     /// keeping everything up to their last checkpoint. Returns each with its cause.
     fn recover(
         &mut self,
         this_boot: Option<&str>,
-        alive: &dyn Fn(u32) -> bool,
+        alive: &dyn Fn(&Progress) -> bool,
     ) -> Result<Vec<(String, DeathCause)>, StoreError> {
         let mut found = Vec::new();
         let running: Vec<RunSummary> = self
@@ -201,7 +201,7 @@ pub trait RunStore {
             let Some(progress) = &summary.progress else {
                 continue;
             };
-            let Some(cause) = progress.why_dead(this_boot, alive(progress.pid)) else {
+            let Some(cause) = progress.why_dead(this_boot, alive(progress)) else {
                 continue;
             };
             let Some(mut run) = self.load(&summary.id)? else {

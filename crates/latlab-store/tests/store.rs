@@ -511,6 +511,7 @@ fn running(run: &mut Run, pid: u32, boot: &str, checkpoints: u64) {
     run.progress = Some(latlab_model::progress::Progress {
         state: latlab_model::progress::RunState::Running,
         pid,
+        pid_start_ticks: None,
         boot_id: Some(boot.to_string()),
         checkpoints,
         checkpoint_at: Some("2026-11-23T10:00:10Z".to_string()),
@@ -571,7 +572,7 @@ fn runs_whose_process_or_boot_is_gone_are_found_dead_once() {
         store.save(&run).unwrap();
     }
     // Process 101 is gone, 102 lives.
-    let alive = |pid: u32| pid != 101;
+    let alive = |p: &latlab_model::progress::Progress| p.pid != 101;
     let mut found = store.recover(Some("now"), &alive).unwrap();
     found.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
