@@ -13,6 +13,7 @@
 
 pub mod breaktrace;
 pub mod check;
+pub mod checkpoint;
 pub mod explain;
 pub mod facts;
 pub mod live;

@@ -575,6 +575,7 @@ mod tests {
             policy,
             timer_slack_ns: 0,
             feed: None,
+            checkpoint: None,
         };
         let mut stream = info::stream_of(
             Measured {

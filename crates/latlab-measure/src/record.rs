@@ -7,6 +7,11 @@
 //! [`SpikeFeed`] attached, a sample above the threshold is also pushed into it, which
 //! does not either.
 //!
+//! With a [`Handover`] attached ([`SampleRecorder::handing_over`]), a checkpoint
+//! writer can ask for a copy of everything recorded so far: the next sample copies the
+//! recorder into the hand-over's preallocated twin (no allocation, no lock) and hands
+//! it over; [`SampleRecorder::checkpoint_stream`] makes the stream of it.
+//!
 //! Every probe places a sample at the instant it was due, ns into the measured span:
 //! a span of N periods has its samples due at 1, 2, … N periods (the warm-up ends at 0
 //! and the last one is due at the very end, as the probe's `Window` says). Timeline
@@ -16,15 +21,17 @@
 use crate::breaktrace::Tripwire;
 use crate::explain::SpikeFeed;
 use latlab_model::hist::{LatencyHistogram, RecordingHistogram};
+use latlab_model::run::{EncodedHistogram, Statistics, Stream};
 use latlab_model::run::{ExactSums, Spike, Spikes, Timeline};
 use latlab_model::Nanos;
+use latlab_rt::handover::Handover;
 use std::sync::Arc;
 
 /// Timeline slots kept before intervals are merged pairwise (and doubled).
 pub const TIMELINE_SLOTS: usize = 4096;
 
 /// Sizes of the recorder's bounded buffers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecorderLimits {
     /// How many of the largest samples to keep.
     pub top: usize,
@@ -59,6 +66,15 @@ pub struct SampleRecorder {
     breaktrace: Option<Arc<Tripwire>>,
     /// Where samples above the spike threshold go to be explained (`--explain`).
     feed: Option<Arc<SpikeFeed>>,
+    /// Measured periods (or cycles) without a sample, as the probe counts them.
+    missed: u64,
+    /// Samples discarded in the warm-up.
+    warm_up: u64,
+    /// Where the last sample was due (ns into the span; 0 before any).
+    last_at: i64,
+    /// Where a copy goes when a checkpoint asks for one.
+    handover: Option<Arc<Handover<SampleRecorder>>>,
+    limits: RecorderLimits,
 }
 
 const NO_SAMPLE: i64 = i64::MIN;
@@ -90,7 +106,33 @@ impl SampleRecorder {
             break_limit: i64::MAX,
             breaktrace: None,
             feed: None,
+            missed: 0,
+            warm_up: 0,
+            last_at: 0,
+            handover: None,
+            limits,
         }
+    }
+
+    /// The recorder, handing a copy of itself over when a checkpoint asks; returns the
+    /// hand-over (its twin allocated now, before measuring) for the checkpoint writer.
+    pub fn handing_over(mut self) -> (SampleRecorder, Arc<Handover<SampleRecorder>>) {
+        let twin = SampleRecorder::new(self.limits);
+        let handover = Arc::new(Handover::new(twin));
+        self.handover = Some(handover.clone());
+        (self, handover)
+    }
+
+    /// Counts `n` measured periods (or cycles) that passed without a sample.
+    #[inline(always)]
+    pub fn count_missed(&mut self, n: u64) {
+        self.missed += n;
+    }
+
+    /// Counts `n` samples discarded in the warm-up.
+    #[inline(always)]
+    pub fn count_warm_up(&mut self, n: u64) {
+        self.warm_up += n;
     }
 
     /// The recorder, also pushing every sample above the spike threshold into `feed`
@@ -145,12 +187,70 @@ impl SampleRecorder {
             }
         }
         self.note_in_timeline(sample, at);
+        self.last_at = at;
+        if let Some(handover) = &self.handover {
+            if handover.asked() {
+                self.hand_over(handover);
+            }
+        }
         if sample > self.break_limit {
             if let Some(wire) = &self.breaktrace {
                 return wire.trip(sample, at);
             }
         }
         false
+    }
+
+    /// Copies everything recorded so far into the hand-over's twin. Out of line and
+    /// rare (once per checkpoint); it allocates nothing: the twin has every buffer's
+    /// capacity already.
+    #[inline(never)]
+    #[cold]
+    fn hand_over(&self, handover: &Handover<SampleRecorder>) {
+        handover.fill(|twin| self.copy_into(twin));
+    }
+
+    fn copy_into(&self, twin: &mut SampleRecorder) {
+        twin.histogram.copy_from(&self.histogram);
+        twin.sums = self.sums;
+        twin.early_wakes = self.early_wakes;
+        twin.top.clear();
+        twin.top.extend_from_slice(&self.top); // within the same capacity
+        twin.top_floor = self.top_floor;
+        twin.above.clear();
+        twin.above.extend_from_slice(&self.above);
+        twin.above_dropped = self.above_dropped;
+        twin.timeline_interval = self.timeline_interval;
+        twin.timeline_max.copy_from_slice(&self.timeline_max);
+        twin.timeline_count.copy_from_slice(&self.timeline_count);
+        twin.missed = self.missed;
+        twin.warm_up = self.warm_up;
+        twin.last_at = self.last_at;
+    }
+
+    /// The stream of a copy handed over at a checkpoint (`self` is the copy), on
+    /// `template`: the measuring thread's stream as it was before measuring, which
+    /// gives what does not change (probe, CPU, policy, period). What only the end of
+    /// the measurement knows (drift, page faults, overrun wake-ups, the first sample)
+    /// is unknown; the span is up to the last sample's instant.
+    pub fn checkpoint_stream(&self, template: &Stream) -> Stream {
+        let histogram = self.histogram();
+        Stream {
+            samples: self.samples(),
+            missed_periods: template.missed_periods.map(|_| self.missed),
+            overrun_wakes: None,
+            early_wakes: template.early_wakes.map(|_| self.early_wakes),
+            first_sample_ns: None,
+            warm_up_samples: self.warm_up,
+            drift_ns: None,
+            elapsed_ns: template.elapsed_ns.map(|_| Nanos(self.last_at)),
+            page_faults: None,
+            stats: Statistics::compute(&self.sums, &histogram),
+            histogram: Some(EncodedHistogram::from_histogram(&histogram)),
+            spikes: self.spikes(template.spikes.threshold_ns),
+            timeline: self.timeline(),
+            ..template.clone()
+        }
     }
 
     /// Keeps a sample among the largest. Out of line: it runs for a few samples only
@@ -252,6 +352,16 @@ impl SampleRecorder {
         self.timeline_interval = self.initial_timeline_interval;
         self.timeline_max.fill(NO_SAMPLE);
         self.timeline_count.fill(0);
+        self.missed = 0;
+        self.warm_up = 0;
+        self.last_at = 0;
+        // Run the hand-over once too (no checkpoint asks before measuring starts), so
+        // its code and its twin's pages are resident before measuring.
+        if let Some(handover) = &self.handover {
+            handover.ask();
+            self.hand_over(handover);
+            let _ = handover.take(|_| ());
+        }
     }
 
     /// Samples recorded.
@@ -426,5 +536,59 @@ mod tests {
         let r = SampleRecorder::new(limits());
         assert!(r.timeline().count.is_empty());
         assert!(r.spikes(None).top.is_empty());
+    }
+
+    #[test]
+    fn a_copy_handed_over_at_a_sample_holds_everything_up_to_it() {
+        let (mut r, handover) = SampleRecorder::new(limits()).handing_over();
+        r.reset();
+        r.count_warm_up(2);
+        for (i, v) in [5, 70, 1].iter().enumerate() {
+            r.record(*v, 10 * (i as i64 + 1));
+        }
+        r.count_missed(3);
+        handover.ask();
+        assert_eq!(handover.take(|_| ()), None, "no sample yet since asked");
+        r.record(60, 70);
+        let template = Stream {
+            probe: "timer".into(),
+            method: None,
+            phase: "main".into(),
+            thread: 0,
+            cpu: Some(0),
+            policy: None,
+            period_ns: Some(Nanos(10)),
+            samples: 0,
+            missed_periods: Some(0),
+            overrun_wakes: Some(0),
+            early_wakes: Some(0),
+            first_sample_ns: None,
+            warm_up_samples: 0,
+            drift_ns: None,
+            elapsed_ns: Some(Nanos(0)),
+            timer_slack_ns: None,
+            page_faults: Some(0),
+            stats: Statistics::compute(&ExactSums::default(), &LatencyHistogram::new()),
+            histogram: None,
+            spikes: Spikes::default(),
+            timeline: Timeline::default(),
+        };
+        let stream = handover
+            .take(|copy| copy.checkpoint_stream(&template))
+            .expect("handed over at the sample");
+        assert_eq!(stream.samples, 4);
+        assert_eq!(stream.missed_periods, Some(3));
+        assert_eq!(stream.warm_up_samples, 2);
+        assert_eq!(stream.elapsed_ns, Some(Nanos(70)));
+        assert_eq!(stream.stats.max_ns, Some(Nanos(70)));
+        assert_eq!(stream.timeline.count.iter().sum::<u64>(), 4);
+        assert_eq!(stream.overrun_wakes, None, "only the end knows");
+        // Measuring goes on untouched; the next copy holds the newer samples.
+        r.record(90, 80);
+        assert_eq!(r.samples(), 5);
+        handover.ask();
+        r.record(1, 90);
+        let later = handover.take(|c| c.samples()).unwrap();
+        assert_eq!(later, 6);
     }
 }

@@ -501,6 +501,14 @@ impl RecordingHistogram {
         self.inner.len()
     }
 
+    /// Makes this histogram a copy of `other` without allocating (both have the same
+    /// fixed bounds): two passes over the counts, for a checkpoint's hand-over.
+    pub fn copy_from(&mut self, other: &RecordingHistogram) {
+        // Same bounds on both sides, so this cannot fail.
+        let _ = self.inner.set_to(&other.inner);
+        self.clamped = other.clamped;
+    }
+
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.inner.is_empty()

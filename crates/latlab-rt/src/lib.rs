@@ -17,6 +17,7 @@ pub mod cpuid;
 pub mod delivery;
 pub mod dma;
 mod error;
+pub mod handover;
 pub mod icmp;
 pub mod ipc;
 pub mod memory;

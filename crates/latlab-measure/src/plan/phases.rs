@@ -142,6 +142,7 @@ fn phase(
             phase: section.name.clone(),
             breaktrace: setup.breaktrace.clone(),
             feeds: Vec::new(),
+            checkpoint: None,
         },
         spec,
         setup,

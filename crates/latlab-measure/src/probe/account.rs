@@ -48,6 +48,7 @@ impl Account {
     #[inline(always)]
     pub(super) fn miss(&mut self, cycles: u64, live: &LiveStats) {
         self.missed += cycles;
+        self.recorder.count_missed(cycles);
         live.publish_missed(cycles);
     }
 

@@ -222,6 +222,7 @@ impl Worker for ClockWorker {
             let taken = self.burst(due - window.warm_up_end, measured, live);
             if !measured {
                 self.warm_up_samples += taken;
+                self.recorder.count_warm_up(taken);
             }
             last = Clock::Monotonic.now_ns();
             due += period;
@@ -231,21 +232,12 @@ impl Worker for ClockWorker {
         Ok(())
     }
 
+    fn describe(&mut self, phase: &str) -> Stream {
+        self.describe_now(phase)
+    }
+
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = info::stream_of(
-            Measured {
-                info: &INFO,
-                setup: &self.setup,
-                placement: &self.placement,
-                recorder: &self.recorder,
-                missed: 0,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        );
+        let stream = self.describe_now(phase);
         (stream, Vec::new())
     }
 }
@@ -270,6 +262,25 @@ pub(crate) fn tsc_scale(span: Nanos) -> Result<u64, RtError> {
     })
 }
 
+impl ClockWorker {
+    fn describe_now(&self, phase: &str) -> Stream {
+        info::stream_of(
+            Measured {
+                info: &INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: self.warm_up_samples,
+                first_sample: self.first,
+                elapsed: self.elapsed,
+                page_faults: self.page_faults,
+            },
+            phase,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +303,7 @@ mod tests {
                 policy: SchedSpec::DEFAULT,
                 timer_slack_ns: 0,
                 feed: None,
+                checkpoint: None,
             },
             source: Source::Posix(clock::read_id("monotonic").expect("a POSIX clock")),
             burst: 100,

@@ -323,9 +323,17 @@ impl ProbeSetup {
     }
 
     /// The recorder of the worker at `placement`: pushing its spikes into the
-    /// placement's feed, if it has one.
+    /// placement's feed, if it has one, and handing copies over to its checkpoints.
     pub fn recorder_for(&self, placement: &Placement) -> SampleRecorder {
-        self.recorder().feeding(placement.feed.clone())
+        let recorder = self.recorder().feeding(placement.feed.clone());
+        match &placement.checkpoint {
+            None => recorder,
+            Some(checkpoint) => {
+                let (recorder, handover) = recorder.handing_over();
+                checkpoint.register(placement.thread, handover);
+                recorder
+            }
+        }
     }
 
     /// What that recorder keeps.
@@ -468,6 +476,7 @@ mod tests {
             policy: SchedSpec::DEFAULT,
             timer_slack_ns: 0,
             feed: None,
+            checkpoint: None,
         };
         assert_eq!(setup.partner_cpu(&at(1), false), Some(1));
         assert_eq!(setup.partner_cpu(&at(1), true), Some(3));

@@ -61,6 +61,8 @@ pub struct Placement {
     pub timer_slack_ns: u64,
     /// Where the thread's recorder pushes its spikes to be explained (`--explain`).
     pub feed: Option<Arc<SpikeFeed>>,
+    /// Where the thread's recorder hands copies over for checkpoints.
+    pub checkpoint: Option<Arc<crate::checkpoint::PhaseCheckpoint>>,
 }
 
 /// How much of a measuring thread's stack (and a partner's) is touched before
@@ -156,4 +158,10 @@ pub trait Worker: Send {
 
     /// Produces the stream (and any events) for phase `phase`.
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>);
+
+    /// The stream as it stands, for phase `phase`: called once before measuring (on
+    /// the measuring thread, where allocating is still allowed) to give a checkpoint
+    /// what does not change while measuring — probe, method, CPU, policy, period and
+    /// which counts the probe keeps.
+    fn describe(&mut self, phase: &str) -> Stream;
 }

@@ -179,6 +179,12 @@ impl Worker for MsgWorker {
         received.and(stopped).map(|_| ())
     }
 
+    fn describe(&mut self, phase: &str) -> Stream {
+        self.tally
+            .account
+            .stream(&INFO, &self.setup, &self.placement, phase)
+    }
+
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         let stream = self
             .tally

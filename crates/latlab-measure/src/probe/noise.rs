@@ -260,6 +260,7 @@ impl NoiseWorker {
             }
             prev = read();
             self.warm_up_samples += 1;
+            self.recorder.count_warm_up(1);
         }
         let from = prev;
         let mut first = self.first.is_none();
@@ -405,21 +406,12 @@ impl Worker for NoiseWorker {
         Ok(())
     }
 
+    fn describe(&mut self, phase: &str) -> Stream {
+        self.describe_now(phase)
+    }
+
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = info::stream_of(
-            Measured {
-                info: &INFO,
-                setup: &self.setup,
-                placement: &self.placement,
-                recorder: &self.recorder,
-                missed: 0,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        );
+        let stream = self.describe_now(phase);
         let label = format!("{} [{phase}]", stream.label());
         let event = |kind: &str, at: i64, value: i64, message: String| Event {
             kind: kind.to_string(),
@@ -452,6 +444,25 @@ impl Worker for NoiseWorker {
             self.summary(&label),
         ));
         (stream, events)
+    }
+}
+
+impl NoiseWorker {
+    fn describe_now(&self, phase: &str) -> Stream {
+        info::stream_of(
+            Measured {
+                info: &INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: self.warm_up_samples,
+                first_sample: self.first,
+                elapsed: self.elapsed,
+                page_faults: self.page_faults,
+            },
+            phase,
+        )
     }
 }
 

@@ -166,6 +166,11 @@ impl<W: Periodic> Worker for W {
         measure_periodic(self, period, window, stop, live)
     }
 
+    fn describe(&mut self, phase: &str) -> Stream {
+        let parts = self.parts();
+        (parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase)
+    }
+
     fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
         self.release();
         let events = self.events();
@@ -262,6 +267,7 @@ mod tests {
             policy,
             timer_slack_ns: 0,
             feed: None,
+            checkpoint: None,
         };
         let p = partner_place(&at(SchedSpec::Fifo { priority: 95 }), 2).unwrap();
         assert_eq!(

@@ -246,6 +246,7 @@ impl SignalWorker {
     fn take(&mut self, t: i64, t2: i64, window: &Window, live: &LiveStats) -> bool {
         if t <= window.warm_up_end {
             self.warm_up_samples += 1;
+            self.recorder.count_warm_up(1);
             return false;
         }
         let sample = t2 - t;
@@ -282,6 +283,7 @@ impl SignalWorker {
             let overrun = r.overrun as i64;
             let lost_measured = expiries_missed(due, period, overrun, window);
             pass.missed += lost_measured;
+            self.recorder.count_missed(lost_measured);
             live.publish_missed(lost_measured);
             pass.last = r.at_ns;
             due += (1 + overrun) * period;
@@ -435,8 +437,19 @@ impl Worker for SignalWorker {
         Ok(())
     }
 
+    fn describe(&mut self, phase: &str) -> Stream {
+        self.describe_now(phase)
+    }
+
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = info::stream_of(
+        let stream = self.describe_now(phase);
+        (stream, Vec::new())
+    }
+}
+
+impl SignalWorker {
+    fn describe_now(&self, phase: &str) -> Stream {
+        info::stream_of(
             Measured {
                 info: &INFO,
                 setup: &self.setup,
@@ -449,8 +462,7 @@ impl Worker for SignalWorker {
                 page_faults: self.page_faults,
             },
             phase,
-        );
-        (stream, Vec::new())
+        )
     }
 }
 

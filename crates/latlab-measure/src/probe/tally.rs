@@ -68,6 +68,7 @@ impl Tally {
     pub(super) fn sample(&mut self, sample: i64, at: i64, measured: bool, live: &LiveStats) {
         if !measured {
             self.account.warm_up_samples += 1;
+            self.account.recorder.count_warm_up(1);
             return;
         }
         self.account.record(sample, at, 0, live);
@@ -178,12 +179,14 @@ impl Tally {
         let gap = self.measured_among(self.expected, k);
         self.expected = k + 1;
         self.account.missed += gap;
+        self.account.recorder.count_missed(gap);
         let due = self.plan.due(k);
         if due > self.warm_up_end {
             self.account
                 .record(sample, due - self.warm_up_end, gap, live);
         } else {
             self.account.warm_up_samples += 1;
+            self.account.recorder.count_warm_up(1);
             live.publish_missed(gap);
         }
     }

@@ -291,6 +291,16 @@ impl Worker for TimerWorker {
     }
 
     fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        (self.describe_now(phase), Vec::new())
+    }
+
+    fn describe(&mut self, phase: &str) -> Stream {
+        self.describe_now(phase)
+    }
+}
+
+impl TimerWorker {
+    fn describe_now(&self, phase: &str) -> Stream {
         let s = &self.summary;
         let rec = &self.recorder;
         let drift = self
@@ -300,7 +310,7 @@ impl Worker for TimerWorker {
             .then(|| relative_drift(s, rec.samples(), self.settings.period_ns.0))
             .flatten();
         let histogram = rec.histogram();
-        let stream = Stream {
+        Stream {
             probe: "timer".to_string(),
             method: Some(self.settings.method.name().to_string()),
             phase: phase.to_string(),
@@ -322,8 +332,7 @@ impl Worker for TimerWorker {
             histogram: Some(EncodedHistogram::from_histogram(&histogram)),
             spikes: rec.spikes(self.settings.spike_threshold_ns),
             timeline: rec.timeline(),
-        };
-        (stream, Vec::new())
+        }
     }
 }
 
@@ -452,10 +461,12 @@ pub fn measure_loop<S: WakeSource>(
         next = expected + consumed as i64 * period;
         if missed > 0 {
             summary.missed_periods += missed;
+            recorder.count_missed(missed);
             summary.overrun_wakes += 1;
         }
         if warm_up {
             summary.warm_up_samples += 1;
+            recorder.count_warm_up(1);
             live.publish_missed(missed);
             continue;
         }

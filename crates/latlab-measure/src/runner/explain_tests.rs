@@ -39,6 +39,7 @@ fn a_timer_runs_spikes_are_placed_where_its_thread_woke() {
         phase: "main".to_string(),
         breaktrace: None,
         feeds: session.feeds_for("main", &[TRACED]),
+        checkpoint: None,
     };
     let system = SystemSetup::apply(None, None);
     let outcome = run_probe(

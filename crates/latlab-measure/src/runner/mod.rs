@@ -15,6 +15,7 @@ mod setup;
 pub use setup::{mapped_while_locked, PhaseFootprint, SystemSetup};
 
 use crate::breaktrace::{Trip, Tripwire};
+use crate::checkpoint::PhaseCheckpoint;
 use crate::explain::{Origin, SpikeFeed};
 use crate::facts::FactReader;
 use crate::live::LiveStats;
@@ -65,6 +66,9 @@ pub struct RunRequest {
     /// With `--explain`: thread `i`'s recorder pushes its spikes into `feeds[i]`, read
     /// by an explanation session (none: spikes are only kept).
     pub feeds: Vec<Arc<SpikeFeed>>,
+    /// With checkpoints: every thread registers its hand-over and its stream's
+    /// template here, for a checkpoint writer to read while measuring.
+    pub checkpoint: Option<Arc<PhaseCheckpoint>>,
 }
 
 /// What a run produced.
@@ -198,6 +202,9 @@ fn measuring_thread(
         worker
             .rehearse(live, shared.halt)
             .map_err(|e| RunError::Runtime(format!("rehearsing the probe failed: {e}")))?;
+        if let Some(checkpoint) = &ready.placement.checkpoint {
+            checkpoint.describe(thread, worker.describe(&shared.request.phase));
+        }
         // A stop request reaches the thread as the wake signal: run its handler once
         // now, so its code is resident (and locked) before measuring instead of being
         // faulted in by the stop, inside the measured span.
@@ -362,6 +369,9 @@ pub fn run_probe(
         let lead = START_LEAD.0 + START_LEAD_PER_THREAD.0 * n as i64;
         let start = probe.clock().now_ns() + lead;
         shared.gate.open(Go::Start(start));
+        if let Some(checkpoint) = &request.checkpoint {
+            checkpoint.start();
+        }
         drop(abort_on_exit);
         watch(&shared, &handles, stop, live, observer);
         let ends = handles
@@ -612,6 +622,21 @@ mod tests {
             Ok(())
         }
 
+        fn describe(&mut self, phase: &str) -> Stream {
+            let measured = Measured {
+                info: &clock::INFO,
+                setup: &self.setup,
+                placement: &self.placement,
+                recorder: &self.recorder,
+                missed: 0,
+                warm_up_samples: 0,
+                first_sample: None,
+                elapsed: Nanos(0),
+                page_faults: 0,
+            };
+            info::stream_of(measured, phase)
+        }
+
         fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
             let measured = Measured {
                 info: &clock::INFO,
@@ -649,6 +674,7 @@ mod tests {
             warm_up: Nanos(0),
             breaktrace: None,
             feeds: Vec::new(),
+            checkpoint: None,
             phase: "main".to_string(),
         };
         let setup = SystemSetup::apply(None, None);

@@ -235,6 +235,7 @@ pub(super) fn set_up_thread(
                 policy: in_force,
                 timer_slack_ns: slack::current_ns(),
                 feed: request.feeds.get(thread).cloned(),
+                checkpoint: request.checkpoint.clone(),
             },
             refused,
         },
