@@ -241,10 +241,12 @@ pub(crate) fn verdict(run: &Run) -> Block {
     }
 }
 
-/// The degraded banner, warnings, and a note when the run stopped early.
+/// The degraded banner, warnings, and a note when the run stopped early or has not
+/// ended (running, or died).
 pub(crate) fn alerts(run: &Run) -> Vec<Block> {
     let line = |w: &Warning| format!("{} [{}]", w.message, w.code);
     let mut blocks = Vec::new();
+    blocks.extend(progress(run));
     if run.degraded {
         let mut lines: Vec<String> = run
             .warnings
@@ -286,6 +288,34 @@ pub(crate) fn alerts(run: &Run) -> Vec<Block> {
         });
     }
     blocks
+}
+
+/// A run that has not ended: what its figures cover.
+fn progress(run: &Run) -> Option<Block> {
+    use latlab_model::progress::RunState;
+    let progress = run.progress.as_ref()?;
+    let every = latlab_model::Nanos(progress.checkpoint_every_ns);
+    let covered = match progress.checkpoints {
+        0 => "it has no checkpoint, so nothing it measured is kept".to_string(),
+        n => format!(
+            "the figures cover the run up to its last checkpoint ({n}, taken every {every})"
+        ),
+    };
+    Some(match progress.state {
+        RunState::Running => Block::Alert {
+            severity: Severity::Note,
+            title: format!("RUNNING: {}", progress.describe()),
+            lines: vec![format!("the run has not ended; {covered}")],
+        },
+        RunState::Died => Block::Alert {
+            severity: Severity::Warning,
+            title: format!("DIED: {}", progress.describe()),
+            lines: vec![format!(
+                "the run did not end: its process is gone; {covered}, and what came after \
+                 it is lost"
+            )],
+        },
+    })
 }
 
 /// A facts block from (name, value) pairs.
