@@ -269,6 +269,11 @@ pub struct RunArgs {
     /// read the metrics).
     #[arg(long, requires = "listen")]
     pub listen_any: bool,
+    /// Keep the run in the store from its start and extend it every D (and rewrite the
+    /// --json file), so a crash, a kill or a reboot loses at most D of it; 0 or off:
+    /// keep it only when it ends.
+    #[arg(long, value_name = "D", default_value = "10s")]
+    pub checkpoint: String,
     /// Do not audit the configuration (latlab check) before measuring: the run then has
     /// no audit, and its peak memory is that of the measurement alone.
     #[arg(long)]

@@ -6,7 +6,7 @@
 use crate::error::exit;
 use crate::output::{OutputFile, OutputTarget};
 use latlab_model::run::Run;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::{RunStore, SqliteStore, StoreError};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -33,8 +33,15 @@ fn read_from_stdout() -> bool {
 
 /// Saves `run` in `store` and writes it to `json`; if the store failed, or (without a
 /// store) the JSON could not be written whole, writes it to a fallback file next to
-/// the store, else in the working directory, else in the temporary directory.
-pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut OutputTarget>) -> Kept {
+/// the store, else in the working directory, else in the temporary directory. A run
+/// `begun` in the store (kept from its start, checkpointed) replaces its last
+/// checkpoint there.
+pub fn keep(
+    run: &Run,
+    store: Option<&mut SqliteStore>,
+    json: Option<&mut OutputTarget>,
+    begun: bool,
+) -> Kept {
     let mut kept = Kept {
         code: exit::OK,
         said: String::new(),
@@ -45,7 +52,15 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
     let mut stored = false;
     if let Some(store) = store {
         store_dir = store.path().parent().map(Path::to_path_buf);
-        match store.save(run) {
+        let saved = match begun {
+            // Removed meanwhile (latlab rm): saved anew.
+            true => match store.update(run) {
+                Err(StoreError::NotFound { .. }) => store.save(run),
+                other => other,
+            },
+            false => store.save(run),
+        };
+        match saved {
             Ok(()) => {
                 stored = true;
                 let _ = writeln!(

@@ -7,6 +7,7 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
+mod journal;
 mod keep;
 mod labels;
 mod listen;

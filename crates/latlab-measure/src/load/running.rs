@@ -182,11 +182,31 @@ impl RunningLoad {
         self.stop_with(early)
     }
 
+    /// The load's record as it runs, for a checkpoint: the work it has reported so
+    /// far and its rate over that time; `ended` says it was running, and it has taken
+    /// no time to stop.
+    pub fn so_far(&self) -> LoadRecord {
+        let mut record = self.record(self.progress(), Nanos::ZERO);
+        record.ended = "running (at the checkpoint)".to_string();
+        record
+    }
+
     fn stop_with(mut self, ended_early: Option<String>) -> LoadRecord {
         let t0 = Instant::now();
         self.terminate();
         let stop_ns = Nanos(t0.elapsed().as_nanos() as i64);
         let p = self.progress();
+        let mut record = self.record(p, stop_ns);
+        record.ended = match ended_early {
+            Some(end) if end != "ok" => format!("ended early: {end}"),
+            Some(_) => "ended early: finished (exit status 0)".to_string(),
+            None => "stopped".to_string(),
+        };
+        record
+    }
+
+    /// The record of the load with progress `p`, `stop_ns` spent stopping it.
+    fn record(&self, p: Progress, stop_ns: Nanos) -> LoadRecord {
         let work = self.spec.info().work;
         let elapsed_ns = p.elapsed_ns.max(1);
         LoadRecord {
@@ -199,11 +219,7 @@ impl RunningLoad {
             rate: (p.work > 0).then(|| p.work as f64 * work.scale / (elapsed_ns as f64 / 1e9)),
             rate_unit: work.rate_unit.to_string(),
             elapsed_ns: Nanos(elapsed_ns as i64),
-            ended: match ended_early {
-                Some(end) if end != "ok" => format!("ended early: {end}"),
-                Some(_) => "ended early: finished (exit status 0)".to_string(),
-                None => "stopped".to_string(),
-            },
+            ended: String::new(),
             stop_ns,
             notes: p.notes,
             cpu_time: p.cpu_time,

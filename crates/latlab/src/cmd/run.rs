@@ -5,19 +5,21 @@ use crate::cli::RunArgs;
 use crate::cmd::explaining::Explaining;
 use crate::display::LiveDisplay;
 use crate::error::CliError;
+use crate::journal::{self, CurrentPhase, Journal, Targets};
 use crate::keep::keep;
 use crate::labels::Labels;
 use crate::listen::{Listener, LiveCauses, StreamId};
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
+use latlab_measure::checkpoint::PhaseCheckpoint;
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
 use latlab_measure::load::LoadError;
 use latlab_measure::notice::Notice;
 use latlab_measure::plan::{self, PhasePlan, RunPlan};
-use latlab_measure::runner::{self, RunError, SystemSetup};
+use latlab_measure::runner::{self, RunError, RunObserver, SystemSetup};
 use latlab_model::audit::Audit;
 use latlab_model::run::{
     Conditions, Event, HostFacts, LoadRecord, Phase, Plan, Run, Stream, Tool, SCHEMA,
@@ -26,10 +28,10 @@ use latlab_model::spec::SchedSpec;
 use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::threshold::Verdict;
 use latlab_rt::trace::BreakTrace;
-use latlab_store::SqliteStore;
+use latlab_store::{RunStore, SqliteStore};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 /// What the phases measured, gathered for the Run.
 #[derive(Default)]
@@ -53,6 +55,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     })?;
     let mut plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
     let labels = Labels::from_args(&args.labels)?;
+    let checkpoint_every = checkpoint_interval(&args.checkpoint)?;
     let store_path = (!args.no_store).then(|| {
         args.store
             .clone()
@@ -79,6 +82,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     if let Some(store) = &store {
         labels.check_name_is_free(store)?;
     }
+    // Where the store is when the journal did not take it.
+    let mut store_after: Option<SqliteStore> = None;
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
@@ -92,14 +97,12 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     }
 
     let host = FactReader::system().gather();
+    // The run's id is stamped now: the store holds the run from its start, and the
+    // live series carry the kept run's id.
+    let id = run_id(SystemTime::now());
     // Bound before anything is measured: a port in use is an error, not a lost run.
-    // The run's id is stamped now so that the live series carry the kept run's.
     let listening = match &args.listen {
-        Some(addr) => {
-            let id = run_id(SystemTime::now());
-            let listener = Listener::start(addr, args.listen_any, &id, &host.hostname)?;
-            Some((id, listener))
-        }
+        Some(addr) => Some(Listener::start(addr, args.listen_any, &id, &host.hostname)?),
         None => None,
     };
     // The configuration judged for every CPU any phase measures, at the first phase's
@@ -119,11 +122,63 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     });
     let setup = SystemSetup::apply(plan.lock_request(), plan.dma_latency_us);
     let mut measured = Measured::default();
+    // The run as it starts, kept in the store (and the --json file) at once and
+    // extended at every checkpoint.
+    let journal = match checkpoint_every {
+        Some(every) => {
+            let mut base = assemble(
+                &plan,
+                host.clone(),
+                audit.clone(),
+                Measured::default(),
+                false,
+            );
+            base.id = id.clone();
+            base.conditions = None; // known once the first phase has set up
+            labels.apply(&mut base);
+            base.progress = Some(journal::starting(every));
+            let mut begun = None;
+            if let Some(mut store) = store.take() {
+                match store.save(&base) {
+                    Ok(()) => begun = Some(store),
+                    Err(e) => {
+                        eprintln!(
+                            "latlab: warning: the run cannot be kept in the store from its \
+                             start ({e}); it is saved when it ends"
+                        );
+                        store_after = Some(store);
+                    }
+                }
+            }
+            let json_file = match &json {
+                Some(OutputTarget::File { path, .. }) => Some(path.clone()),
+                _ => None,
+            };
+            let begun_in_store = begun.is_some();
+            let housekeeping = latlab_rt::affinity::allowed_cpus()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| !plan.phases.iter().any(|p| p.request.cpus.contains(c)))
+                .collect();
+            (begun_in_store || json_file.is_some()).then(|| {
+                Journal::start(
+                    base,
+                    Targets {
+                        store: begun,
+                        json: json_file,
+                    },
+                    every,
+                    housekeeping,
+                )
+            })
+        }
+        None => None,
+    };
     // Started before the phases, ended after them: its tracefs instance goes on every
     // way out of here, the signals above included (they end the run in order).
     // With --listen too, the endpoint shows the catalogue of causes as it grows.
     let live_causes = match (&listening, plan.explain) {
-        (Some((_, listener)), Some(_)) => {
+        (Some(listener), Some(_)) => {
             let causes = LiveCauses::default();
             listener.show_causes(causes.clone());
             Some(causes)
@@ -166,14 +221,22 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             &Watchers {
                 human,
                 quiet: args.quiet,
-                listener: listening.as_ref().map(|(_, l)| l),
+                listener: listening.as_ref(),
+                journal: journal.as_ref(),
             },
             &mut measured,
         );
         match result {
             Ok(()) => {}
-            // Nothing measured yet: a plain error.
-            Err(e) if measured.phases.is_empty() => return Err(e),
+            // Nothing measured yet: a plain error, and no run to keep.
+            Err(e) if measured.phases.is_empty() => {
+                if let Some(journal) = journal {
+                    if let (Some(mut store), _) = journal.finish() {
+                        let _ = store.remove(std::slice::from_ref(&id));
+                    }
+                }
+                return Err(e);
+            }
             // Keep what earlier phases measured; the run ends with exit code 3.
             Err(e) => {
                 measured.notices.push(Notice::MeasuringFailed {
@@ -188,13 +251,24 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     drop(wires);
     drop(breaktrace);
     drop(setup);
-    let (id, listener) = listening.unzip();
-    drop(listener);
+    drop(listening);
+    // The last checkpoint is written before the run's final form replaces it.
+    let mut begun = false;
+    let mut checkpoints = None;
+    if let Some(journal) = journal {
+        let (journal_store, stats) = journal.finish();
+        if let Some(journal_store) = journal_store {
+            store = Some(journal_store);
+            begun = true;
+        }
+        checkpoints = Some(stats);
+    }
+    if store.is_none() {
+        store = store_after;
+    }
 
     let mut run = assemble(&plan, host, audit, measured, breaktrace_armed);
-    if let Some(id) = id {
-        run.id = id;
-    }
+    run.id = id;
     run.explain = explain;
     crate::cmd::explaining::annotate_breaktrace(&mut run);
     labels.apply(&mut run);
@@ -203,7 +277,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     // to measure, kept in the Run as a warning, outranks the verdict (3).
     let mut code = run.exit_status().code();
     // Keep the run before anything else can go wrong.
-    let kept = keep(&run, store.as_mut(), json.as_mut());
+    let kept = keep(&run, store.as_mut(), json.as_mut(), begun);
     code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
     output::ignore_closed(human.write(&crate::cmd::show::summary_for(&run, human)))?;
@@ -219,6 +293,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         output::ignore_closed(human.write(&summary))?;
     }
     output::ignore_closed(human.write(&kept.said))?;
+    if let Some(stats) = checkpoints {
+        output::ignore_closed(human.write(&journal_summary(&stats)))?;
+    }
     if !kept.errors.is_empty() {
         let _ = Human::Stderr.write(&kept.errors);
     }
@@ -252,6 +329,80 @@ struct Watchers<'a> {
     quiet: bool,
     /// The live metrics endpoint (`--listen`).
     listener: Option<&'a Listener>,
+    /// The checkpoint writer.
+    journal: Option<&'a Journal<SqliteStore>>,
+}
+
+/// `--checkpoint`: the interval, `None` for 0 or `off`.
+fn checkpoint_interval(text: &str) -> Result<Option<Duration>, CliError> {
+    if text == "off" {
+        return Ok(None);
+    }
+    let every = latlab_model::units::parse_duration(text).map_err(|e| {
+        CliError::usage(
+            "--checkpoint",
+            format!("{e} (give an interval such as 10s or 1m, or off)"),
+        )
+    })?;
+    match every.0 {
+        0 => Ok(None),
+        ns if ns < 1_000_000_000 => Err(CliError::usage(
+            "--checkpoint",
+            format!(
+                "{text} is shorter than 1 s: each checkpoint writes and syncs the whole run; \
+                 give 1s or more, or off"
+            ),
+        )),
+        ns => Ok(Some(Duration::from_nanos(ns as u64))),
+    }
+}
+
+/// One line on how the checkpoints went (nothing for a run shorter than the interval,
+/// unless one failed).
+fn journal_summary(stats: &journal::JournalStats) -> String {
+    let mut line = match stats.written {
+        0 => String::new(),
+        n => format!(
+            "Checkpoints: {n} written, {:.1} ms each on average, slowest {:.1} ms\n",
+            stats.total.as_secs_f64() * 1e3 / n as f64,
+            stats.slowest.as_secs_f64() * 1e3
+        ),
+    };
+    if let Some(failure) = &stats.failure {
+        line.push_str(&format!(
+            "latlab: warning: a checkpoint could not be written: {failure}\n"
+        ));
+    }
+    line
+}
+
+/// The live display, also telling the journal what a phase's set-up found (a refused
+/// policy, memory not locked), so a checkpoint says it before the phase ends.
+struct Observed<'a> {
+    display: &'a mut LiveDisplay,
+    journal: Option<&'a Journal<SqliteStore>>,
+}
+
+impl RunObserver for Observed<'_> {
+    fn ready(&mut self, notices: &[Notice]) {
+        if let Some(journal) = self.journal {
+            let mut so_far = journal.so_far();
+            for notice in notices {
+                if !so_far.notices.contains(notice) {
+                    so_far.notices.push(notice.clone());
+                }
+            }
+        }
+        self.display.ready(notices);
+    }
+
+    fn progress(&mut self, live: &[LiveStats], elapsed: Duration) {
+        self.display.progress(live, elapsed);
+    }
+
+    fn refresh_every(&self) -> Duration {
+        self.display.refresh_every()
+    }
 }
 
 /// One phase: its loads started, the probe run, the loads stopped and recorded.
@@ -267,8 +418,20 @@ fn run_phase(
         human,
         quiet,
         listener,
+        journal,
     } = *watchers;
-    let loads = start_loads(plan, phase)?;
+    let loads = Arc::new(Mutex::new(start_loads(plan, phase)?));
+    let mut request = phase.request.clone();
+    if let Some(journal) = journal {
+        let checkpoint = PhaseCheckpoint::new(request.cpus.len());
+        request.checkpoint = Some(checkpoint.clone());
+        journal.so_far().current = Some(CurrentPhase {
+            name: request.phase.clone(),
+            started_at: SystemTime::now(),
+            checkpoint,
+            loads: loads.clone(),
+        });
+    }
     let live: Arc<Vec<LiveStats>> = Arc::new(
         phase
             .request
@@ -287,16 +450,20 @@ fn run_phase(
     let started = SystemTime::now();
     let outcome = runner::run_probe(
         &*phase.probe,
-        &phase.request,
+        &request,
         setup,
         stop,
         &live,
-        &mut display,
+        &mut Observed {
+            display: &mut display,
+            journal,
+        },
     );
     display.finish();
     if let Some(listener) = listener {
         listener.end_phase();
     }
+    let loads = std::mem::take(&mut *loads.lock().unwrap_or_else(|e| e.into_inner()));
     let records: Vec<LoadRecord> = RunningLoad::stop_all(loads);
     let outcome = outcome.map_err(|e| match e {
         RunError::Config(m) => CliError::config(m),
@@ -324,6 +491,20 @@ fn run_phase(
     for notice in outcome.notices {
         if !measured.notices.contains(&notice) {
             measured.notices.push(notice);
+        }
+    }
+    if let Some(journal) = journal {
+        // One step: a checkpoint sees the phase either running or finished.
+        let mut so_far = journal.so_far();
+        so_far.current = None;
+        so_far.phases = measured.phases.clone();
+        so_far.streams = measured.streams.clone();
+        so_far.events = measured.events.clone();
+        so_far.conditions = Some(measured.conditions.clone());
+        for notice in &measured.notices {
+            if !so_far.notices.contains(notice) {
+                so_far.notices.push(notice.clone());
+            }
         }
     }
     Ok(())
