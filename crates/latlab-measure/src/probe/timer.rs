@@ -461,18 +461,21 @@ pub fn measure_loop<S: WakeSource>(
         next = expected + consumed as i64 * period;
         if missed > 0 {
             summary.missed_periods += missed;
-            recorder.count_missed(missed);
             summary.overrun_wakes += 1;
         }
         if warm_up {
             summary.warm_up_samples += 1;
             recorder.count_warm_up(1);
+            recorder.count_missed(missed);
             live.publish_missed(missed);
             continue;
         }
         summary.last_wake = wake.at_ns;
         let at = expected - measured_from;
         recorder.record(sample, at);
+        // The deadlines this wake passed over come after its sample: a checkpoint's
+        // copy, made at the sample, counts every deadline up to it and none after.
+        recorder.count_missed(missed);
         live.publish(sample, missed);
     }
 }
