@@ -7,6 +7,7 @@ mod common;
 
 mod browser;
 mod check;
+mod checkpoint;
 mod cli;
 mod compare_gate;
 mod consumer_ci;
