@@ -9,6 +9,7 @@
 //! figures come through each recorder's hand-over ([`PhaseCheckpoint`]). Each
 //! checkpoint is committed and synced before the next begins.
 
+use crate::cmd::explaining::ExplainSource;
 use crate::output::OutputFile;
 use latlab_measure::checkpoint::PhaseCheckpoint;
 use latlab_measure::load::running::RunningLoad;
@@ -24,6 +25,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+/// How long a checkpoint waits for the explaining thread's copy (it drains about
+/// every 100 ms).
+const EXPLAIN_WAIT: Duration = Duration::from_millis(500);
 /// How long a checkpoint waits for every measuring thread's next sample.
 const HANDOVER_WAIT: Duration = Duration::from_secs(1);
 
@@ -97,7 +101,14 @@ impl<S: RunStore + Send + 'static> Journal<S> {
     /// Starts writing checkpoints of `base` (the run as it started: plan, host,
     /// audit, labels, `progress` running) every `every` on `cpus` (the CPUs nothing
     /// measures; empty: wherever the scheduler likes).
-    pub fn start(base: Run, targets: Targets<S>, every: Duration, cpus: Vec<usize>) -> Journal<S> {
+    /// With `explain`, each checkpoint holds what is explained so far.
+    pub fn start(
+        base: Run,
+        targets: Targets<S>,
+        every: Duration,
+        cpus: Vec<usize>,
+        explain: Option<ExplainSource>,
+    ) -> Journal<S> {
         let shared = Arc::new(Shared {
             so_far: Mutex::new(SoFar::default()),
             stop: Mutex::new(false),
@@ -110,7 +121,7 @@ impl<S: RunStore + Send + 'static> Journal<S> {
                 if !cpus.is_empty() {
                     let _ = latlab_rt::affinity::set_current_thread(&cpus);
                 }
-                write_checkpoints(&writer, base, targets, every)
+                write_checkpoints(&writer, base, targets, every, explain)
             })
             .ok();
         Journal { shared, thread }
@@ -145,6 +156,7 @@ fn write_checkpoints<S: RunStore>(
     base: Run,
     mut targets: Targets<S>,
     every: Duration,
+    explain: Option<ExplainSource>,
 ) -> (Option<S>, JournalStats) {
     let mut stats = JournalStats::default();
     let mut next = Instant::now() + every;
@@ -167,7 +179,10 @@ fn write_checkpoints<S: RunStore>(
             }
         }
         let began = Instant::now();
-        let run = checkpoint_run(&base, &shared.so_far, stats.written + 1);
+        let mut run = checkpoint_run(&base, &shared.so_far, stats.written + 1);
+        if let Some(source) = &explain {
+            run.explain = source.now(EXPLAIN_WAIT);
+        }
         let mut failure = None;
         if let Some(store) = targets.store.as_mut() {
             if let Err(e) = store.update(&run) {
@@ -175,7 +190,8 @@ fn write_checkpoints<S: RunStore>(
             }
         }
         if let Some(path) = &targets.json {
-            let written = OutputFile::create(path)
+            // Its own temporary name: the run's final write has one pending already.
+            let written = OutputFile::create_tagged(path, Some("checkpoint"))
                 .and_then(|f| f.commit(format!("{}\n", run.to_json_pretty()).as_bytes()));
             if let Err(e) = written {
                 failure.get_or_insert(format!("{}: {e}", path.display()));

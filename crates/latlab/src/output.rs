@@ -75,10 +75,14 @@ pub struct OutputFile {
     file: Option<File>,
 }
 
-/// The temporary name of `path` for process `pid`.
-fn temp_name(path: &Path, pid: u32) -> Option<PathBuf> {
-    let name = path.file_name()?;
-    Some(path.with_file_name(format!(".{}.latlab-{pid}.tmp", name.to_string_lossy())))
+/// The temporary name of `path` for process `pid` (with `tag`, for a second writer of
+/// the same destination in the process).
+fn temp_name(path: &Path, pid: u32, tag: Option<&str>) -> Option<PathBuf> {
+    let name = path.file_name()?.to_string_lossy();
+    Some(path.with_file_name(match tag {
+        None => format!(".{name}.latlab-{pid}.tmp"),
+        Some(tag) => format!(".{name}.{tag}.latlab-{pid}.tmp"),
+    }))
 }
 
 /// The pid in a temporary file's name, if it is one of ours.
@@ -93,12 +97,19 @@ impl OutputFile {
     /// was: a symbolic link stays one (its target is replaced), and a file keeps its
     /// permissions.
     pub fn create(path: &Path) -> io::Result<OutputFile> {
+        OutputFile::create_tagged(path, None)
+    }
+
+    /// [`create`](OutputFile::create), with `tag` in the temporary file's name: for a
+    /// writer of a destination that another [`OutputFile`] of this process is pending
+    /// for (a checkpoint of the `--json` file).
+    pub fn create_tagged(path: &Path, tag: Option<&str>) -> io::Result<OutputFile> {
         let link_target = fs::symlink_metadata(path)
             .is_ok_and(|m| m.file_type().is_symlink())
             .then(|| fs::canonicalize(path).ok())
             .flatten();
         let path = link_target.as_deref().unwrap_or(path);
-        let temp = temp_name(path, std::process::id())
+        let temp = temp_name(path, std::process::id(), tag)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "it names no file"))?;
         let create = || OpenOptions::new().write(true).create_new(true).open(&temp);
         let file = match create() {
@@ -407,10 +418,14 @@ mod tests {
 
     #[test]
     fn temporary_names_give_back_their_owner() {
-        let temp = temp_name(Path::new("/x/out.json"), 4_194_303).unwrap();
+        let temp = temp_name(Path::new("/x/out.json"), 4_194_303, None).unwrap();
         assert_eq!(temp, Path::new("/x/.out.json.latlab-4194303.tmp"));
         let name = temp.file_name().unwrap().to_str().unwrap();
         assert_eq!(temp_owner(name), Some(4_194_303));
+        let tagged = temp_name(Path::new("/x/out.json"), 12, Some("checkpoint")).unwrap();
+        assert_eq!(tagged, Path::new("/x/.out.json.checkpoint.latlab-12.tmp"));
+        let name = tagged.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_owner(name), Some(12));
         assert_eq!(temp_owner(".out.json.tmp"), None);
         assert_eq!(temp_owner("out.json.latlab-12.tmp"), None);
         assert_eq!(temp_owner(".a.latlab-b.latlab-7.tmp"), Some(7));
