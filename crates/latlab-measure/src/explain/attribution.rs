@@ -50,6 +50,40 @@ pub struct RunExplainer {
     /// Where the catalogue is published after each drain that explained a spike, for
     /// a live view (`--listen`).
     live: Option<Arc<Mutex<Vec<CauseTotal>>>>,
+    /// Where what is explained so far goes when a checkpoint asks.
+    so_far: Option<Arc<ExplainSoFar>>,
+}
+
+/// What a run's explanation holds so far, made on request for a checkpoint by the
+/// thread that explains (at its next drain, about every 100 ms).
+#[derive(Debug, Default)]
+pub struct ExplainSoFar {
+    wanted: std::sync::atomic::AtomicBool,
+    latest: Mutex<Option<Explain>>,
+}
+
+impl ExplainSoFar {
+    /// Asks for a fresh copy and waits up to `wait` for it; gives the latest copy
+    /// made (possibly an older one, `None` before any).
+    pub fn fresh(&self, wait: std::time::Duration) -> Option<Explain> {
+        use std::sync::atomic::Ordering;
+        self.wanted.store(true, Ordering::Release);
+        let deadline = std::time::Instant::now() + wait;
+        while self.wanted.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        latest.clone()
+    }
+
+    fn put_if_wanted(&self, make: impl FnOnce() -> Explain) {
+        use std::sync::atomic::Ordering;
+        if self.wanted.load(Ordering::Acquire) {
+            let explain = make();
+            *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(explain);
+            self.wanted.store(false, Ordering::Release);
+        }
+    }
 }
 
 impl RunExplainer {
@@ -79,7 +113,30 @@ impl RunExplainer {
             placeless: 0,
             symbols: None,
             live: None,
+            so_far: None,
         }
+    }
+
+    /// Makes what is explained so far whenever `so_far` asks (checkpoints).
+    pub fn snapshotting(mut self, so_far: Arc<ExplainSoFar>) -> RunExplainer {
+        self.so_far = Some(so_far);
+        self
+    }
+
+    /// What is explained so far: the counts and catalogue, and the explanations kept,
+    /// largest first (the limits only the end can tell are not said yet).
+    fn explain_so_far(&self) -> Explain {
+        let mut explain = self.explain.clone();
+        let mut kept = self.kept.clone();
+        if let Some(tripped) = &self.tripped {
+            if !kept.contains(tripped) {
+                kept.push(tripped.clone());
+            }
+        }
+        kept.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
+        explain.spikes = kept;
+        explain.sort_catalogue();
+        explain
     }
 
     /// Publishes the catalogue into `live` after each drain that explained a spike.
@@ -312,6 +369,9 @@ impl RunExplainer {
 impl Explainer for RunExplainer {
     fn drained(&mut self, held: &Held, spikes: &mut Vec<FedSpike>, _last: bool) {
         if spikes.is_empty() {
+            if let Some(so_far) = &self.so_far {
+                so_far.put_if_wanted(|| self.explain_so_far());
+            }
             return;
         }
         for spike in spikes.drain(..) {
@@ -323,6 +383,9 @@ impl Explainer for RunExplainer {
                 Ok(mut shown) => *shown = catalogue,
                 Err(poisoned) => *poisoned.into_inner() = catalogue,
             }
+        }
+        if let Some(so_far) = &self.so_far {
+            so_far.put_if_wanted(|| self.explain_so_far());
         }
     }
 }

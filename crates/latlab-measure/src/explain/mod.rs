@@ -24,7 +24,7 @@ mod reader;
 mod ring;
 mod session;
 
-pub use attribution::{RunExplainer, KEPT_EXPLANATIONS};
+pub use attribution::{ExplainSoFar, RunExplainer, KEPT_EXPLANATIONS};
 pub use feed::{FedSample, Origin, SpikeFeed, FEED_CAPACITY};
 pub use latlab_model::explain::ExplainMode;
 pub use ring::{Held, HeldPages};

@@ -2,21 +2,26 @@
 //! explanation from what it gathered.
 
 use crate::listen::LiveCauses;
-use latlab_measure::explain::{ReaderSettings, RunExplainer, Session, KEPT_EXPLANATIONS};
+use latlab_measure::explain::{
+    ExplainSoFar, ReaderSettings, RunExplainer, Session, KEPT_EXPLANATIONS,
+};
 use latlab_measure::notice::Notice;
 use latlab_measure::observer::measure_ab;
 use latlab_measure::plan::RunPlan;
 use latlab_model::explain::{Explain, ExplainMode, ObserverEffect};
 use latlab_model::spec::SchedSpec;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The explanation being gathered for a run.
 pub enum Explaining {
-    /// Tracing the measured CPUs, with what tracing was measured to cost (or why not).
+    /// Tracing the measured CPUs, with what tracing was measured to cost (or why not),
+    /// and where checkpoints get what is explained so far.
     Tracing(
         Box<Session<RunExplainer>>,
         Result<ObserverEffect, String>,
         ExplainMode,
+        Arc<ExplainSoFar>,
     ),
     /// Asked for, but tracing could not start: the Run says why.
     Unavailable(Box<Explain>),
@@ -48,7 +53,9 @@ impl Explaining {
                 Some((p.request.phase.clone(), wire))
             })
             .collect();
-        let mut explainer = RunExplainer::new(mode, KEPT_EXPLANATIONS, wires);
+        let so_far = Arc::new(ExplainSoFar::default());
+        let mut explainer =
+            RunExplainer::new(mode, KEPT_EXPLANATIONS, wires).snapshotting(so_far.clone());
         if let Some(live) = live {
             explainer = explainer.publishing(live);
         }
@@ -65,12 +72,18 @@ impl Explaining {
                     };
                 }
                 match observe(plan, &session) {
-                    Observed::Measured(effect) => {
-                        Some(Explaining::Tracing(Box::new(session), Ok(effect), mode))
-                    }
-                    Observed::NotMeasured(why) => {
-                        Some(Explaining::Tracing(Box::new(session), Err(why), mode))
-                    }
+                    Observed::Measured(effect) => Some(Explaining::Tracing(
+                        Box::new(session),
+                        Ok(effect),
+                        mode,
+                        so_far,
+                    )),
+                    Observed::NotMeasured(why) => Some(Explaining::Tracing(
+                        Box::new(session),
+                        Err(why),
+                        mode,
+                        so_far,
+                    )),
                     // Traced on, the run would explain nothing and say it had.
                     Observed::EventsLeftOff(why) => {
                         drop(session);
@@ -99,7 +112,7 @@ impl Explaining {
     pub fn finish(self, notices: &mut Vec<Notice>) -> Explain {
         let (session, observed, mode) = match self {
             Explaining::Unavailable(explain) => return *explain,
-            Explaining::Tracing(session, observed, mode) => (session, observed, mode),
+            Explaining::Tracing(session, observed, mode, _) => (session, observed, mode),
         };
         let finished = match session.finish() {
             Ok(finished) => finished,
@@ -135,6 +148,51 @@ impl Explaining {
             });
         }
         explain
+    }
+}
+
+/// Where a checkpoint gets the run's explanation as it stands.
+#[derive(Clone)]
+pub enum ExplainSource {
+    /// Tracing: what is explained so far, with what tracing was measured to cost.
+    Tracing {
+        /// The explaining thread's copies.
+        so_far: Arc<ExplainSoFar>,
+        /// The cost of tracing, or why it was not measured.
+        observed: Result<ObserverEffect, String>,
+    },
+    /// Asked for, but unavailable: the Run says why.
+    Unavailable(Box<Explain>),
+}
+
+impl Explaining {
+    /// Where checkpoints get the explanation so far.
+    pub fn for_checkpoints(&self) -> ExplainSource {
+        match self {
+            Explaining::Unavailable(explain) => ExplainSource::Unavailable(explain.clone()),
+            Explaining::Tracing(_, observed, _, so_far) => ExplainSource::Tracing {
+                so_far: so_far.clone(),
+                observed: observed.clone(),
+            },
+        }
+    }
+}
+
+impl ExplainSource {
+    /// The explanation as it stands now (waiting up to `wait` for the explaining
+    /// thread); `None` before it made any.
+    pub fn now(&self, wait: Duration) -> Option<Explain> {
+        match self {
+            ExplainSource::Unavailable(explain) => Some((**explain).clone()),
+            ExplainSource::Tracing { so_far, observed } => {
+                let mut explain = so_far.fresh(wait)?;
+                match observed {
+                    Ok(effect) => explain.observer = Some(effect.clone()),
+                    Err(why) => explain.limits.push(why.clone()),
+                }
+                Some(explain)
+            }
+        }
     }
 }
 

@@ -4,7 +4,7 @@ pub mod check;
 pub mod compare;
 pub mod completions;
 pub mod explain;
-mod explaining;
+pub mod explaining;
 pub mod export;
 pub mod import;
 pub mod loads;

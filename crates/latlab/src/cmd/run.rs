@@ -122,6 +122,18 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     });
     let setup = SystemSetup::apply(plan.lock_request(), plan.dma_latency_us);
     let mut measured = Measured::default();
+    // Started before the phases, ended after them: its tracefs instance goes on every
+    // way out of here, the signals above included (they end the run in order).
+    // With --listen too, the endpoint shows the catalogue of causes as it grows.
+    let live_causes = match (&listening, plan.explain) {
+        (Some(listener), Some(_)) => {
+            let causes = LiveCauses::default();
+            listener.show_causes(causes.clone());
+            Some(causes)
+        }
+        _ => None,
+    };
+    let explaining = Explaining::start(&mut plan, &mut measured.notices, live_causes);
     // The run as it starts, kept in the store (and the --json file) at once and
     // extended at every checkpoint.
     let journal = match checkpoint_every {
@@ -169,23 +181,12 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
                     },
                     every,
                     housekeeping,
+                    explaining.as_ref().map(Explaining::for_checkpoints),
                 )
             })
         }
         None => None,
     };
-    // Started before the phases, ended after them: its tracefs instance goes on every
-    // way out of here, the signals above included (they end the run in order).
-    // With --listen too, the endpoint shows the catalogue of causes as it grows.
-    let live_causes = match (&listening, plan.explain) {
-        (Some(listener), Some(_)) => {
-            let causes = LiveCauses::default();
-            listener.show_causes(causes.clone());
-            Some(causes)
-        }
-        _ => None,
-    };
-    let explaining = Explaining::start(&mut plan, &mut measured.notices, live_causes);
     let wires: Vec<&Arc<Tripwire>> = plan
         .phases
         .iter()
