@@ -20,6 +20,7 @@
 
 use crate::error::CliError;
 use latlab_measure::live::LiveStats;
+use latlab_measure::load::running::RunningLoad;
 use latlab_model::explain::CauseTotal;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -63,6 +64,8 @@ struct Board {
     base: String,
     /// The threads of finished phases at their end.
     finished: Vec<Frozen>,
+    /// The loads of finished phases at their end: labels and work done.
+    finished_loads: Vec<(String, LoadFigures)>,
     /// The phase measuring now.
     current: Option<Current>,
     /// With `--explain`: the catalogue of causes so far, as the trace reader last
@@ -85,6 +88,38 @@ struct Current {
     live: Arc<Vec<LiveStats>>,
     labels: Vec<(String, bool)>,
     rings: Vec<Ring>,
+    /// Its loads, running, and the labels of their series (the phase's).
+    loads: Option<(Arc<Mutex<Vec<RunningLoad>>>, String)>,
+}
+
+/// What a load has done, as a scrape reads it.
+#[derive(Clone)]
+struct LoadFigures {
+    spec: String,
+    unit: String,
+    work: u64,
+    rate: Option<f64>,
+    rate_unit: String,
+}
+
+impl LoadFigures {
+    fn read(loads: &Mutex<Vec<RunningLoad>>) -> Vec<LoadFigures> {
+        loads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|load| {
+                let record = load.so_far();
+                LoadFigures {
+                    spec: record.spec,
+                    unit: record.unit,
+                    work: record.work,
+                    rate: record.rate,
+                    rate_unit: record.rate_unit,
+                }
+            })
+            .collect()
+    }
 }
 
 /// One thread's maxima of the last [`RING`] seconds.
@@ -174,6 +209,7 @@ impl Listener {
         let board = Arc::new(Mutex::new(Board {
             base,
             finished: Vec::new(),
+            finished_loads: Vec::new(),
             current: None,
             causes: None,
         }));
@@ -193,17 +229,26 @@ impl Listener {
         })
     }
 
-    /// Serves the threads of a phase that begins measuring.
-    pub fn begin_phase(&self, live: Arc<Vec<LiveStats>>, streams: &[StreamId]) {
+    /// Serves the threads of a phase that begins measuring, and the work its `loads`
+    /// do.
+    pub fn begin_phase(
+        &self,
+        live: Arc<Vec<LiveStats>>,
+        streams: &[StreamId],
+        phase: &str,
+        loads: Arc<Mutex<Vec<RunningLoad>>>,
+    ) {
         let mut board = lock(&self.board);
         let labels = streams
             .iter()
             .map(|s| (stream_labels(&board.base, s), wake_ups(&s.probe)))
             .collect();
+        let load_labels = format!("{},phase=\"{}\"", board.base, escape(phase));
         board.current = Some(Current {
             rings: streams.iter().map(|_| Ring::new()).collect(),
             live,
             labels,
+            loads: Some((loads, load_labels)),
         });
     }
 
@@ -216,6 +261,11 @@ impl Listener {
     pub fn end_phase(&self) {
         let mut board = lock(&self.board);
         if let Some(current) = board.current.take() {
+            if let Some((loads, labels)) = &current.loads {
+                for figures in LoadFigures::read(loads) {
+                    board.finished_loads.push((labels.clone(), figures));
+                }
+            }
             for (live, (labels, wake_ups)) in current.live.iter().zip(current.labels) {
                 board.finished.push(Frozen {
                     labels,
@@ -527,6 +577,15 @@ fn render(board: &Board, dialect: Dialect) -> String {
             let _ = writeln!(out, "{}{total}{{{labels}}} {value}", family.name);
         }
     }
+    let mut loads: Vec<(String, LoadFigures)> = board.finished_loads.clone();
+    if let Some((running, labels)) = board.current.as_ref().and_then(|c| c.loads.as_ref()) {
+        loads.extend(
+            LoadFigures::read(running)
+                .into_iter()
+                .map(|f| (labels.clone(), f)),
+        );
+    }
+    render_loads(&mut out, &loads, dialect);
     if let Some(causes) = &board.causes {
         render_causes(&mut out, &board.base, causes, dialect);
     }
@@ -534,6 +593,55 @@ fn render(board: &Board, dialect: Dialect) -> String {
         out.push_str("# EOF\n");
     }
     out
+}
+
+const LOAD_WORK: Family = Family {
+    name: "latlab_load_work",
+    kind: "counter",
+    unit: "",
+    help: "Work a background load has done so far, in the unit its work_unit label names \
+           (hackbench messages, bytes copied, ...): its rate is the load's throughput.",
+};
+
+const LOAD_RATE: Family = Family {
+    name: "latlab_load_rate",
+    kind: "gauge",
+    unit: "",
+    help: "A background load's throughput since it started, in its rate_unit label's unit.",
+};
+
+/// The loads' work as counters and their rates as gauges, per phase and load.
+fn render_loads(out: &mut String, loads: &[(String, LoadFigures)], dialect: Dialect) {
+    if loads.is_empty() {
+        return;
+    }
+    let labels = |base: &str, f: &LoadFigures| format!("{base},load=\"{}\"", escape(&f.spec));
+    header(out, &LOAD_WORK, dialect);
+    for (base, f) in loads {
+        let _ = writeln!(
+            out,
+            "{}_total{{{},work_unit=\"{}\"}} {}",
+            LOAD_WORK.name,
+            labels(base, f),
+            escape(&f.unit),
+            f.work
+        );
+    }
+    let rated: Vec<_> = loads.iter().filter(|(_, f)| f.rate.is_some()).collect();
+    if rated.is_empty() {
+        return;
+    }
+    header(out, &LOAD_RATE, dialect);
+    for (base, f) in rated {
+        let _ = writeln!(
+            out,
+            "{}{{{},rate_unit=\"{}\"}} {}",
+            LOAD_RATE.name,
+            labels(base, f),
+            escape(&f.rate_unit),
+            f.rate.unwrap_or_default()
+        );
+    }
 }
 
 const CAUSE_SECONDS: Family = Family {
@@ -598,7 +706,9 @@ fn header(out: &mut String, family: &Family, dialect: Dialect) {
     match dialect {
         Dialect::OpenMetrics => {
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            let _ = writeln!(out, "# UNIT {name} {}", family.unit);
+            if !family.unit.is_empty() {
+                let _ = writeln!(out, "# UNIT {name} {}", family.unit);
+            }
             let _ = writeln!(out, "# HELP {name} {}", family.help.replace('"', "\\\""));
         }
         Dialect::Prometheus => {
@@ -658,6 +768,7 @@ mod tests {
         let board = Mutex::new(Board {
             base: "run=\"r\"".into(),
             finished: Vec::new(),
+            finished_loads: Vec::new(),
             current: None,
             causes: None,
         });
@@ -674,7 +785,7 @@ mod tests {
             index: 0,
             cpu: Some(1),
         };
-        listener.begin_phase(live.clone(), &[id]);
+        listener.begin_phase(live.clone(), &[id], "main", Arc::default());
         for v in [1_000, 2_000, 40_000, -3] {
             live[0].publish(v, 1);
         }

@@ -442,7 +442,12 @@ fn run_phase(
             .collect(),
     );
     if let Some(listener) = listener {
-        listener.begin_phase(live.clone(), &stream_ids(phase, measured.streams.len()));
+        listener.begin_phase(
+            live.clone(),
+            &stream_ids(phase, measured.streams.len()),
+            &phase.request.phase,
+            loads.clone(),
+        );
     }
     let mut display = LiveDisplay::new(human, quiet, &phase.request, &phase.describe());
     // A display nobody can read any more (a closed pipe, a hung-up terminal) is no

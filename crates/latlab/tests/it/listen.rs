@@ -314,3 +314,51 @@ fn an_explained_run_serves_its_causes_live_as_its_catalogue_grows() {
     let explain = run.explain.expect("an explained run");
     assert!(explain.catalogue.iter().map(|c| c.spikes).sum::<u64>() >= spikes_of(&later));
 }
+
+/// The value of the first series of `family` in `metrics` whose line holds `needle`.
+fn series(metrics: &str, family: &str, needle: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(family) && l.contains(needle))
+        .find_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+}
+
+#[test]
+fn a_loads_work_is_served_live_and_grows() {
+    let _guard = serial();
+    let live = Live::start(&["-c", "0", "-d", "60s", "--load", "cpu"]);
+    let mut first = String::new();
+    for _ in 0..100 {
+        first = get(live.port, "/metrics", None).2;
+        if series(&first, "latlab_load_work_total{", "load=\"cpu\"").is_some_and(|w| w > 0.0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
+    let second = get(live.port, "/metrics", None).2;
+    for metrics in [&first, &second] {
+        let (ok, out, err) = pipe(promtool(), &["check", "metrics"], metrics);
+        assert!(
+            ok && out.is_empty() && err.is_empty(),
+            "promtool: {out}{err}\n{metrics}"
+        );
+    }
+    let work = |m: &str| series(m, "latlab_load_work_total{", "load=\"cpu\"").unwrap();
+    assert!(work(&second) > work(&first), "{first}\n{second}");
+    assert!(second.contains("work_unit=\""), "{second}");
+    let rate = series(&second, "latlab_load_rate{", "load=\"cpu\"").expect("a rate");
+    assert!(rate > 0.0);
+    let openmetrics = get(live.port, "/metrics", Some("application/openmetrics-text")).2;
+    let (ok, out, err) = pipe("python3", &["-c", OPENMETRICS_PARSER], &openmetrics);
+    assert!(ok, "the OpenMetrics parser: {err}\n{openmetrics}");
+    assert!(
+        out.lines().any(|l| l == "latlab_load_work counter"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l == "latlab_load_rate gauge"), "{out}");
+    let (code, run) = live.stop();
+    assert_eq!(code, 0);
+    // The kept run's load did at least the work served last.
+    assert!(run.phases[0].loads[0].work as f64 >= work(&second));
+}
