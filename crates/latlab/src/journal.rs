@@ -65,10 +65,16 @@ pub struct CurrentPhase {
 pub struct JournalStats {
     /// Checkpoints written.
     pub written: u64,
-    /// The longest time one took to build and write (commit and sync included).
-    pub slowest: Duration,
-    /// All of them together.
-    pub total: Duration,
+    /// The longest time one took to gather (the threads' hand-overs, the loads, the
+    /// explanation) and build the Run.
+    pub gather_slowest: Duration,
+    /// Gathering, all of them together.
+    pub gather_total: Duration,
+    /// The longest time one took to write (the store's commit and sync, the --json
+    /// file's write, sync and rename).
+    pub write_slowest: Duration,
+    /// Writing, all of them together.
+    pub write_total: Duration,
     /// The first failure, if writing one failed.
     pub failure: Option<String>,
 }
@@ -183,6 +189,8 @@ fn write_checkpoints<S: RunStore>(
         if let Some(source) = &explain {
             run.explain = source.now(EXPLAIN_WAIT);
         }
+        let gathered = began.elapsed();
+        let writing = Instant::now();
         let mut failure = None;
         if let Some(store) = targets.store.as_mut() {
             if let Err(e) = store.update(&run) {
@@ -197,10 +205,12 @@ fn write_checkpoints<S: RunStore>(
                 failure.get_or_insert(format!("{}: {e}", path.display()));
             }
         }
-        let took = began.elapsed();
+        let wrote = writing.elapsed();
         stats.written += 1;
-        stats.total += took;
-        stats.slowest = stats.slowest.max(took);
+        stats.gather_total += gathered;
+        stats.gather_slowest = stats.gather_slowest.max(gathered);
+        stats.write_total += wrote;
+        stats.write_slowest = stats.write_slowest.max(wrote);
         if stats.failure.is_none() {
             stats.failure = failure;
         }
