@@ -85,7 +85,7 @@ pub(crate) fn svg(
         draw(&root, chart, &legend)
             .and_then(|()| root.present())
             .map_err(|e| ReportError::Plot {
-                plot: chart.kind,
+                plot: chart.name,
                 message: e.to_string(),
             })?;
     }
@@ -172,6 +172,20 @@ fn draw(root: &Area, chart: &Chart, legend: &Legend) -> DrawResult {
             ((x0..x1).log_scale(), power_of_ten),
             ((y0..y1).log_scale(), power_of_ten),
         )?,
+        (Axis::Dates { min, max }, Axis::Linear { max: y }) => draw_lines(
+            area,
+            chart,
+            (min..max, date_labeller(max - min)),
+            (0f64..y, axis_number),
+        )?,
+        (Axis::Dates { min, max }, Axis::Log { min: y0, max: y1 }) => draw_lines(
+            area,
+            chart,
+            (min..max, date_labeller(max - min)),
+            ((y0..y1).log_scale(), power_of_ten),
+        )?,
+        // Dates are only ever the x axis: no chart has them upwards.
+        (_, Axis::Dates { .. }) => {}
     }
     legend.draw(&legend_area, chart)
 }
@@ -214,8 +228,51 @@ where
         for segment in &series.segments {
             plot.draw_series(LineSeries::new(segment.iter().copied(), style))?;
         }
+        for mark in &series.marks {
+            let style = match mark.hollow {
+                true => colour(series.colour).stroke_width(2),
+                false => colour(series.colour).filled(),
+            };
+            plot.draw_series(std::iter::once(Circle::new(mark.at, 4, style)))?;
+            if let Some(label) = &mark.label {
+                let font = (FONT, 13).into_font().color(&BLACK);
+                plot.draw_series(std::iter::once(
+                    EmptyElement::at(mark.at)
+                        + Text::new(label.clone(), (8, -14), font.pos(MARK_LABEL)),
+                ))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Where a mark's label sits: right of the point and above it.
+const MARK_LABEL: Pos = Pos {
+    h_pos: HPos::Left,
+    v_pos: VPos::Center,
+};
+
+/// The label of a date axis spanning `span_s` seconds: days when it spans several,
+/// else the day and the time of day (UTC).
+fn date_labeller(span_s: f64) -> Labeller {
+    if span_s >= 3.0 * 86_400.0 {
+        |t| utc(*t).get(..10).unwrap_or("").to_string()
+    } else {
+        |t| {
+            let stamp = utc(*t);
+            format!(
+                "{} {}",
+                stamp.get(5..10).unwrap_or(""),
+                stamp.get(11..16).unwrap_or("")
+            )
+        }
+    }
+}
+
+/// An instant in seconds since the epoch as RFC 3339 UTC.
+fn utc(seconds: f64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds.max(0.0));
+    latlab_model::stamp::rfc3339(at)
 }
 
 /// A linear axis' label: the value with at most three decimals.
@@ -332,6 +389,13 @@ mod tests {
     fn linear_labels_drop_trailing_zeros() {
         assert_eq!(axis_number(&200.0), "200");
         assert_eq!(axis_number(&0.25), "0.25");
+    }
+
+    #[test]
+    fn dates_are_labelled_by_day_or_by_time_of_day() {
+        let noon = 1_795_780_800.0; // 2026-11-27T12:00:00Z
+        assert_eq!(date_labeller(30.0 * 86_400.0)(&noon), "2026-11-27");
+        assert_eq!(date_labeller(3_600.0)(&noon), "11-27 12:00");
     }
 
     #[test]

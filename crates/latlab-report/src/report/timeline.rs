@@ -67,7 +67,7 @@ pub(crate) fn timeline(
     // A maximum of 0 has no place on a log axis: it is drawn on the axis.
     let y_of = |value: i64| match y_axis {
         Axis::Log { min, .. } => (value as f64 / 1e3).max(min),
-        Axis::Linear { .. } => value as f64 / 1e3,
+        Axis::Linear { .. } | Axis::Dates { .. } => value as f64 / 1e3,
     };
     let series: Vec<Series> = maxima
         .iter()
@@ -90,6 +90,7 @@ pub(crate) fn timeline(
                 label: format!("{} · max {}", line.name, figures::us_unit(Nanos(line_max))),
                 colour: line.colour,
                 segments,
+                marks: Vec::new(),
             })
         })
         .collect();
@@ -100,7 +101,7 @@ pub(crate) fn timeline(
             .map(|(_, t)| t.interval_ns.to_string()),
     );
     Chart {
-        kind: PlotKind::Timeline,
+        name: PlotKind::Timeline.name(),
         caption: format!("Largest sample per interval · {caption}"),
         x_label: format!("time into the run ({unit})"),
         // A vertical axis has no room for the reason: the caption says it.
