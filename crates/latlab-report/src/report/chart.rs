@@ -42,8 +42,8 @@ pub(crate) enum Axis {
         /// Top of the axis.
         max: f64,
     },
-    /// Instants, in seconds since the Unix epoch, from `min` to `max`, labelled with
-    /// UTC dates.
+    /// Instants, in days since the Unix epoch, from `min` to `max`, labelled with UTC
+    /// dates (and times of day between midnights).
     Dates {
         /// The earliest instant.
         min: f64,

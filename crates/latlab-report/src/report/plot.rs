@@ -172,16 +172,13 @@ fn draw(root: &Area, chart: &Chart, legend: &Legend) -> DrawResult {
             ((x0..x1).log_scale(), power_of_ten),
             ((y0..y1).log_scale(), power_of_ten),
         )?,
-        (Axis::Dates { min, max }, Axis::Linear { max: y }) => draw_lines(
-            area,
-            chart,
-            (min..max, date_labeller(max - min)),
-            (0f64..y, axis_number),
-        )?,
+        (Axis::Dates { min, max }, Axis::Linear { max: y }) => {
+            draw_lines(area, chart, (min..max, day_label), (0f64..y, axis_number))?
+        }
         (Axis::Dates { min, max }, Axis::Log { min: y0, max: y1 }) => draw_lines(
             area,
             chart,
-            (min..max, date_labeller(max - min)),
+            (min..max, day_label),
             ((y0..y1).log_scale(), power_of_ten),
         )?,
         // Dates are only ever the x axis: no chart has them upwards.
@@ -252,20 +249,19 @@ const MARK_LABEL: Pos = Pos {
     v_pos: VPos::Center,
 };
 
-/// The label of a date axis spanning `span_s` seconds: days when it spans several,
-/// else the day and the time of day (UTC).
-fn date_labeller(span_s: f64) -> Labeller {
-    if span_s >= 3.0 * 86_400.0 {
-        |t| utc(*t).get(..10).unwrap_or("").to_string()
+/// The label of a date axis at `days` since the epoch: the date at midnight
+/// (`2026-11-27`), else the day and the time of day (`11-27 12:00`), UTC.
+fn day_label(days: &f64) -> String {
+    let minutes = (days * 1_440.0).round();
+    let stamp = utc(minutes * 60.0);
+    if minutes % 1_440.0 == 0.0 {
+        stamp.get(..10).unwrap_or("").to_string()
     } else {
-        |t| {
-            let stamp = utc(*t);
-            format!(
-                "{} {}",
-                stamp.get(5..10).unwrap_or(""),
-                stamp.get(11..16).unwrap_or("")
-            )
-        }
+        format!(
+            "{} {}",
+            stamp.get(5..10).unwrap_or(""),
+            stamp.get(11..16).unwrap_or("")
+        )
     }
 }
 
@@ -393,9 +389,9 @@ mod tests {
 
     #[test]
     fn dates_are_labelled_by_day_or_by_time_of_day() {
-        let noon = 1_795_780_800.0; // 2026-11-27T12:00:00Z
-        assert_eq!(date_labeller(30.0 * 86_400.0)(&noon), "2026-11-27");
-        assert_eq!(date_labeller(3_600.0)(&noon), "11-27 12:00");
+        let midnight = 20_784.0; // 2026-11-27
+        assert_eq!(day_label(&midnight), "2026-11-27");
+        assert_eq!(day_label(&(midnight + 0.5)), "11-27 12:00");
     }
 
     #[test]

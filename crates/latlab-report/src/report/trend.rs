@@ -472,13 +472,14 @@ pub(crate) fn document(trend: &Trend, axis: LatencyAxis) -> Document {
 
 /// The plot: one line per group, each run a mark (hollow for a bound).
 fn chart(trend: &Trend, axis: LatencyAxis) -> Chart {
-    let seconds = |t: SystemTime| {
+    // Days, so that the axis' round numbers fall on midnights.
+    let days = |t: SystemTime| {
         t.duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
+            .map_or(0.0, |d| d.as_secs_f64() / 86_400.0)
     };
     let drawn: Vec<(f64, Figure)> = trend
         .points()
-        .filter_map(|p| Some((seconds(p.started_at?), p.figure?)))
+        .filter_map(|p| Some((days(p.started_at?), p.figure?)))
         .collect();
     let (first, last) = drawn
         .iter()
@@ -487,8 +488,8 @@ fn chart(trend: &Trend, axis: LatencyAxis) -> Chart {
         });
     // One run, or runs started together, still get an axis: an hour either side.
     let (first, last) = match last - first {
-        span if span >= 60.0 => (first - span * 0.03, last + span * 0.03),
-        _ => (first - 3_600.0, last + 3_600.0),
+        span if span >= 1.0 / 1_440.0 => (first - span * 0.03, last + span * 0.03),
+        _ => (first - 1.0 / 24.0, last + 1.0 / 24.0),
     };
     let mut values: Vec<f64> = drawn.iter().map(|(_, f)| f.drawn()).collect();
     values.sort_by(f64::total_cmp);
@@ -518,7 +519,7 @@ fn chart(trend: &Trend, axis: LatencyAxis) -> Chart {
                 .filter_map(|p| {
                     let figure = p.figure?;
                     Some(Mark {
-                        at: (seconds(p.started_at?), y_of(figure.drawn())),
+                        at: (days(p.started_at?), y_of(figure.drawn())),
                         hollow: figure.is_bound(),
                         label: None,
                     })

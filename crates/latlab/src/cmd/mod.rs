@@ -17,3 +17,4 @@ pub mod run;
 pub mod runs;
 pub mod scenarios;
 pub mod show;
+pub mod trend;

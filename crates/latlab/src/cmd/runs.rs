@@ -1,6 +1,6 @@
 //! `latlab runs`: what the store holds, newest added first, as a table or JSON.
 
-use crate::cli::RunsArgs;
+use crate::cli::{RunFilterArgs, RunsArgs};
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
 use comfy_table::{presets, Table};
@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 /// Lists stored runs, newest added first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
-    let filter = filter_of(args)?;
+    let filter = filter_of(&args.filter)?;
     let path = args
         .store
         .clone()
@@ -61,7 +61,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
 }
 
 /// The filter the flags ask for; a bad value is a usage error naming its flag.
-fn filter_of(args: &RunsArgs) -> Result<RunFilter, CliError> {
+pub fn filter_of(args: &RunFilterArgs) -> Result<RunFilter, CliError> {
     let mut tags = Vec::with_capacity(args.tags.len());
     for text in &args.tags {
         let (key, value) = match text.split_once('=') {
@@ -71,19 +71,19 @@ fn filter_of(args: &RunsArgs) -> Result<RunFilter, CliError> {
         check_tag(key, value.as_deref().unwrap_or("")).map_err(|e| CliError::usage("--tag", e))?;
         tags.push((key.to_string(), value));
     }
-    let added_since = args
-        .since
-        .as_deref()
-        .map(|text| parse_time_bound(text, SystemTime::now()))
-        .transpose()
-        .map_err(|e| CliError::usage("--since", e))?;
+    let bound = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|text| parse_time_bound(text, SystemTime::now()))
+            .transpose()
+            .map_err(|e| CliError::usage(flag, e))
+    };
     Ok(RunFilter {
         host: args.host.clone(),
         kernel: args.kernel.clone(),
         scenario: args.scenario.clone(),
         tags,
-        added_since,
-        added_before: None,
+        added_since: bound("--since", &args.since)?,
+        added_before: bound("--before", &args.before)?,
     })
 }
 

@@ -1,0 +1,181 @@
+//! The views of many runs: `latlab trend` on a store holding runs of two hosts, and
+//! `latlab serve` answering HTTP on loopback (its pages in a browser: `browser.rs`).
+
+use crate::common::{latlab, text, with_store};
+use latlab_model::run::{Percentile, Run};
+use latlab_model::Nanos;
+use std::path::{Path, PathBuf};
+
+/// The runs of [`farm_store`]: id, host, start (`None`: unknown), and every stream's
+/// p99.9 in µs.
+pub const FARM: [(&str, &str, Option<&str>, i64); 6] = [
+    (
+        "20261101T000000Z-a00001",
+        "rig1",
+        Some("2026-11-01T00:00:00.000Z"),
+        80,
+    ),
+    (
+        "20261103T000000Z-a00002",
+        "rig1",
+        Some("2026-11-03T00:00:00.000Z"),
+        90,
+    ),
+    (
+        "20261105T000000Z-a00003",
+        "rig1",
+        Some("2026-11-05T00:00:00.000Z"),
+        1_900,
+    ),
+    (
+        "20261102T000000Z-b00001",
+        "rig2",
+        Some("2026-11-02T00:00:00.000Z"),
+        50,
+    ),
+    (
+        "20261104T000000Z-b00002",
+        "rig2",
+        Some("2026-11-04T00:00:00.000Z"),
+        60,
+    ),
+    ("20261106T000000Z-b00003", "rig2", None, 55),
+];
+
+/// A store in `dir` holding the [`FARM`]'s runs, imported from Run files made of the
+/// documented example run: its host, start and p99.9 changed, everything else as
+/// measured.
+pub fn farm_store(dir: &Path) -> PathBuf {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+    let example = Run::from_json(&std::fs::read_to_string(example).unwrap()).unwrap();
+    let mut files = Vec::new();
+    for (id, host, start, p999_us) in FARM {
+        let mut run = example.clone();
+        run.id = id.to_string();
+        run.host.as_mut().unwrap().hostname = host.to_string();
+        run.started_at = start.map(str::to_string);
+        let p999 = Nanos(p999_us * 1_000);
+        for stream in &mut run.streams {
+            let stats = &mut stream.stats;
+            stats
+                .percentiles_ns
+                .insert("99.9".into(), Percentile::Exact(p999));
+            // The ranks above stay in order, and the maximum above them all.
+            for rank in ["99.99", "99.999"] {
+                let above = stats.percentiles_ns[rank].value().max(p999);
+                stats
+                    .percentiles_ns
+                    .insert(rank.into(), Percentile::Exact(above));
+            }
+            stats.max_ns = stats.max_ns.max(Some(p999));
+        }
+        let file = dir.join(format!("{id}.json"));
+        std::fs::write(&file, run.to_json_pretty()).unwrap();
+        files.push(file);
+    }
+    let store = dir.join("farm.sqlite");
+    let mut import = vec!["import"];
+    import.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let (code, _, err) = with_store(&store, &import);
+    assert_eq!(code, 0, "{err}");
+    store
+}
+
+/// `latlab trend ARGS --json` on `store`, parsed.
+fn trend_json(store: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["trend", "--json"];
+    all.extend(args);
+    let (code, out, err) = with_store(store, &all);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn trend_follows_each_hosts_worst_p99_9_in_start_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let trend = trend_json(&store, &["--metric", "p99.9", "--by", "host"]);
+    assert_eq!(trend["metric"], "p99.9");
+    assert_eq!(trend["unit"], "ns");
+    let groups = trend["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{trend}");
+    for (group, host) in groups.iter().zip(["rig1", "rig2"]) {
+        assert_eq!(group["group"]["host"], host);
+        let expected: Vec<_> = FARM.iter().filter(|r| r.1 == host).collect();
+        let runs = group["runs"].as_array().unwrap();
+        let ids: Vec<&str> = runs.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        // Start order is the FARM's order: the unknown start comes last.
+        assert_eq!(ids, expected.iter().map(|r| r.0).collect::<Vec<_>>());
+        for (run, (_, _, start, p999_us)) in runs.iter().zip(&expected) {
+            assert_eq!(run["value"], p999_us * 1_000, "{run}");
+            assert_eq!(run["started_at"].is_null(), start.is_none(), "{run}");
+            assert!(run["samples"].as_u64().unwrap() > 0);
+        }
+        let worst = expected.iter().map(|r| r.3).max().unwrap();
+        assert_eq!(group["worst"], worst * 1_000);
+    }
+    // rig1: 80, 90, 1900 µs; its median is the middle one.
+    assert_eq!(groups[0]["median"], 90_000);
+
+    let rig2 = trend_json(&store, &["--host", "rig2", "--by", "host,kernel"]);
+    let groups = rig2["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["group"]["host"], "rig2");
+    assert_eq!(groups[0]["group"]["kernel"], "6.18.44-fc-v595");
+}
+
+#[test]
+fn trend_prints_its_tables_and_writes_its_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let svg = dir.path().join("trend.svg");
+    let (code, out, err) = with_store(
+        &store,
+        &["trend", "--metric", "max", "-o", svg.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("host=rig1") && out.contains("host=rig2"),
+        "{out}"
+    );
+    assert!(out.contains("unknown: not placed"), "{out}");
+    let lint = std::process::Command::new("xmllint")
+        .arg("--noout")
+        .arg(&svg)
+        .output()
+        .expect("xmllint is needed: apt-get install libxml2-utils (scripts/test does)");
+    assert!(lint.status.success(), "{}", text(&lint.stderr));
+    let circles = std::fs::read_to_string(&svg)
+        .unwrap()
+        .matches("<circle")
+        .count();
+    assert_eq!(circles, FARM.len() - 1);
+}
+
+#[test]
+fn trend_refuses_an_unknown_metric_or_grouping_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("none.sqlite");
+    for (args, flag) in [
+        (vec!["trend", "--metric", "p42"], "--metric"),
+        (vec!["trend", "--by", "cpu"], "--by"),
+        (vec!["trend", "-o", "trend.png"], "--output"),
+    ] {
+        let (code, _, err) = with_store(&store, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn trend_of_an_empty_selection_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let out = latlab()
+        .args(["trend", "--host", "nowhere", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("0 runs in 0 groups"));
+}
