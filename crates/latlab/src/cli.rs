@@ -87,6 +87,9 @@ pub enum Command {
     /// A figure of many runs over time, per host, kernel, scenario or tag (OSADL's
     /// long-term view): a table per group, and the plot with -o.
     Trend(TrendArgs),
+    /// The store's runs, reports, comparisons and trends as web pages (read-only,
+    /// loopback unless --listen-any), until stopped.
+    Serve(ServeArgs),
     /// Other tools' result files into the store: cyclictest, rtla, oslat, jitterdebugger.
     Import(ImportArgs),
     /// Real-time readiness audit: each check's verdict, evidence and fix (exit 1 if any fails).
@@ -569,6 +572,26 @@ pub struct RunFilterArgs {
     /// Only runs added before: an age or a UTC date, as for --since.
     #[arg(long, value_name = "AGE|DATE")]
     pub before: Option<String>,
+}
+
+/// `latlab serve`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Pages: / (the runs, with the filters of latlab runs), /run/RUN (its report; a running run
+reloads from its last checkpoint), /compare?base=RUN&new=RUN and
+/trend?metric=p99.9&by=host,kernel (with the same filters). Nothing is ever written.
+Ctrl-C or SIGTERM stops it.")]
+pub struct ServeArgs {
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Where to serve: HOST:PORT, loopback only unless --listen-any (port 0: any free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Let --listen bind an address other than loopback (anyone who can reach it can
+    /// read every stored run).
+    #[arg(long)]
+    pub listen_any: bool,
 }
 
 /// `latlab trend`.

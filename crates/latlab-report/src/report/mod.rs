@@ -30,6 +30,7 @@ mod plot;
 mod png;
 mod run_section;
 mod run_tables;
+pub mod site;
 mod summary;
 mod text;
 mod timeline;

@@ -181,12 +181,26 @@ fn minute(time: &Option<String>) -> String {
 }
 
 /// One column: its header and what it shows of a run.
-type Column = (&'static str, fn(&RunSummary) -> String);
+pub type Column = (&'static str, fn(&RunSummary) -> String);
 
-/// The table, with a column for names, scenarios, loads and tags only when a run
-/// listed has one. Every text comes from a Run file, perhaps imported: none reaches
-/// the terminal raw. Unknown is `?`; nothing (no scenario, no loads) is `-`.
+/// The table: its columns as [`columns`] chooses them.
 fn table(runs: &[RunSummary]) -> Table {
+    let columns = columns(runs);
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_header(columns.iter().map(|(name, _)| *name));
+    for r in runs {
+        table.add_row(columns.iter().map(|(_, cell)| cell(r)));
+    }
+    table
+}
+
+/// The columns of the runs table (`latlab runs`, the index of `latlab serve`), with a
+/// column for names, scenarios, loads and tags only when a run listed has one. Every
+/// text comes from a Run file, perhaps imported: none reaches the terminal raw.
+/// Unknown is `?`; nothing (no scenario, no loads) is `-`.
+pub fn columns(runs: &[RunSummary]) -> Vec<Column> {
     let any = |has: fn(&RunSummary) -> bool| runs.iter().any(has);
     let mut columns: Vec<Column> = vec![("id", |r| safe(&r.id).into_owned())];
     if any(|r| r.name.is_some()) {
@@ -243,12 +257,5 @@ fn table(runs: &[RunSummary]) -> Table {
             format!("{}{degraded}", safe(&r.verdict))
         }),
     ]);
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_header(columns.iter().map(|(name, _)| *name));
-    for r in runs {
-        table.add_row(columns.iter().map(|(_, cell)| cell(r)));
-    }
-    table
+    columns
 }
