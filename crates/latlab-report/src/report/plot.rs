@@ -5,7 +5,7 @@
 //! Okabe–Ito colours first, then Paul Tol's "muted" ones; a stream keeps its colour in
 //! every plot and in the tables' swatches.
 
-use super::chart::{Axis, Chart};
+use super::chart::{Axis, Chart, COLUMNS};
 use super::ReportError;
 use latlab_model::text::xml_escaped;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -219,7 +219,17 @@ where
         .bold_line_style(RGBColor(0xD0, 0xD5, 0xDB))
         .light_line_style(RGBColor(0xEE, 0xF0, 0xF3))
         .draw()?;
-    let stroke = if chart.series.len() > 6 { 1 } else { 2 };
+    // Thin lines when there are many, or when they are dense (a long run's timeline
+    // moves at nearly every pixel column): a thick zigzag hides the lines behind it.
+    let dense = chart
+        .series
+        .iter()
+        .any(|s| s.segments.iter().map(Vec::len).sum::<usize>() > COLUMNS / 3);
+    let stroke = if chart.series.len() > 6 || dense {
+        1
+    } else {
+        2
+    };
     for series in &chart.series {
         let style = colour(series.colour).stroke_width(stroke);
         for segment in &series.segments {
@@ -232,22 +242,20 @@ where
             };
             plot.draw_series(std::iter::once(Circle::new(mark.at, 4, style)))?;
             if let Some(label) = &mark.label {
-                let font = (FONT, 13).into_font().color(&BLACK);
+                // Right of the point, or left of it in the plot's right third.
+                let (dx, anchor) = match chart.x_axis.column(mark.at.0) > COLUMNS * 2 / 3 {
+                    true => (-8, Pos::new(HPos::Right, VPos::Center)),
+                    false => (8, Pos::new(HPos::Left, VPos::Center)),
+                };
+                let font = (FONT, 13).into_font().color(&BLACK).pos(anchor);
                 plot.draw_series(std::iter::once(
-                    EmptyElement::at(mark.at)
-                        + Text::new(label.clone(), (8, -14), font.pos(MARK_LABEL)),
+                    EmptyElement::at(mark.at) + Text::new(label.clone(), (dx, -14), font),
                 ))?;
             }
         }
     }
     Ok(())
 }
-
-/// Where a mark's label sits: right of the point and above it.
-const MARK_LABEL: Pos = Pos {
-    h_pos: HPos::Left,
-    v_pos: VPos::Center,
-};
 
 /// The label of a date axis at `days` since the epoch: the date at midnight
 /// (`2026-11-27`), else the day and the time of day (`11-27 12:00`), UTC.

@@ -658,3 +658,70 @@ fn the_pages_of_serve_render_in_chromium_with_their_plots() {
     );
     assert!(served.stop().success());
 }
+
+/// [`spiked_run`] as if it had measured for 24 h: each stream's timeline as the
+/// recorder leaves it after coarsening (1 s intervals doubled to 32 s to fit 4096
+/// slots: 2700 of them, holding the stream's 5000 samples), and the 10 ms sample of
+/// CPU 0 in slot 1500 (13 h 20 min into the run).
+fn day_long_run() -> Run {
+    let mut run = spiked_run();
+    run.id = "20261122T120000Z-da7da7".to_string();
+    let day = Nanos::from_secs(86_400);
+    for phase in &mut run.phases {
+        phase.elapsed_ns = Some(day);
+    }
+    for stream in &mut run.streams {
+        let spiked = stream.cpu == Some(0);
+        stream.elapsed_ns = Some(day);
+        stream.timeline = Timeline {
+            interval_ns: Nanos::from_secs(32),
+            max_ns: (0..2_700u64)
+                .map(|i| match i {
+                    1_500 if spiked => Some(Nanos(10_000_000)),
+                    _ => Some(Nanos(5_000 + ((i * 7_919) % 55_000) as i64)),
+                })
+                .collect(),
+            count: (0..2_700).map(|i| if i < 2_300 { 2 } else { 1 }).collect(),
+        };
+    }
+    run
+}
+
+#[test]
+fn a_day_long_run_shows_its_maxima_over_the_whole_day_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let json = dir.path().join("day.json");
+    std::fs::write(&json, day_long_run().to_json_pretty()).unwrap();
+    let (code, _, err) = with_store(&store, &["import", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    report(&store, &["last"], &dir.path().join("day.html"));
+    let result = inspect(dir.path(), "day.html");
+    assert_readable(&result);
+    let plots = result["plots"].as_array().unwrap();
+    let timeline = plots
+        .iter()
+        .find(|p| {
+            p["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("Largest sample per 32 s")
+        })
+        .unwrap_or_else(|| panic!("the timeline names its interval: {result}"));
+    let text = timeline["text"].as_str().unwrap();
+    assert!(text.contains("time into the run (h)"), "{text}");
+    assert!(text.contains("max 10000.000 µs at 13.3 h"), "{text}");
+    // Each line is one polyline of at most a point per pixel column, across the width.
+    let width = timeline["width"].as_f64().unwrap();
+    for line in timeline["lines"].as_array().unwrap() {
+        let points = line["points"].as_array().unwrap();
+        assert!(points.len() <= 900, "{} points", points.len());
+        let xs: Vec<f64> = points.iter().map(|p| p[0].as_f64().unwrap()).collect();
+        let span = xs.iter().cloned().fold(f64::MIN, f64::max)
+            - xs.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(
+            span > width * 0.7,
+            "the line spans the day: {span} of {width}"
+        );
+    }
+}
