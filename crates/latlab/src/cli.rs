@@ -475,6 +475,14 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Instead of the report, the trend of this figure over the runs given (as
+    /// `latlab trend` draws it): p50 ... p99.999, max or missed; html, markdown, text or
+    /// svg (--format, or the --output file's extension).
+    #[arg(long, value_name = "METRIC")]
+    pub trend: Option<String>,
+    /// With --trend: group the runs by host, kernel, scenario and tag:KEY, comma-separated.
+    #[arg(long, value_name = "KEYS", default_value = "host", requires = "trend")]
+    pub by: String,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,

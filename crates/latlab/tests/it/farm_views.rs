@@ -319,3 +319,24 @@ fn serve_answers_each_page_reads_only_and_stops_on_sigterm() {
         "the store is unchanged"
     );
 }
+
+#[test]
+fn report_plots_the_trend_of_the_runs_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let svg = dir.path().join("trend.svg");
+    // The first three of the FARM: rig1's, all placed in time.
+    let mut args = vec!["report", "--trend", "p99.9", "--by", "host,kernel"];
+    args.extend(FARM[..3].iter().map(|r| r.0));
+    args.extend(["-o", svg.to_str().unwrap()]);
+    let (code, _, err) = with_store(&store, &args);
+    assert_eq!(code, 0, "{err}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(drawn.matches("<circle").count(), 3);
+    let (code, _, err) = with_store(
+        &store,
+        &["report", "--trend", "p99.9", "last", "-f", "png-histogram"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--format"), "{err}");
+}
