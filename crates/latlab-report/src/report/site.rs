@@ -37,6 +37,8 @@ pub struct IndexRow {
     pub cells: Vec<String>,
     /// Running or died, in words; `None` for a run that ended.
     pub state: Option<String>,
+    /// Still being measured: the index reloads itself while one is listed.
+    pub running: bool,
 }
 
 /// The runs index.
@@ -190,7 +192,7 @@ pub fn index_page(index: &Index) -> Result<String, ReportError> {
     html::render_framed(
         &document,
         &Frame {
-            refresh_s: None,
+            refresh_s: index.rows.iter().any(|r| r.running).then_some(REFRESH_S),
             top,
             bottom,
         },
@@ -295,6 +297,7 @@ pub fn error_page(title: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latlab_model::progress::Progress;
 
     #[test]
     fn parameters_are_percent_encoded() {
@@ -315,6 +318,7 @@ mod tests {
                 "<script>alert(1)</script>".to_string(),
             ],
             state: Some("running (pid 7), checkpoint 2 at \"now\"".to_string()),
+            running: false,
         }];
         let query = [("host".to_string(), "\"><script>".to_string())];
         let page = index_page(&Index {
@@ -330,5 +334,36 @@ mod tests {
         assert!(page.contains("value=\"&quot;&gt;&lt;script&gt;\""));
         assert!(page.contains("href=\"/run/20261101T000000Z-a00001\""));
         assert!(page.contains("checkpoint 2 at &quot;now&quot;"));
+        assert!(!page.contains("http-equiv=\"refresh\""));
+    }
+
+    /// The documented example run, still running at its second checkpoint.
+    fn running_run() -> Run {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
+        let mut run = Run::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        run.progress = Some(Progress {
+            state: RunState::Running,
+            pid: 4242,
+            pid_start_ticks: None,
+            boot_id: None,
+            checkpoints: 2,
+            checkpoint_at: Some("2026-11-21T00:53:57.404Z".to_string()),
+            checkpoint_every_ns: 10_000_000_000,
+            death: None,
+        });
+        run
+    }
+
+    #[test]
+    fn a_running_runs_page_says_how_far_it_is_and_reloads() {
+        let page = run_page(&running_run()).unwrap();
+        assert!(page.contains("<meta http-equiv=\"refresh\" content=\"10\">"));
+        assert!(page.contains(
+            "running (pid 4242), checkpoint 2 at 2026-11-21T00:53:57.404Z; this page shows \
+             its last checkpoint and reloads every 10 s"
+        ));
+        let mut ended = running_run();
+        ended.progress = None;
+        assert!(!run_page(&ended).unwrap().contains("http-equiv"));
     }
 }

@@ -12,6 +12,7 @@ use crate::cmd::trend::{matching_runs, open_store, store_path};
 use crate::error::{exit, CliError};
 use crate::listen::resolve;
 use crate::output::{ignore_closed, Human};
+use latlab_model::progress::RunState;
 use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
@@ -278,6 +279,10 @@ fn index(store: &Path, query: &[(String, String)]) -> Page {
             id: r.id.clone(),
             cells: columns.iter().map(|(_, cell)| cell(r)).collect(),
             state: r.progress.as_ref().map(|p| p.describe()),
+            running: r
+                .progress
+                .as_ref()
+                .is_some_and(|p| p.state == RunState::Running),
         })
         .collect();
     let place = store.display().to_string();
