@@ -605,7 +605,7 @@ pub struct ServeArgs {
 /// `latlab trend`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-A run's figure is its worst stream's; a bound is shown as one (>= x), and a run whose
+A run's figure is its worst stream's; a bound is shown as one (≥ x), and a run whose
 figure or start time is unknown is listed but not drawn. Times are the runs' starts (UTC).
 Examples:
   latlab trend --metric p99.9 --by host,kernel --since 30d
