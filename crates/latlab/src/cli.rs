@@ -84,6 +84,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// A report of one or several runs: HTML with plots, Markdown, text, or one plot as SVG.
     Report(ReportArgs),
+    /// A figure of many runs over time, per host, kernel, scenario or tag (OSADL's
+    /// long-term view): a table per group, and the plot with -o.
+    Trend(TrendArgs),
+    /// The store's runs, reports, comparisons and trends as web pages (read-only,
+    /// loopback unless --listen-any), until stopped.
+    Serve(ServeArgs),
     /// Other tools' result files into the store: cyclictest, rtla, oslat, jitterdebugger.
     Import(ImportArgs),
     /// Real-time readiness audit: each check's verdict, evidence and fix (exit 1 if any fails).
@@ -474,6 +480,14 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Instead of the report, the trend of this figure over the runs given (as
+    /// `latlab trend` draws it): p50 ... p99.999, max or missed; html, markdown, text or
+    /// svg (--format, or the --output file's extension).
+    #[arg(long, value_name = "METRIC")]
+    pub trend: Option<String>,
+    /// With --trend: group the runs by host, kernel, scenario and tag:KEY, comma-separated.
+    #[arg(long, value_name = "KEYS", default_value = "host", requires = "trend")]
+    pub by: String,
     /// Run store (SQLite file).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
@@ -542,6 +556,17 @@ pub struct RunsArgs {
     /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: RunFilterArgs,
+    /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+}
+
+/// The filters of `latlab runs`, for every command that looks at many runs.
+#[derive(Debug, Args, Default)]
+pub struct RunFilterArgs {
     /// Only runs on this host.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -557,9 +582,64 @@ pub struct RunsArgs {
     /// Only runs added since: an age (30d, 2h) or a UTC date (2026-11-01, 2026-11-01T12:00).
     #[arg(long, value_name = "AGE|DATE")]
     pub since: Option<String>,
-    /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
+    /// Only runs added before: an age or a UTC date, as for --since.
+    #[arg(long, value_name = "AGE|DATE")]
+    pub before: Option<String>,
+}
+
+/// `latlab serve`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Pages: / (the runs, with the filters of latlab runs), /run/RUN (its report; a running run
+reloads from its last checkpoint), /compare?base=RUN&new=RUN and
+/trend?metric=p99.9&by=host,kernel (with the same filters). Nothing is ever written.
+Ctrl-C or SIGTERM stops it.")]
+pub struct ServeArgs {
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Where to serve: HOST:PORT, loopback only unless --listen-any (port 0: any free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Let --listen bind an address other than loopback (anyone who can reach it can
+    /// read every stored run).
+    #[arg(long)]
+    pub listen_any: bool,
+}
+
+/// `latlab trend`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A run's figure is its worst stream's; a bound is shown as one (≥ x), and a run whose
+figure or start time is unknown is listed but not drawn. Times are the runs' starts (UTC).
+Examples:
+  latlab trend --metric p99.9 --by host,kernel --since 30d
+  latlab trend --metric max --by tag:board -o trend.html")]
+pub struct TrendArgs {
+    /// Run store (SQLite file).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, or missed (missed
+    /// periods per million).
+    #[arg(long, value_name = "METRIC", default_value = "p99.9")]
+    pub metric: String,
+    /// Group the runs by host, kernel, scenario and tag:KEY, comma-separated: one line
+    /// per group.
+    #[arg(long, value_name = "KEYS", default_value = "host")]
+    pub by: String,
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: RunFilterArgs,
+    /// The plot's latency axis: auto (log when the highest value exceeds 10 × the
+    /// median), linear or log [default: auto].
+    #[arg(long, value_name = "auto|linear|log")]
+    pub latency_axis: Option<String>,
+    /// Write the trend as JSON: to standard output without FILE (no table then), or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+    /// Write the plot to FILE: .svg (the plot), .html (the plot and the tables), .md or .txt.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Rewrites percentile shorthands so any percentile works as a flag: `--p99 50us`,

@@ -186,7 +186,7 @@ impl Listener {
     /// listens on standard error and starts serving; a run with nothing measured yet
     /// serves no series.
     pub fn start(addr: &str, any: bool, run: &str, host: &str) -> Result<Listener, CliError> {
-        let address = resolve(addr, any)?;
+        let address = resolve(addr, any, "the metrics")?;
         let socket = TcpListener::bind(address).map_err(|e| {
             CliError::usage(
                 "--listen",
@@ -286,8 +286,9 @@ impl Drop for Listener {
     }
 }
 
-/// The address of `--listen`, refused unless loopback or `any`.
-fn resolve(addr: &str, any: bool) -> Result<SocketAddr, CliError> {
+/// The address of `--listen`, refused unless loopback or `any`: anyone who reaches it
+/// could read what it `serves` (`the metrics`).
+pub(crate) fn resolve(addr: &str, any: bool, serves: &str) -> Result<SocketAddr, CliError> {
     let address = addr
         .to_socket_addrs()
         .ok()
@@ -302,8 +303,8 @@ fn resolve(addr: &str, any: bool) -> Result<SocketAddr, CliError> {
         return Err(CliError::usage(
             "--listen",
             format!(
-                "{address} is not a loopback address: anyone who reaches it could read the \
-                 metrics; add --listen-any to serve it anyway, or listen on 127.0.0.1"
+                "{address} is not a loopback address: anyone who reaches it could read \
+                 {serves}; add --listen-any to serve it anyway, or listen on 127.0.0.1"
             ),
         ));
     }
@@ -754,12 +755,16 @@ mod tests {
 
     #[test]
     fn only_loopback_unless_asked() {
-        assert!(resolve("127.0.0.1:0", false).is_ok());
-        assert!(resolve("[::1]:0", false).is_ok());
-        let err = resolve("0.0.0.0:9464", false).unwrap_err().to_string();
+        assert!(resolve("127.0.0.1:0", false, "the metrics").is_ok());
+        assert!(resolve("[::1]:0", false, "the metrics").is_ok());
+        let err = resolve("0.0.0.0:9464", false, "the metrics")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--listen-any"), "{err}");
-        assert!(resolve("0.0.0.0:9464", true).is_ok());
-        let err = resolve("nonsense", false).unwrap_err().to_string();
+        assert!(resolve("0.0.0.0:9464", true, "the metrics").is_ok());
+        let err = resolve("nonsense", false, "the metrics")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("--listen: "), "{err}");
     }
 

@@ -48,6 +48,8 @@ fn main() -> ExitCode {
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),
+        cli::Command::Trend(trend) => cmd::trend::execute(&trend),
+        cli::Command::Serve(serve) => cmd::serve::execute(&serve),
         cli::Command::Import(import) => cmd::import::execute(&import),
         cli::Command::Check(check) => cmd::check::execute(&check),
         cli::Command::Methods => cmd::methods::execute(),

@@ -2,7 +2,6 @@
 //! every plot says of its latency axis (`latency_scale.rs` chooses it).
 
 use super::latency_scale::{decade_floor, LatencyScale, TAIL_RATIO};
-use super::PlotKind;
 
 /// Columns a plot's x axis is reduced to: at least the plot area's width in pixels, so
 /// the reduction cannot be seen.
@@ -10,8 +9,8 @@ pub(crate) const COLUMNS: usize = 900;
 
 /// One plot, ready to draw.
 pub(crate) struct Chart {
-    /// Which plot.
-    pub kind: PlotKind,
+    /// Which plot (`timeline`, `trend`): what an error names.
+    pub name: &'static str,
     /// The title drawn above the plot.
     pub caption: String,
     /// The x axis' description, with its unit.
@@ -43,6 +42,14 @@ pub(crate) enum Axis {
         /// Top of the axis.
         max: f64,
     },
+    /// Instants, in days since the Unix epoch, from `min` to `max`, labelled with UTC
+    /// dates (and times of day between midnights).
+    Dates {
+        /// The earliest instant.
+        min: f64,
+        /// The latest instant.
+        max: f64,
+    },
 }
 
 /// One line of a plot.
@@ -53,6 +60,18 @@ pub(crate) struct Series {
     pub colour: usize,
     /// Its points, in pieces where the line is interrupted (timeline gaps).
     pub segments: Vec<Vec<(f64, f64)>>,
+    /// Points drawn as markers: each run of a trend, a timeline's largest sample.
+    pub marks: Vec<Mark>,
+}
+
+/// A marked point of a line.
+pub(crate) struct Mark {
+    /// Where, in the axes' values.
+    pub at: (f64, f64),
+    /// Drawn hollow: the value is only a bound (`≥`).
+    pub hollow: bool,
+    /// Written beside the point.
+    pub label: Option<String>,
 }
 
 impl Axis {
@@ -60,6 +79,7 @@ impl Axis {
     pub fn column(self, x: f64) -> usize {
         let fraction = match self {
             Axis::Linear { max } if max > 0.0 => x / max,
+            Axis::Dates { min, max } if max > min => (x - min) / (max - min),
             Axis::Log { min, max } if x > 0.0 && max > min => {
                 (x / min).log10() / (max / min).log10()
             }

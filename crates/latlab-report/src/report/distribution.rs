@@ -159,11 +159,12 @@ pub(crate) fn histogram(
                 label: histogram_label(line, scale),
                 colour: line.colour,
                 segments: vec![bin_points(&counts, |bin| bins.centre(bin))],
+                marks: Vec::new(),
             }
         })
         .collect();
     Chart {
-        kind: PlotKind::Histogram,
+        name: PlotKind::Histogram.name(),
         caption: format!("Latency histogram · {caption}"),
         x_label: format!("{}{}", latency_label(scale), worst_case(&lines)),
         y_label: format!("samples per {bin_name}"),
@@ -232,10 +233,11 @@ pub(crate) fn profile(
             label: histogram_label(line, scale),
             colour: line.colour,
             segments: vec![profile_points(buckets, line.histogram.len(), x_axis, y_min)],
+            marks: Vec::new(),
         })
         .collect();
     Chart {
-        kind: PlotKind::Profile,
+        name: PlotKind::Profile.name(),
         caption: format!("Latency profile · {caption}"),
         x_label: format!("{}{}", latency_label(scale), worst_case(&lines)),
         y_label: "fraction of samples ≥ latency (log scale)".to_string(),

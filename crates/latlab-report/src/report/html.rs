@@ -55,6 +55,10 @@ figure svg { display: block; width: 100%; max-width: 1100px; height: auto; borde
 figure svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 figcaption { color: var(--muted); font-size: .9rem; margin-top: .4rem; max-width: 110ch; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
+nav { display: flex; gap: 1.2rem; margin: 0 0 1rem; padding-bottom: .5rem; border-bottom: 1px solid var(--rule); }
+form.filter { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin: .6rem 0 1rem; }
+form.filter label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
+form.filter input, form.filter select { font: inherit; padding: 2px 6px; }
 @media (max-width: 1150px) {
   main { padding: 20px 18px 40px; }
   table { font-size: 12.5px; }
@@ -73,15 +77,36 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 
 /// Writes the page.
 pub(crate) fn render(document: &Document) -> Result<String, ReportError> {
+    render_framed(document, &Frame::default())
+}
+
+/// What a page served by `latlab serve` has around its document.
+#[derive(Default)]
+pub(crate) struct Frame {
+    /// Reload the page after this many seconds (a running run).
+    pub refresh_s: Option<u32>,
+    /// HTML placed first in the page (navigation, forms), already escaped.
+    pub top: String,
+    /// HTML placed after the document's blocks, already escaped.
+    pub bottom: String,
+}
+
+/// Writes the page with its `frame`.
+pub(crate) fn render_framed(document: &Document, frame: &Frame) -> Result<String, ReportError> {
     let mut out = String::with_capacity(256 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if let Some(seconds) = frame.refresh_s {
+        let _ = writeln!(out, "<meta http-equiv=\"refresh\" content=\"{seconds}\">");
+    }
     let _ = writeln!(out, "<title>{}</title>", xml_escaped(&document.title));
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>\n<main>");
+    out.push_str(&frame.top);
     let mut place = Place::default();
     for block in &document.blocks {
         write_block(&mut out, block, &mut place)?;
     }
+    out.push_str(&frame.bottom);
     out.push_str(
         "<footer>Written by latlab from Run data alone; this page loads nothing from \
          anywhere.</footer>\n</main>\n</body>\n</html>\n",

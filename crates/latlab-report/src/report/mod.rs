@@ -1,5 +1,6 @@
 //! Reports: one or several Runs as a self-contained HTML page, GitHub-flavoured
-//! Markdown, terminal text, or one plot as a standalone SVG document.
+//! Markdown, terminal text, or one plot as a standalone SVG document; and the trend of
+//! a figure over many runs ([`Trend`], [`render_trend`]).
 //!
 //! Every kind is written from the same document model (`report/document.rs`): the facts,
 //! the verdict, the tables and the plots are chosen and formatted once, so an HTML page
@@ -29,9 +30,11 @@ mod plot;
 mod png;
 mod run_section;
 mod run_tables;
+pub mod site;
 mod summary;
 mod text;
 mod timeline;
+mod trend;
 
 use crate::compare::{CompareError, Comparisons};
 use latlab_model::explain::{Explain, Explanation};
@@ -41,6 +44,10 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use text::Ansi;
+pub use trend::{
+    render_trend, Figure, GroupBy, Trend, TrendError, TrendFormat, TrendGroup, TrendMetric,
+    TrendPoint,
+};
 
 /// What [`render`] produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -228,8 +235,8 @@ pub enum ReportError {
     /// The plotting library failed (a bug: drawing into a string cannot fail otherwise).
     #[error("could not draw the {plot} plot: {message}; please report this as a bug")]
     Plot {
-        /// Which plot.
-        plot: PlotKind,
+        /// Which plot (`histogram`, `trend`).
+        plot: &'static str,
         /// The library's message.
         message: String,
     },

@@ -5,7 +5,7 @@
 //! Okabe–Ito colours first, then Paul Tol's "muted" ones; a stream keeps its colour in
 //! every plot and in the tables' swatches.
 
-use super::chart::{Axis, Chart};
+use super::chart::{Axis, Chart, COLUMNS};
 use super::ReportError;
 use latlab_model::text::xml_escaped;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -85,7 +85,7 @@ pub(crate) fn svg(
         draw(&root, chart, &legend)
             .and_then(|()| root.present())
             .map_err(|e| ReportError::Plot {
-                plot: chart.kind,
+                plot: chart.name,
                 message: e.to_string(),
             })?;
     }
@@ -172,6 +172,17 @@ fn draw(root: &Area, chart: &Chart, legend: &Legend) -> DrawResult {
             ((x0..x1).log_scale(), power_of_ten),
             ((y0..y1).log_scale(), power_of_ten),
         )?,
+        (Axis::Dates { min, max }, Axis::Linear { max: y }) => {
+            draw_lines(area, chart, (min..max, day_label), (0f64..y, axis_number))?
+        }
+        (Axis::Dates { min, max }, Axis::Log { min: y0, max: y1 }) => draw_lines(
+            area,
+            chart,
+            (min..max, day_label),
+            ((y0..y1).log_scale(), power_of_ten),
+        )?,
+        // Dates are only ever the x axis: no chart has them upwards.
+        (_, Axis::Dates { .. }) => {}
     }
     legend.draw(&legend_area, chart)
 }
@@ -208,14 +219,64 @@ where
         .bold_line_style(RGBColor(0xD0, 0xD5, 0xDB))
         .light_line_style(RGBColor(0xEE, 0xF0, 0xF3))
         .draw()?;
-    let stroke = if chart.series.len() > 6 { 1 } else { 2 };
+    // Thin lines when there are many, or when they are dense (a long run's timeline
+    // moves at nearly every pixel column): a thick zigzag hides the lines behind it.
+    let dense = chart
+        .series
+        .iter()
+        .any(|s| s.segments.iter().map(Vec::len).sum::<usize>() > COLUMNS / 3);
+    let stroke = if chart.series.len() > 6 || dense {
+        1
+    } else {
+        2
+    };
     for series in &chart.series {
         let style = colour(series.colour).stroke_width(stroke);
         for segment in &series.segments {
             plot.draw_series(LineSeries::new(segment.iter().copied(), style))?;
         }
+        for mark in &series.marks {
+            let style = match mark.hollow {
+                true => colour(series.colour).stroke_width(2),
+                false => colour(series.colour).filled(),
+            };
+            plot.draw_series(std::iter::once(Circle::new(mark.at, 4, style)))?;
+            if let Some(label) = &mark.label {
+                // Right of the point, or left of it in the plot's right third.
+                let (dx, anchor) = match chart.x_axis.column(mark.at.0) > COLUMNS * 2 / 3 {
+                    true => (-8, Pos::new(HPos::Right, VPos::Center)),
+                    false => (8, Pos::new(HPos::Left, VPos::Center)),
+                };
+                let font = (FONT, 13).into_font().color(&BLACK).pos(anchor);
+                plot.draw_series(std::iter::once(
+                    EmptyElement::at(mark.at) + Text::new(label.clone(), (dx, -14), font),
+                ))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// The label of a date axis at `days` since the epoch: the date at midnight
+/// (`2026-11-27`), else the day and the time of day (`11-27 12:00`), UTC.
+fn day_label(days: &f64) -> String {
+    let minutes = (days * 1_440.0).round();
+    let stamp = utc(minutes * 60.0);
+    if minutes % 1_440.0 == 0.0 {
+        stamp.get(..10).unwrap_or("").to_string()
+    } else {
+        format!(
+            "{} {}",
+            stamp.get(5..10).unwrap_or(""),
+            stamp.get(11..16).unwrap_or("")
+        )
+    }
+}
+
+/// An instant in seconds since the epoch as RFC 3339 UTC.
+fn utc(seconds: f64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds.max(0.0));
+    latlab_model::stamp::rfc3339(at)
 }
 
 /// A linear axis' label: the value with at most three decimals.
@@ -332,6 +393,13 @@ mod tests {
     fn linear_labels_drop_trailing_zeros() {
         assert_eq!(axis_number(&200.0), "200");
         assert_eq!(axis_number(&0.25), "0.25");
+    }
+
+    #[test]
+    fn dates_are_labelled_by_day_or_by_time_of_day() {
+        let midnight = 20_784.0; // 2026-11-27
+        assert_eq!(day_label(&midnight), "2026-11-27");
+        assert_eq!(day_label(&(midnight + 0.5)), "11-27 12:00");
     }
 
     #[test]

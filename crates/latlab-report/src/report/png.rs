@@ -39,7 +39,10 @@ pub(super) fn rasterise(svg: &str, plot: PlotKind) -> Result<Vec<u8>, ReportErro
         .map(str::to_string)
         .ok_or(ReportError::NoFont(plot))?;
     fonts.set_sans_serif_family(family);
-    let bug = |message: String| ReportError::Plot { plot, message };
+    let bug = |message: String| ReportError::Plot {
+        plot: plot.name(),
+        message,
+    };
     let tree = Tree::from_str(svg, &options).map_err(|e| bug(e.to_string()))?;
     let size = tree.size().to_int_size();
     let (width, height) = (

@@ -16,4 +16,6 @@ pub mod rm;
 pub mod run;
 pub mod runs;
 pub mod scenarios;
+pub mod serve;
 pub mod show;
+pub mod trend;

@@ -5,7 +5,10 @@ use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{Human, OutputTarget};
-use latlab_report::report::{render_png, render_with_axis, LatencyAxis, PlotKind, ReportKind};
+use latlab_report::report::{
+    render_png, render_trend, render_with_axis, GroupBy, LatencyAxis, PlotKind, ReportKind, Trend,
+    TrendFormat, TrendMetric,
+};
 use std::path::Path;
 
 /// What to write: a text kind, or one plot as PNG.
@@ -16,6 +19,9 @@ enum Output {
 
 /// Writes the report to stdout or the --output file.
 pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
+    if let Some(metric) = &args.trend {
+        return trend(args, metric);
+    }
     let output = output_of(args)?;
     let axis: LatencyAxis = match &args.latency_axis {
         Some(name) => name
@@ -48,6 +54,53 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
         .as_mut()
         .ok_or_else(|| CliError::usage("--output", "a PNG goes to a file: give -o FILE.png"))?
         .write(&bytes)?;
+    Ok(exit::OK)
+}
+
+/// `--trend METRIC`: the trend of the runs given, instead of their report.
+fn trend(args: &ReportArgs, metric: &str) -> Result<u8, CliError> {
+    let metric: TrendMetric = metric.parse().map_err(|e| CliError::usage("--trend", e))?;
+    let by = GroupBy::parse_list(&args.by).map_err(|e| CliError::usage("--by", e))?;
+    let axis: LatencyAxis = match &args.latency_axis {
+        Some(name) => name
+            .parse()
+            .map_err(|e| CliError::usage("--latency-axis", e))?,
+        None => LatencyAxis::Auto,
+    };
+    let extension = args
+        .output
+        .as_deref()
+        .and_then(Path::extension)
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let name = args.format.clone().or(extension).unwrap_or_default();
+    let format = match name.to_ascii_lowercase().as_str() {
+        "" | "text" | "txt" => TrendFormat::Text,
+        "html" | "htm" => TrendFormat::Html,
+        "markdown" | "md" => TrendFormat::Markdown,
+        "svg" | "svg-trend" => TrendFormat::Svg,
+        other => {
+            return Err(CliError::usage(
+                "--format",
+                format!("a trend is written as html, markdown, text or svg, not '{other}'"),
+            ))
+        }
+    };
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(latlab_store::default_path);
+    let mut target = match &args.output {
+        None => None,
+        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
+    };
+    let runs = find_runs(Some(&store), &args.runs)?;
+    let text =
+        render_trend(&Trend::of(&runs, metric, by), format, axis).map_err(CliError::runtime)?;
+    match target.as_mut() {
+        Some(target) => target.write(text.as_bytes())?,
+        None => Human::Stdout.write(&text)?,
+    }
     Ok(exit::OK)
 }
 

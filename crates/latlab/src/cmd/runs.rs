@@ -1,6 +1,6 @@
 //! `latlab runs`: what the store holds, newest added first, as a table or JSON.
 
-use crate::cli::RunsArgs;
+use crate::cli::{RunFilterArgs, RunsArgs};
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
 use comfy_table::{presets, Table};
@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 /// Lists stored runs, newest added first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
-    let filter = filter_of(args)?;
+    let filter = filter_of(&args.filter)?;
     let path = args
         .store
         .clone()
@@ -61,7 +61,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
 }
 
 /// The filter the flags ask for; a bad value is a usage error naming its flag.
-fn filter_of(args: &RunsArgs) -> Result<RunFilter, CliError> {
+pub fn filter_of(args: &RunFilterArgs) -> Result<RunFilter, CliError> {
     let mut tags = Vec::with_capacity(args.tags.len());
     for text in &args.tags {
         let (key, value) = match text.split_once('=') {
@@ -71,19 +71,19 @@ fn filter_of(args: &RunsArgs) -> Result<RunFilter, CliError> {
         check_tag(key, value.as_deref().unwrap_or("")).map_err(|e| CliError::usage("--tag", e))?;
         tags.push((key.to_string(), value));
     }
-    let added_since = args
-        .since
-        .as_deref()
-        .map(|text| parse_time_bound(text, SystemTime::now()))
-        .transpose()
-        .map_err(|e| CliError::usage("--since", e))?;
+    let bound = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|text| parse_time_bound(text, SystemTime::now()))
+            .transpose()
+            .map_err(|e| CliError::usage(flag, e))
+    };
     Ok(RunFilter {
         host: args.host.clone(),
         kernel: args.kernel.clone(),
         scenario: args.scenario.clone(),
         tags,
-        added_since,
-        added_before: None,
+        added_since: bound("--since", &args.since)?,
+        added_before: bound("--before", &args.before)?,
     })
 }
 
@@ -181,12 +181,26 @@ fn minute(time: &Option<String>) -> String {
 }
 
 /// One column: its header and what it shows of a run.
-type Column = (&'static str, fn(&RunSummary) -> String);
+pub type Column = (&'static str, fn(&RunSummary) -> String);
 
-/// The table, with a column for names, scenarios, loads and tags only when a run
-/// listed has one. Every text comes from a Run file, perhaps imported: none reaches
-/// the terminal raw. Unknown is `?`; nothing (no scenario, no loads) is `-`.
+/// The table: its columns as [`columns`] chooses them.
 fn table(runs: &[RunSummary]) -> Table {
+    let columns = columns(runs);
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_header(columns.iter().map(|(name, _)| *name));
+    for r in runs {
+        table.add_row(columns.iter().map(|(_, cell)| cell(r)));
+    }
+    table
+}
+
+/// The columns of the runs table (`latlab runs`, the index of `latlab serve`), with a
+/// column for names, scenarios, loads and tags only when a run listed has one. Every
+/// text comes from a Run file, perhaps imported: none reaches the terminal raw.
+/// Unknown is `?`; nothing (no scenario, no loads) is `-`.
+pub fn columns(runs: &[RunSummary]) -> Vec<Column> {
     let any = |has: fn(&RunSummary) -> bool| runs.iter().any(has);
     let mut columns: Vec<Column> = vec![("id", |r| safe(&r.id).into_owned())];
     if any(|r| r.name.is_some()) {
@@ -243,12 +257,5 @@ fn table(runs: &[RunSummary]) -> Table {
             format!("{}{degraded}", safe(&r.verdict))
         }),
     ]);
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_header(columns.iter().map(|(name, _)| *name));
-    for r in runs {
-        table.add_row(columns.iter().map(|(_, cell)| cell(r)));
-    }
-    table
+    columns
 }

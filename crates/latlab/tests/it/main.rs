@@ -15,6 +15,7 @@ mod consumer_prometheus;
 mod conventions;
 mod explain_truth;
 mod explain_view;
+mod farm_views;
 mod import_report;
 mod listen;
 mod probe_ipc;
