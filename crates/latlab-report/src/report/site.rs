@@ -205,19 +205,18 @@ pub fn run_page(run: &Run) -> Result<String, ReportError> {
     let document = assemble::report(std::slice::from_ref(run), Some(LatencyAxis::Auto))?;
     let mut top = nav();
     let mut refresh_s = None;
-    if let Some(progress) = &run.progress {
-        let reloads = match progress.state {
-            RunState::Running => {
-                refresh_s = Some(REFRESH_S);
-                format!("; this page shows its last checkpoint and reloads every {REFRESH_S} s")
-            }
-            RunState::Died => "; it holds what was measured up to its last checkpoint".to_string(),
-        };
+    // The report itself says the run is running or died and what it covers; the page
+    // adds only that it reloads.
+    if run
+        .progress
+        .as_ref()
+        .is_some_and(|p| p.state == RunState::Running)
+    {
+        refresh_s = Some(REFRESH_S);
         let _ = writeln!(
             top,
-            "<div class=\"alert note\" role=\"status\"><strong>{}{}</strong></div>",
-            xml_escaped(&progress.describe()),
-            xml_escaped(&reloads)
+            "<div class=\"alert note\" role=\"status\"><strong>this page shows the run's \
+             last checkpoint and reloads every {REFRESH_S} s</strong></div>"
         );
     }
     html::render_framed(
@@ -358,10 +357,8 @@ mod tests {
     fn a_running_runs_page_says_how_far_it_is_and_reloads() {
         let page = run_page(&running_run()).unwrap();
         assert!(page.contains("<meta http-equiv=\"refresh\" content=\"10\">"));
-        assert!(page.contains(
-            "running (pid 4242), checkpoint 2 at 2026-11-21T00:53:57.404Z; this page shows \
-             its last checkpoint and reloads every 10 s"
-        ));
+        assert!(page.contains("this page shows the run's last checkpoint and reloads every 10 s"));
+        assert!(page.contains("RUNNING: running (pid 4242), checkpoint 2 at"));
         let mut ended = running_run();
         ended.progress = None;
         assert!(!run_page(&ended).unwrap().contains("http-equiv"));
