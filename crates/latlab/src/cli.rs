@@ -4,6 +4,7 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
+use crate::store::StoreLocation;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
@@ -78,6 +79,9 @@ pub enum Command {
     Rm(RmArgs),
     /// Remove the runs added to the store before a time.
     Prune(PruneArgs),
+    /// Send the runs kept locally while their central (PostgreSQL) store could not be
+    /// reached to that store; a run pushed twice is stored once.
+    Push(PushArgs),
     /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
@@ -253,9 +257,10 @@ pub struct RunArgs {
     /// No live display (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// Do not save the run in the store.
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
@@ -362,9 +367,10 @@ pub struct ShowArgs {
     /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab explain`.
@@ -387,9 +393,10 @@ pub struct ExplainArgs {
     /// without FILE, or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab rm`.
@@ -401,9 +408,20 @@ pub struct RmArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
+}
+
+/// `latlab push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The central store to push to (a postgres:// URL, its password too if it needs
+    /// one) [default: each owed run to the store it is owed to, with the password of
+    /// PGPASSWORD or ~/.pgpass].
+    #[arg(long, value_name = "URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab prune`.
@@ -415,9 +433,10 @@ pub struct PruneArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab compare`.
@@ -445,9 +464,10 @@ pub struct CompareArgs {
     /// or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab report`.
@@ -469,9 +489,10 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab import`.
@@ -493,9 +514,10 @@ pub struct ImportArgs {
     /// log): places samples in time and counts missed periods.
     #[arg(long, value_name = "DURATION")]
     pub period: Option<String>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// The user's name (with one file only), tags and note for the imported runs.
     #[command(flatten)]
     pub labels: LabelArgs,
@@ -520,9 +542,10 @@ pub struct ExportArgs {
     /// streams to write (e.g. timerlat-thread of an rtla import).
     #[arg(long, value_name = "NAME")]
     pub probe: Option<String>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab runs`.
@@ -531,9 +554,10 @@ pub struct ExportArgs {
 Runs are listed newest added first: `last` is the run added to the store most recently.
 HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,

@@ -6,7 +6,7 @@
 use crate::error::exit;
 use crate::output::{OutputFile, OutputTarget};
 use latlab_model::run::Run;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::RunStore;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -34,7 +34,11 @@ fn read_from_stdout() -> bool {
 /// Saves `run` in `store` and writes it to `json`; if the store failed, or (without a
 /// store) the JSON could not be written whole, writes it to a fallback file next to
 /// the store, else in the working directory, else in the temporary directory.
-pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut OutputTarget>) -> Kept {
+pub fn keep(
+    run: &Run,
+    store: Option<&mut (dyn RunStore + Send + '_)>,
+    json: Option<&mut OutputTarget>,
+) -> Kept {
     let mut kept = Kept {
         code: exit::OK,
         said: String::new(),
@@ -44,16 +48,19 @@ pub fn keep(run: &Run, store: Option<&mut SqliteStore>, json: Option<&mut Output
     let mut store_dir = None;
     let mut stored = false;
     if let Some(store) = store {
-        store_dir = store.path().parent().map(Path::to_path_buf);
-        match store.save(run) {
+        let location = store.location();
+        // A SQLite store's directory; a URL names none.
+        store_dir = (!latlab_store::is_url(&location))
+            .then(|| Path::new(&location).parent().map(Path::to_path_buf))
+            .flatten();
+        let saved = store.save(run);
+        for notice in store.take_notices() {
+            let _ = writeln!(kept.errors, "latlab: {notice}");
+        }
+        match saved {
             Ok(()) => {
                 stored = true;
-                let _ = writeln!(
-                    kept.said,
-                    "Run {} saved in {}",
-                    run.id,
-                    store.path().display()
-                );
+                let _ = writeln!(kept.said, "Run {} saved in {}", run.id, store.location());
             }
             Err(e) => {
                 let _ = writeln!(kept.errors, "latlab: error: could not save the run: {e}");

@@ -3,29 +3,27 @@
 use crate::cli::RunsArgs;
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
+use crate::store::StoreLocation;
 use comfy_table::{presets, Table};
 use latlab_model::labels::check_tag;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::stamp::parse_time_bound;
 use latlab_model::text::{counted, terminal_safe as safe};
 use latlab_model::Nanos;
-use latlab_store::{RunFilter, RunStore, RunSummary, SqliteStore};
+use latlab_store::{RunFilter, RunSummary};
 use serde_json::json;
 use std::time::SystemTime;
 
 /// Lists stored runs, newest added first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
     let filter = filter_of(args)?;
-    let path = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let location = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args
         .json
         .as_deref()
-        .map(|target| OutputTarget::checked("--json", target, Some(&path)))
+        .map(|target| OutputTarget::checked("--json", target, location.path()))
         .transpose()?;
-    let store = SqliteStore::open_read_only(&path)?;
+    let store = crate::store::open_read_only(&location)?;
     let matching = store.list(&filter, None).map_err(CliError::runtime)?;
     let limit = match args.limit {
         0 => matching.len(),
@@ -47,7 +45,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         "{}\n{} shown from {}",
         table(shown),
         counted(shown.len() as u64, "run"),
-        path.display()
+        location
     );
     if shown.len() < matching.len() {
         text.push_str(&format!(" ({} match: -n 0 lists them all)", matching.len()));

@@ -16,6 +16,8 @@ mod explain_truth;
 mod explain_view;
 mod import_report;
 mod listen;
+mod pg;
+mod pg_store;
 mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;

@@ -1,0 +1,226 @@
+//! The PostgreSQL store against a real server: the SQLite store's rules hold there
+//! too, several writers at once, and the farm's fall-back and push through the binary.
+
+use crate::common::{fixture, latlab, text};
+use crate::pg::{PgCluster, PASSWORD};
+use latlab_model::progress::{Progress, RunState};
+use latlab_model::run::Run;
+use latlab_store::{PostgresStore, RunFilter, RunStore, StoreError};
+
+/// A Run from an imported fixture, with `id` and `host`.
+fn a_run(id: &str, host: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let out = latlab()
+        .args([
+            "import",
+            fixture("cyclictest-2t.json").to_str().unwrap(),
+            "--store",
+        ])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = latlab()
+        .args(["show", "last", "--json", "-", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let mut run = Run::from_json(&text(&out.stdout)).unwrap();
+    run.id = id.to_string();
+    let mut value = serde_json::to_value(&run).unwrap();
+    value["host"] = serde_json::json!({"hostname": host, "kernel_release": "6.18.0-rt"});
+    match Run::from_json(&value.to_string()) {
+        Ok(with_host) => with_host,
+        Err(_) => {
+            // The host record has more required fields: keep the fixture's, renamed.
+            if let Some(h) = run.host.as_mut() {
+                h.hostname = host.to_string();
+            }
+            run
+        }
+    }
+}
+
+fn running(mut run: Run, pid: u32) -> Run {
+    run.progress = Some(Progress {
+        state: RunState::Running,
+        pid,
+        pid_start_ticks: None,
+        boot_id: None,
+        checkpoints: 1,
+        checkpoint_at: Some("2026-11-23T12:00:10.000Z".into()),
+        checkpoint_every_ns: 10_000_000_000,
+        death: None,
+    });
+    run
+}
+
+#[test]
+fn the_postgres_store_keeps_the_sqlite_stores_rules() {
+    let pg = PgCluster::start();
+    let mut store = PostgresStore::open(&pg.url()).unwrap();
+    assert!(!store.location().contains(PASSWORD), "{}", store.location());
+    let run = a_run("20261123T120000Z-aaaaaa", "rig01");
+    store.save(&run).unwrap();
+    assert_eq!(
+        store.load(&run.id).unwrap().as_ref(),
+        Some(&run),
+        "round trip"
+    );
+    let dup = store.save(&run).unwrap_err();
+    assert!(matches!(dup, StoreError::Duplicate { .. }), "{dup}");
+    let ended = store.update(&run).unwrap_err();
+    assert!(matches!(ended, StoreError::NotRunning { .. }), "{ended}");
+    let absent = store
+        .update(&a_run("20261123T120000Z-bbbbbb", "rig01"))
+        .unwrap_err();
+    assert!(matches!(absent, StoreError::NotFound { .. }), "{absent}");
+
+    // Running: extended, then ended; recovery judges only this machine's runs.
+    let this_host = latlab_store::this_host().unwrap();
+    let mine = running(a_run("20261123T120001Z-cccccc", &this_host), 1);
+    let other = running(a_run("20261123T120002Z-dddddd", "another-rig"), 1);
+    store.save(&mine).unwrap();
+    store.save(&other).unwrap();
+    let found = store.recover(Some("this-boot"), &|_| false).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, mine.id);
+    let died = store.load(&mine.id).unwrap().unwrap();
+    assert_eq!(died.progress.unwrap().state, RunState::Died);
+    let mut finished = other.clone();
+    finished.progress = None;
+    store.update(&finished).unwrap();
+    assert_eq!(store.load(&other.id).unwrap().unwrap(), finished);
+
+    // Listing, newest added first, and the filters in SQL.
+    let ids: Vec<String> = store
+        .summaries()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, [other.id.clone(), mine.id.clone(), run.id.clone()]);
+    let filter = RunFilter {
+        host: Some("rig*".into()),
+        ..RunFilter::default()
+    };
+    let listed: Vec<String> = store
+        .list(&filter, None)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(listed, [run.id.clone()]);
+    let since = RunFilter {
+        added_since: Some(std::time::SystemTime::now() + std::time::Duration::from_secs(3600)),
+        ..RunFilter::default()
+    };
+    assert!(store.list(&since, None).unwrap().is_empty());
+    assert_eq!(store.remove(std::slice::from_ref(&run.id)).unwrap(), 1);
+
+    // A newer schema is refused, by writers and readers.
+    pg.sql("UPDATE latlab_schema SET version = 99");
+    let newer = PostgresStore::open(&pg.url()).err().unwrap();
+    assert!(
+        matches!(newer, StoreError::TooNew { found: 99, .. }),
+        "{newer}"
+    );
+    let newer = PostgresStore::open_read_only(&pg.url()).err().unwrap();
+    assert!(matches!(newer, StoreError::TooNew { .. }), "{newer}");
+}
+
+#[test]
+fn writers_at_once_migrate_once_and_each_run_is_stored_once() {
+    let pg = PgCluster::start();
+    let url = pg.url();
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut store = PostgresStore::open(&url).unwrap();
+                let run = a_run(&format!("20261123T12000{i}Z-eeeeee"), "rig02");
+                store.save(&run).unwrap();
+                // The same run pushed by two writers: stored once.
+                let shared = a_run("20261123T130000Z-ffffff", "rig02");
+                let _ = store.save(&shared);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(pg.sql("SELECT count(*) FROM runs"), "7");
+    assert_eq!(pg.sql("SELECT version FROM latlab_schema"), "1");
+}
+
+#[test]
+fn credentials_come_from_the_environment_or_a_password_file_and_are_never_shown() {
+    let pg = PgCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.url_without_password();
+    let runs = |envs: &[(&str, &str)], store: &str| {
+        let mut cmd = latlab();
+        cmd.env_remove("PGPASSWORD")
+            .env("PGPASSFILE", dir.path().join("none"));
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.args(["runs", "--store", store]).output().unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, _, err) = runs(&[], &url);
+    assert_eq!(code, Some(2), "no password: {err}");
+    assert!(
+        err.contains("PGPASSWORD") && err.contains("pgpass"),
+        "{err}"
+    );
+    let (code, _, err) = runs(&[("PGPASSWORD", PASSWORD)], &url);
+    assert_eq!(code, Some(0), "{err}");
+    let pass = dir.path().join("pgpass");
+    std::fs::write(
+        &pass,
+        format!("127.0.0.1:{}:latency:lab:{PASSWORD}\n", pg.port()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, _, err) = runs(&[("PGPASSFILE", pass.to_str().unwrap())], &url);
+    assert_eq!(code, Some(0), "{err}");
+    // A wrong password in the URL: refused, and the password is not shown.
+    let wrong = pg.url().replace(PASSWORD, "wrong-one");
+    let (code, out, err) = runs(&[], &wrong);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        !err.contains("wrong-one") && !out.contains("wrong-one"),
+        "{err}"
+    );
+    // LATLAB_STORE names the store when --store is absent.
+    let out = latlab()
+        .env("LATLAB_STORE", pg.url())
+        .args(["runs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("postgres://lab@127.0.0.1"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!text(&out.stdout).contains(PASSWORD));
+}
+
+#[test]
+fn an_unreachable_server_is_named_with_its_address() {
+    let pg = PgCluster::start();
+    pg.stop_server();
+    let out = latlab()
+        .args(["runs", "--store", &pg.url()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("127.0.0.1:{}", pg.port())), "{err}");
+    assert!(err.contains("cannot reach"), "{err}");
+    assert!(!err.contains(PASSWORD), "{err}");
+}
