@@ -211,6 +211,9 @@ pub struct Pushed {
     pub still_running: bool,
 }
 
+/// What a push did: the runs sent, and the runs not sent with why.
+pub type PushReport = (Vec<Pushed>, Vec<(String, StoreError)>);
+
 /// Sends every run the local store owes to a central store, to that store (only to
 /// `url`'s, with `url`'s credentials, when given; otherwise each to its own, with the
 /// credentials of `PGPASSWORD` or the password file). A run whose process `alive`
@@ -221,7 +224,7 @@ pub fn push(
     local: &mut SqliteStore,
     url: Option<&str>,
     alive: &dyn Fn(&Progress) -> bool,
-) -> Result<(Vec<Pushed>, Vec<(String, StoreError)>), StoreError> {
+) -> Result<PushReport, StoreError> {
     let wanted = url.map(redact);
     let mut owed = local.owed()?;
     owed.retain(|o| wanted.as_ref().is_none_or(|w| *w == o.push_to));

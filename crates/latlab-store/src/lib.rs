@@ -24,7 +24,7 @@ mod postgres;
 mod reference;
 mod summary;
 
-pub use farm::{push, FarmStore, PushOutcome, Pushed};
+pub use farm::{push, FarmStore, PushOutcome, PushReport, Pushed};
 pub use outbox::Owed;
 pub use postgres::{is_url, redact, PostgresStore, PG_SCHEMA_VERSION};
 pub use reference::resolve_reference;

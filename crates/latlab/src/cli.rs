@@ -576,6 +576,9 @@ pub struct RunsArgs {
     /// Only runs added since: an age (30d, 2h) or a UTC date (2026-11-01, 2026-11-01T12:00).
     #[arg(long, value_name = "AGE|DATE")]
     pub since: Option<String>,
+    /// Only runs added before: an age (30d, 2h) or a UTC date (2026-11-01).
+    #[arg(long, value_name = "AGE|DATE")]
+    pub before: Option<String>,
     /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,

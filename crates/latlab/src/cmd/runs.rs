@@ -75,13 +75,19 @@ fn filter_of(args: &RunsArgs) -> Result<RunFilter, CliError> {
         .map(|text| parse_time_bound(text, SystemTime::now()))
         .transpose()
         .map_err(|e| CliError::usage("--since", e))?;
+    let added_before = args
+        .before
+        .as_deref()
+        .map(|text| parse_time_bound(text, SystemTime::now()))
+        .transpose()
+        .map_err(|e| CliError::usage("--before", e))?;
     Ok(RunFilter {
         host: args.host.clone(),
         kernel: args.kernel.clone(),
         scenario: args.scenario.clone(),
         tags,
         added_since,
-        added_before: None,
+        added_before,
     })
 }
 
@@ -107,6 +113,8 @@ fn as_json(r: &RunSummary) -> String {
         "max_ns": r.max_ns,
         "verdict": r.verdict,
         "degraded": r.degraded,
+        "state": r.progress.as_ref().map(|p| p.state.name()),
+        "state_detail": r.progress.as_ref().map(|p| p.describe()),
     });
     let lines: Vec<String> = FIELDS
         .iter()
@@ -116,7 +124,7 @@ fn as_json(r: &RunSummary) -> String {
 }
 
 /// The fields of `runs --json`, in order.
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 20] = [
     "id",
     "name",
     "tags",
@@ -135,6 +143,8 @@ const FIELDS: [&str; 18] = [
     "max_ns",
     "verdict",
     "degraded",
+    "state",
+    "state_detail",
 ];
 
 /// What the table prints for an unknown value.
@@ -241,6 +251,12 @@ fn table(runs: &[RunSummary]) -> Table {
             format!("{}{degraded}", safe(&r.verdict))
         }),
     ]);
+    // Running, or died at its last checkpoint; nothing for a run that ended.
+    if any(|r| r.progress.is_some()) {
+        columns.push(("state", |r| {
+            r.progress.as_ref().map_or(String::new(), |p| p.describe())
+        }));
+    }
     let mut table = Table::new();
     table
         .load_preset(presets::NOTHING)

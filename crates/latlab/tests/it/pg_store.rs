@@ -111,7 +111,7 @@ fn the_postgres_store_keeps_the_sqlite_stores_rules() {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(listed, [run.id.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&run.id));
     let since = RunFilter {
         added_since: Some(std::time::SystemTime::now() + std::time::Duration::from_secs(3600)),
         ..RunFilter::default()
@@ -223,4 +223,122 @@ fn an_unreachable_server_is_named_with_its_address() {
     assert!(err.contains(&format!("127.0.0.1:{}", pg.port())), "{err}");
     assert!(err.contains("cannot reach"), "{err}");
     assert!(!err.contains(PASSWORD), "{err}");
+}
+
+/// Runs latlab with `args` against `store`, the local store at `local`; returns (exit
+/// code, stdout, stderr).
+fn farm(local: &std::path::Path, store: &str, args: &[&str]) -> (i32, String, String) {
+    let out = latlab()
+        .env("LATLAB_OUTBOX", local)
+        .args(args)
+        .args(["--store", store])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
+    let _serial = crate::common::serial();
+    let pg = PgCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("local.sqlite");
+    let url = pg.url();
+    // Three rigs at once.
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            std::process::Command::new(crate::common::latlab_path())
+                .env("LATLAB_OUTBOX", dir.path().join(format!("rig{i}.sqlite")))
+                .args(["run", "-d", "2s", "-q", "--no-audit", "-c", "0", "--name"])
+                .arg(format!("rig-run-{i}"))
+                .args(["--store", &url])
+                .output()
+                .unwrap()
+        })
+        .collect();
+    for out in &children {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !text(&out.stdout).contains(PASSWORD),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+    assert_eq!(pg.sql("SELECT count(*) FROM runs"), "3");
+    let host = latlab_store::this_host().unwrap();
+    let (code, out, err) = farm(&local, &url, &["runs", "--json", "--host", &host]);
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    let (code, _, err) = farm(&local, &url, &["runs", "--host", "no-such-rig"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = farm(&local, &url, &["show", "rig-run-1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.is_empty());
+    let (code, _, err) = farm(&local, &url, &["compare", "rig-run-0", "rig-run-2"]);
+    assert!(code == 0 || code == 1, "{err}");
+
+    // The server goes away mid-run: the run lands locally, owed, and is pushed later.
+    let child = std::process::Command::new(crate::common::latlab_path())
+        .env("LATLAB_OUTBOX", &local)
+        .args([
+            "run",
+            "-d",
+            "4s",
+            "-q",
+            "--no-audit",
+            "-c",
+            "0",
+            "--name",
+            "cut-off",
+        ])
+        .args(["--store", &url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    pg.stop_server();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cannot reach") && err.contains("latlab push"),
+        "{err}"
+    );
+    assert!(!err.contains(PASSWORD), "{err}");
+    pg.start_server();
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'"),
+        "0"
+    );
+    let push = |store: Option<&str>| {
+        let mut cmd = latlab();
+        cmd.env("LATLAB_OUTBOX", &local).arg("push");
+        if let Some(s) = store {
+            cmd.args(["--store", s]);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = push(Some(&url));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("pushed to postgres://lab@127.0.0.1"), "{out}");
+    assert!(!out.contains(PASSWORD), "{out}");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'"),
+        "1"
+    );
+    let (code, out, err) = push(Some(&url));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("nothing to push"), "{out}");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'"),
+        "1"
+    );
+    assert_eq!(pg.sql("SELECT count(*) FROM runs"), "4");
 }
