@@ -309,3 +309,36 @@ fn push_one(
     }
     Ok(Some((outcome, still_running)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_central_store_runs_go_local_and_are_owed_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = dir.path().join("local.sqlite");
+        let url = "postgres://lab:pw@127.0.0.1:1/latency";
+        let mut farm = FarmStore::open(url, &local).unwrap();
+        assert!(!farm.is_central());
+        let notices = farm.take_notices();
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].contains("latlab push") && !notices[0].contains("pw"));
+        let run = Run::from_json(include_str!("../../../docs/example-run.json")).unwrap();
+        farm.save(&run).unwrap();
+        let owed = farm.local().owed().unwrap();
+        assert_eq!(owed.len(), 1);
+        assert_eq!(owed[0].id, run.id);
+        assert_eq!(owed[0].push_to, "postgres://lab@127.0.0.1:1/latency");
+        assert_eq!(farm.load(&run.id).unwrap().as_ref(), Some(&run));
+        // Still unreachable: the push fails and the run stays owed.
+        let (pushed, failed) = push(farm.local(), None, &|_| false).unwrap();
+        assert!(pushed.is_empty());
+        assert_eq!(failed.len(), 1);
+        assert!(failed[0].1.is_connection_lost());
+        assert_eq!(farm.local().owed().unwrap().len(), 1);
+        // Removing the run settles it.
+        farm.local().remove(std::slice::from_ref(&run.id)).unwrap();
+        assert!(farm.local().owed().unwrap().is_empty());
+    }
+}

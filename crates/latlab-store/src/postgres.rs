@@ -833,3 +833,63 @@ impl RunStore for PostgresStore {
         Ok(removed as usize)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            redact("postgres://lab:s3cret@db:5432/latency?sslmode=require"),
+            "postgres://lab@db:5432/latency?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgresql://lab:p@ss@db/latency"),
+            "postgresql://lab@db/latency"
+        );
+        assert_eq!(
+            redact("postgres://lab@db/latency?password=x&sslmode=disable"),
+            "postgres://lab@db/latency?sslmode=disable"
+        );
+        assert_eq!(redact("postgres://db"), "postgres://db");
+    }
+
+    #[test]
+    fn sslmode_chooses_tls_and_bad_urls_say_what_to_write() {
+        let tls = |url: &str| Target::parse(url).map(|t| t.tls);
+        assert_eq!(tls("postgres://lab@db/latency").unwrap(), Tls::Off);
+        assert_eq!(
+            tls("postgres://lab@db/latency?sslmode=prefer").unwrap(),
+            Tls::Off
+        );
+        assert_eq!(
+            tls("postgres://lab@db/latency?sslmode=verify-full&sslrootcert=/etc/ca.pem").unwrap(),
+            Tls::Verified {
+                root_file: Some(PathBuf::from("/etc/ca.pem"))
+            }
+        );
+        let bad = Target::parse("postgres://lab:pw@db/latency?sslmode=sometimes")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(bad.contains("verify-full") && !bad.contains("pw@"), "{bad}");
+        let target = Target::parse("postgres://lab:pw@db:6543/latency").unwrap();
+        assert_eq!(target.server, "db:6543");
+        assert_eq!(target.location, "postgres://lab@db:6543/latency");
+    }
+
+    #[test]
+    fn an_unreachable_server_is_a_lost_connection_naming_its_address() {
+        // Port 1 on loopback: nothing listens there.
+        let e = PostgresStore::open("postgres://lab:pw@127.0.0.1:1/latency")
+            .err()
+            .unwrap();
+        assert!(e.is_connection_lost(), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("127.0.0.1:1") && !text.contains("pw"),
+            "{text}"
+        );
+    }
+}

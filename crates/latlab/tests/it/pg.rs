@@ -198,6 +198,94 @@ impl PgCluster {
         );
     }
 
+    /// Turns TLS on with a server certificate for 127.0.0.1 signed by a CA made here;
+    /// returns the CA's certificate (PEM), for `sslrootcert=`.
+    pub fn enable_tls(&self) -> PathBuf {
+        let dir = self.dir.path();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap_or_else(|e| panic!("openssl is needed: apt-get install openssl ({e})"));
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=latlab test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "data/server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "data/server.crt",
+        ]);
+        let key = self.data().join("server.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if running_as_root() {
+            for file in [key, self.data().join("server.crt")] {
+                let status = Command::new("chown")
+                    .arg("nobody:nogroup")
+                    .arg(file)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+        }
+        self.sql("ALTER SYSTEM SET ssl = on");
+        self.checked(
+            self.server_command("pg_ctl")
+                .arg("-D")
+                .arg(self.data())
+                .args(["-l", "server.log", "-w", "restart", "-m", "fast"]),
+            "pg_ctl restart",
+        );
+        dir.join("ca.pem")
+    }
+
     /// Runs `sql` in the database `latency` as the superuser over the socket; returns
     /// psql's unaligned output.
     pub fn sql(&self, sql: &str) -> String {

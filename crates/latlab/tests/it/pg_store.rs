@@ -341,4 +341,138 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         "1"
     );
     assert_eq!(pg.sql("SELECT count(*) FROM runs"), "4");
+
+    // Cut off again: this time the next run with the store pushes it first.
+    let child = std::process::Command::new(crate::common::latlab_path())
+        .env("LATLAB_OUTBOX", &local)
+        .args([
+            "run",
+            "-d",
+            "3s",
+            "-q",
+            "--no-audit",
+            "-c",
+            "0",
+            "--name",
+            "cut-off-2",
+        ])
+        .args(["--store", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    pg.stop_server();
+    assert!(child.wait_with_output().unwrap().status.success());
+    pg.start_server();
+    let (code, _, err) = farm(
+        &local,
+        &url,
+        &["run", "-d", "1s", "-q", "--no-audit", "-c", "0"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("pushed to")).count(),
+        1,
+        "one line per run: {err}"
+    );
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off-2'"),
+        "1"
+    );
+    assert_eq!(pg.sql("SELECT count(*) FROM runs"), "6");
+}
+
+#[test]
+fn runs_of_different_hosts_compare_on_the_farm_store() {
+    let pg = PgCluster::start();
+    let mut store = PostgresStore::open(&pg.url()).unwrap();
+    let a = a_run("20261123T150000Z-222222", "rig01");
+    let b = a_run("20261123T150001Z-333333", "rig02");
+    store.save(&a).unwrap();
+    store.save(&b).unwrap();
+    let out = latlab()
+        .args(["compare", &a.id, &b.id, "--metric", "max", "--json"])
+        .args(["--store", &pg.url()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let compared: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(compared["failures"], 0, "{compared}");
+}
+
+#[test]
+fn a_reading_command_marks_this_machines_dead_runs_died_and_says_so() {
+    let pg = PgCluster::start();
+    let mut store = PostgresStore::open(&pg.url()).unwrap();
+    // A process that is gone: a child that ran and was reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let host = latlab_store::this_host().unwrap();
+    let mine = running(a_run("20261123T160000Z-444444", &host), gone);
+    let theirs = running(a_run("20261123T160001Z-555555", "another-rig"), gone);
+    store.save(&mine).unwrap();
+    store.save(&theirs).unwrap();
+    let out = latlab()
+        .args(["runs", "--json", "--store", &pg.url()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "latlab: run {} died at 2026-11-23T12:00:10.000Z; process killed",
+            mine.id
+        )),
+        "{err}"
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let state = |id: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap()["state"]
+            .clone()
+    };
+    assert_eq!(state(&mine.id), "died");
+    // Another rig's run is judged on that rig only.
+    assert_eq!(state(&theirs.id), "running");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs WHERE state = 'died'"),
+        "1"
+    );
+}
+
+#[test]
+fn tls_is_used_when_the_url_asks_and_the_certificate_is_verified() {
+    let pg = PgCluster::start();
+    let ca = pg.enable_tls();
+    let tls_url = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        pg.url(),
+        ca.display()
+    );
+    let mut store = PostgresStore::open(&tls_url).unwrap();
+    store
+        .save(&a_run("20261123T140000Z-111111", "rig03"))
+        .unwrap();
+    assert_eq!(store.summaries().unwrap().len(), 1);
+    // The connection is encrypted: the server says so.
+    let ssl = pg.sql("SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE ssl AND usename = 'lab'");
+    assert_eq!(ssl, "1");
+    // Without the CA the certificate cannot be verified: refused, with the fix.
+    let unverified = PostgresStore::open(&format!("{}?sslmode=require", pg.url()))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(unverified, StoreError::Refused { .. }),
+        "{unverified}"
+    );
+    assert!(
+        unverified.to_string().contains("sslrootcert"),
+        "{unverified}"
+    );
 }
