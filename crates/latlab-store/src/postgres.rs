@@ -78,6 +78,10 @@ const MIGRATION_LOCK: i64 = 0x6c61_746c_6162;
 /// How long connecting may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long an unacknowledged write, or a silent connection, may last before the server
+/// counts as gone.
+const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The columns a summary is read from, in [`summary_of`]'s order.
 const SUMMARY_COLUMNS: &str = "id, to_char(added_at AT TIME ZONE 'UTC',
          'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
@@ -234,7 +238,19 @@ impl Target {
                 config.password(password);
             }
         }
-        config.connect_timeout(CONNECT_TIMEOUT);
+        // A server gone without a word (a pulled cable, a crashed host) fails a write
+        // within half a minute rather than hanging a checkpoint for hours: the run
+        // then goes on into the local store. A URL's own values are kept.
+        let given = |key: &str| rest.iter().any(|p| p.starts_with(&format!("{key}=")));
+        if !given("connect_timeout") {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if !given("tcp_user_timeout") {
+            config.tcp_user_timeout(DEAD_PEER_TIMEOUT);
+        }
+        if !given("keepalives_idle") {
+            config.keepalives_idle(DEAD_PEER_TIMEOUT);
+        }
         config.keepalives(true);
         config.application_name("latlab");
         if tls != Tls::Off {
