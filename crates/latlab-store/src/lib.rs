@@ -17,9 +17,16 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod farm;
+mod outbox;
+mod pgpass;
+mod postgres;
 mod reference;
 mod summary;
 
+pub use farm::{push, FarmStore, PushOutcome, PushReport, Pushed};
+pub use outbox::Owed;
+pub use postgres::{is_url, redact, PostgresStore, PG_SCHEMA_VERSION};
 pub use reference::resolve_reference;
 pub use summary::{RunFilter, RunSummary};
 
@@ -35,8 +42,9 @@ use summary::{added_before_it_was_kept, Listing};
 /// The schema version this build reads and writes (2: the SHA-256 of an imported
 /// run's source file; 3: when each run was added, the user's name, tags and note, and
 /// the listing's probes, periods, CPUs, duration and loads; 4: a run's progress, so a
-/// run is kept from its start and extended at every checkpoint).
-pub const SCHEMA_VERSION: i64 = 4;
+/// run is kept from its start and extended at every checkpoint; 5: the outbox, the runs
+/// owed to a central store that could not be reached).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -138,10 +146,65 @@ pub enum StoreError {
     /// A query failed.
     #[error("run store error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// A `--store` / `LATLAB_STORE` value that is neither a path nor a PostgreSQL URL
+    /// latlab can use.
+    #[error("{given}: {reason}")]
+    BadLocation {
+        /// The location as given, without its password.
+        given: String,
+        /// What is wrong, and what to write instead.
+        reason: String,
+    },
+    /// The PostgreSQL server cannot be reached: down, another host or port, the
+    /// network, or the connection broke while in use.
+    #[error("cannot reach the PostgreSQL server of the run store {location} at {server}: {reason}; check that it runs and accepts connections there (listen_addresses, pg_hba.conf, a firewall)")]
+    Unreachable {
+        /// The store's URL, without its password.
+        location: String,
+        /// `host:port` or the socket directory.
+        server: String,
+        /// What the connection said.
+        reason: String,
+    },
+    /// The PostgreSQL server answered but refused: a password, a role, a database, a
+    /// privilege or TLS.
+    #[error("the PostgreSQL server of the run store {location} refused: {reason}; {fix}")]
+    Refused {
+        /// The store's URL, without its password.
+        location: String,
+        /// What the server said.
+        reason: String,
+        /// What to change.
+        fix: String,
+    },
+    /// A PostgreSQL query failed.
+    #[error("run store error at {location}: {reason}")]
+    Postgres {
+        /// The store's URL, without its password.
+        location: String,
+        /// What the server said.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    /// True when the store's server could not be reached or the connection broke: what
+    /// [`FarmStore`] answers by keeping the run locally, to push it later.
+    pub fn is_connection_lost(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
+    }
 }
 
 /// Where Runs are kept.
 pub trait RunStore {
+    /// Where the store is, for people: a path, or a URL without its password.
+    fn location(&self) -> String;
+
+    /// What the store did on its own since last asked, in words for standard error
+    /// (a [`FarmStore`] that switched to its local store); nothing for most stores.
+    fn take_notices(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Saves a new run. One with the same id is never replaced:
     /// [`StoreError::Duplicate`]. A run whose `progress` says `running` is kept from
     /// its start: [`update`](RunStore::update) extends it at each checkpoint, and
@@ -187,38 +250,7 @@ pub trait RunStore {
         this_boot: Option<&str>,
         alive: &dyn Fn(&Progress) -> bool,
     ) -> Result<Vec<(String, DeathCause)>, StoreError> {
-        let mut found = Vec::new();
-        let running: Vec<RunSummary> = self
-            .summaries()?
-            .into_iter()
-            .filter(|s| {
-                s.progress
-                    .as_ref()
-                    .is_some_and(|p| p.state == RunState::Running)
-            })
-            .collect();
-        for summary in running {
-            let Some(progress) = &summary.progress else {
-                continue;
-            };
-            let Some(cause) = progress.why_dead(this_boot, alive(progress)) else {
-                continue;
-            };
-            let Some(mut run) = self.load(&summary.id)? else {
-                continue;
-            };
-            let Some(progress) = run.progress.as_mut() else {
-                continue;
-            };
-            progress.died(cause, rfc3339(SystemTime::now()));
-            match self.update(&run) {
-                Ok(()) => found.push((summary.id, cause)),
-                // Another latlab found it first.
-                Err(StoreError::NotRunning { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(found)
+        recover_where(self, this_boot, alive, &|_| true)
     }
 
     /// Finds a run by reference: `last`, `last~N` (N runs before the last added), a
@@ -231,6 +263,57 @@ pub trait RunStore {
             reason: "it vanished from the store".to_string(),
         })
     }
+}
+
+/// This machine's host name as runs record it (`/proc/sys/kernel/hostname`), so that a
+/// store shared by several machines judges only this one's runs dead or alive.
+pub fn this_host() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// [`RunStore::recover`] for the running runs `mine` picks.
+pub(crate) fn recover_where<S: RunStore + ?Sized>(
+    store: &mut S,
+    this_boot: Option<&str>,
+    alive: &dyn Fn(&Progress) -> bool,
+    mine: &dyn Fn(&RunSummary) -> bool,
+) -> Result<Vec<(String, DeathCause)>, StoreError> {
+    let mut found = Vec::new();
+    let running: Vec<RunSummary> = store
+        .summaries()?
+        .into_iter()
+        .filter(|s| {
+            s.progress
+                .as_ref()
+                .is_some_and(|p| p.state == RunState::Running)
+                && mine(s)
+        })
+        .collect();
+    for summary in running {
+        let Some(progress) = &summary.progress else {
+            continue;
+        };
+        let Some(cause) = progress.why_dead(this_boot, alive(progress)) else {
+            continue;
+        };
+        let Some(mut run) = store.load(&summary.id)? else {
+            continue;
+        };
+        let Some(progress) = run.progress.as_mut() else {
+            continue;
+        };
+        progress.died(cause, rfc3339(SystemTime::now()));
+        match store.update(&run) {
+            Ok(()) => found.push((summary.id, cause)),
+            // Another latlab found it first.
+            Err(StoreError::NotRunning { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(found)
 }
 
 /// The embedded SQLite store.
@@ -283,7 +366,7 @@ fn read_only_cause(path: &Path) -> Option<String> {
 }
 
 /// The error for a failed SQLite call on the store at `path`, naming the real cause.
-fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
+pub(crate) fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode;
     let path = path.to_path_buf();
     match e.sqlite_error_code() {
@@ -361,6 +444,9 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
              CREATE INDEX IF NOT EXISTS runs_state ON runs(state);",
         )?;
     }
+    if from < 5 {
+        tx.execute_batch(outbox::MIGRATION)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }
@@ -406,19 +492,19 @@ fn fill_listing_columns(tx: &rusqlite::Transaction) -> Result<(), rusqlite::Erro
 
 /// A [`Listing`] as the store's columns hold it: lists and tags as JSON text, `NULL`
 /// for unknown (and for no tags).
-struct ListingColumns {
-    name: Option<String>,
-    tags: Option<String>,
-    note: Option<String>,
-    probes: Option<String>,
-    periods: Option<String>,
-    cpus: Option<String>,
-    duration_ns: Option<i64>,
-    loads: Option<String>,
+pub(crate) struct ListingColumns {
+    pub(crate) name: Option<String>,
+    pub(crate) tags: Option<String>,
+    pub(crate) note: Option<String>,
+    pub(crate) probes: Option<String>,
+    pub(crate) periods: Option<String>,
+    pub(crate) cpus: Option<String>,
+    pub(crate) duration_ns: Option<i64>,
+    pub(crate) loads: Option<String>,
 }
 
 impl ListingColumns {
-    fn of(listing: &Listing) -> ListingColumns {
+    pub(crate) fn of(listing: &Listing) -> ListingColumns {
         let text = |v: serde_json::Value| v.to_string();
         ListingColumns {
             name: listing.name.clone(),
@@ -436,7 +522,7 @@ impl ListingColumns {
     }
 
     /// Reads the columns back; a value that is not what latlab writes reads as unknown.
-    fn listing(&self) -> Listing {
+    pub(crate) fn listing(&self) -> Listing {
         // Each column's type is known where it is read, so serde_json infers it.
         macro_rules! parse {
             ($column:expr) => {
@@ -649,13 +735,13 @@ impl SqliteStore {
 }
 
 /// A run's progress as the store's columns hold it: `NULL` for a run that ended.
-struct ProgressColumns {
-    state: Option<&'static str>,
-    json: Option<String>,
+pub(crate) struct ProgressColumns {
+    pub(crate) state: Option<&'static str>,
+    pub(crate) json: Option<String>,
 }
 
 impl ProgressColumns {
-    fn of(run: &Run) -> ProgressColumns {
+    pub(crate) fn of(run: &Run) -> ProgressColumns {
         ProgressColumns {
             state: run.progress.as_ref().map(|p| p.state.name()),
             json: run
@@ -741,13 +827,16 @@ impl SqliteStore {
     }
 }
 
-fn worst(run: &Run, f: impl Fn(&latlab_model::run::Stream) -> Option<i64>) -> Option<i64> {
+pub(crate) fn worst(
+    run: &Run,
+    f: impl Fn(&latlab_model::run::Stream) -> Option<i64>,
+) -> Option<i64> {
     run.streams.iter().filter_map(f).max()
 }
 
 /// The worst p99.9 over the run's streams: a bound when any stream's is one (its sample
 /// may lie above every other stream's).
-fn worst_p99_9(run: &Run) -> Option<Percentile> {
+pub(crate) fn worst_p99_9(run: &Run) -> Option<Percentile> {
     let all: Vec<Percentile> = run
         .streams
         .iter()
@@ -762,6 +851,10 @@ fn worst_p99_9(run: &Run) -> Option<Percentile> {
 }
 
 impl RunStore for SqliteStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
     fn save(&mut self, run: &Run) -> Result<(), StoreError> {
         self.insert(run, None)
     }
@@ -894,6 +987,10 @@ impl RunStore for SqliteStore {
             removed += tx
                 .execute("DELETE FROM runs WHERE id = ?1", [id])
                 .map_err(|e| classify(&path, e))?;
+            if self.version >= 5 {
+                tx.execute("DELETE FROM outbox WHERE id = ?1", [id])
+                    .map_err(|e| classify(&path, e))?;
+            }
         }
         tx.commit().map_err(|e| classify(&path, e))?;
         Ok(removed)

@@ -4,6 +4,7 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
+use crate::store::StoreLocation;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
@@ -78,6 +79,9 @@ pub enum Command {
     Rm(RmArgs),
     /// Remove the runs added to the store before a time.
     Prune(PruneArgs),
+    /// Send the runs kept locally while their central (PostgreSQL) store could not be
+    /// reached to that store; a run pushed twice is stored once.
+    Push(PushArgs),
     /// A stored run in a format other tools read (`latlab help export` lists them).
     Export(ExportArgs),
     /// Runs side by side, with a regression verdict (exit 1 on regression).
@@ -259,9 +263,10 @@ pub struct RunArgs {
     /// No live display (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// Do not save the run in the store.
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
@@ -373,9 +378,10 @@ pub struct ShowArgs {
     /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab explain`.
@@ -398,9 +404,10 @@ pub struct ExplainArgs {
     /// without FILE, or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab rm`.
@@ -412,9 +419,20 @@ pub struct RmArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
+}
+
+/// `latlab push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The central store to push to (a postgres:// URL, its password too if it needs
+    /// one) [default: each owed run to the store it is owed to, with the password of
+    /// PGPASSWORD or ~/.pgpass].
+    #[arg(long, value_name = "URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab prune`.
@@ -426,9 +444,10 @@ pub struct PruneArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab compare`.
@@ -456,9 +475,10 @@ pub struct CompareArgs {
     /// or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab report`.
@@ -488,9 +508,10 @@ pub struct ReportArgs {
     /// With --trend: group the runs by host, kernel, scenario and tag:KEY, comma-separated.
     #[arg(long, value_name = "KEYS", default_value = "host", requires = "trend")]
     pub by: String,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab import`.
@@ -512,9 +533,10 @@ pub struct ImportArgs {
     /// log): places samples in time and counts missed periods.
     #[arg(long, value_name = "DURATION")]
     pub period: Option<String>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// The user's name (with one file only), tags and note for the imported runs.
     #[command(flatten)]
     pub labels: LabelArgs,
@@ -539,9 +561,10 @@ pub struct ExportArgs {
     /// streams to write (e.g. timerlat-thread of an rtla import).
     #[arg(long, value_name = "NAME")]
     pub probe: Option<String>,
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
 }
 
 /// `latlab runs`.
@@ -550,9 +573,10 @@ pub struct ExportArgs {
 Runs are listed newest added first: `last` is the run added to the store most recently.
 HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// How many runs to list (0: all).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
@@ -595,9 +619,10 @@ reloads from its last checkpoint), /compare?base=RUN&new=RUN and
 /trend?metric=p99.9&by=host,kernel (with the same filters). Nothing is ever written.
 Ctrl-C or SIGTERM stops it.")]
 pub struct ServeArgs {
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// Where to serve: HOST:PORT, loopback only unless --listen-any (port 0: any free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: String,
@@ -616,9 +641,10 @@ Examples:
   latlab trend --metric p99.9 --by host,kernel --since 30d
   latlab trend --metric max --by tag:board -o trend.html")]
 pub struct TrendArgs {
-    /// Run store (SQLite file).
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
     /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, or missed (missed
     /// periods per million).
     #[arg(long, value_name = "METRIC", default_value = "p99.9")]

@@ -79,6 +79,9 @@ pub struct JournalStats {
     pub failure: Option<String>,
 }
 
+/// The store a run is kept in (SQLite, or a farm's PostgreSQL with its local outbox).
+pub type Store = Box<dyn RunStore + Send>;
+
 struct Shared {
     so_far: Mutex<SoFar>,
     stop: Mutex<bool>,
@@ -86,15 +89,15 @@ struct Shared {
 }
 
 /// The checkpoint writer of one run.
-pub struct Journal<S: RunStore + Send + 'static> {
+pub struct Journal {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<(Option<S>, JournalStats)>>,
+    thread: Option<JoinHandle<(Option<Store>, JournalStats)>>,
 }
 
 /// Where checkpoints go.
-pub struct Targets<S> {
+pub struct Targets {
     /// The store holding the run as running (saved at its start).
-    pub store: Option<S>,
+    pub store: Option<Store>,
     /// The `--json` file to rewrite, if it is a regular file.
     pub json: Option<PathBuf>,
 }
@@ -103,18 +106,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl<S: RunStore + Send + 'static> Journal<S> {
+impl Journal {
     /// Starts writing checkpoints of `base` (the run as it started: plan, host,
     /// audit, labels, `progress` running) every `every` on `cpus` (the CPUs nothing
     /// measures; empty: wherever the scheduler likes).
     /// With `explain`, each checkpoint holds what is explained so far.
     pub fn start(
         base: Run,
-        targets: Targets<S>,
+        targets: Targets,
         every: Duration,
         cpus: Vec<usize>,
         explain: Option<ExplainSource>,
-    ) -> Journal<S> {
+    ) -> Journal {
         let shared = Arc::new(Shared {
             so_far: Mutex::new(SoFar::default()),
             stop: Mutex::new(false),
@@ -140,7 +143,7 @@ impl<S: RunStore + Send + 'static> Journal<S> {
 
     /// Stops writing (a checkpoint under way is finished first) and gives the store
     /// back, for the run's final form.
-    pub fn finish(mut self) -> (Option<S>, JournalStats) {
+    pub fn finish(mut self) -> (Option<Store>, JournalStats) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
         match self.thread.take().map(JoinHandle::join) {
@@ -157,13 +160,13 @@ impl<S: RunStore + Send + 'static> Journal<S> {
 }
 
 /// The writer's loop: a checkpoint every `every` until told to stop.
-fn write_checkpoints<S: RunStore>(
+fn write_checkpoints(
     shared: &Shared,
     base: Run,
-    mut targets: Targets<S>,
+    mut targets: Targets,
     every: Duration,
     explain: Option<ExplainSource>,
-) -> (Option<S>, JournalStats) {
+) -> (Option<Store>, JournalStats) {
     let mut stats = JournalStats::default();
     let mut next = Instant::now() + every;
     loop {

@@ -6,7 +6,7 @@
 use crate::error::exit;
 use crate::output::{OutputFile, OutputTarget};
 use latlab_model::run::Run;
-use latlab_store::{RunStore, SqliteStore, StoreError};
+use latlab_store::{RunStore, StoreError};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,7 @@ fn read_from_stdout() -> bool {
 /// checkpoint there.
 pub fn keep(
     run: &Run,
-    store: Option<&mut SqliteStore>,
+    store: Option<&mut (dyn RunStore + Send + '_)>,
     json: Option<&mut OutputTarget>,
     begun: bool,
 ) -> Kept {
@@ -51,7 +51,11 @@ pub fn keep(
     let mut store_dir = None;
     let mut stored = false;
     if let Some(store) = store {
-        store_dir = store.path().parent().map(Path::to_path_buf);
+        let location = store.location();
+        // A SQLite store's directory; a URL names none.
+        store_dir = (!latlab_store::is_url(&location))
+            .then(|| Path::new(&location).parent().map(Path::to_path_buf))
+            .flatten();
         let saved = match begun {
             // Removed meanwhile (latlab rm): saved anew.
             true => match store.update(run) {
@@ -60,15 +64,13 @@ pub fn keep(
             },
             false => store.save(run),
         };
+        for notice in store.take_notices() {
+            let _ = writeln!(kept.errors, "latlab: {notice}");
+        }
         match saved {
             Ok(()) => {
                 stored = true;
-                let _ = writeln!(
-                    kept.said,
-                    "Run {} saved in {}",
-                    run.id,
-                    store.path().display()
-                );
+                let _ = writeln!(kept.said, "Run {} saved in {}", run.id, store.location());
             }
             Err(e) => {
                 let _ = writeln!(kept.errors, "latlab: error: could not save the run: {e}");

@@ -5,7 +5,7 @@ use crate::cli::LabelArgs;
 use crate::error::CliError;
 use latlab_model::labels::{check_name, check_note, parse_tag};
 use latlab_model::run::Run;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::RunStore;
 use std::collections::BTreeMap;
 
 /// Checked labels.
@@ -44,7 +44,7 @@ impl Labels {
 
     /// Refuses a name another run in `store` has already (exit 2): a name stands for
     /// one run.
-    pub fn check_name_is_free(&self, store: &SqliteStore) -> Result<(), CliError> {
+    pub fn check_name_is_free(&self, store: &dyn RunStore) -> Result<(), CliError> {
         match &self.name {
             Some(name) => refuse_taken_name(store, name, "--name"),
             None => Ok(()),
@@ -67,7 +67,7 @@ impl Labels {
 
 /// Refuses `name` (given with `flag`, or held by a file) when a run in `store` has it
 /// already (exit 2).
-pub fn refuse_taken_name(store: &SqliteStore, name: &str, flag: &str) -> Result<(), CliError> {
+pub fn refuse_taken_name(store: &dyn RunStore, name: &str, flag: &str) -> Result<(), CliError> {
     let holder = store
         .summaries()
         .map_err(CliError::runtime)?
@@ -80,7 +80,7 @@ pub fn refuse_taken_name(store: &SqliteStore, name: &str, flag: &str) -> Result<
             format!(
                 "the store at {} already has a run named {name} ({}); choose another name, \
                  or remove that run first (latlab rm {name})",
-                store.path().display(),
+                store.location(),
                 run.id
             ),
         )),

@@ -12,6 +12,7 @@ mod keep;
 mod labels;
 mod listen;
 mod output;
+mod store;
 mod terminal;
 
 use error::exit;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         cli::Command::Explain(explain) => cmd::explain::execute(&explain),
         cli::Command::Rm(rm) => cmd::rm::execute(&rm),
         cli::Command::Prune(prune) => cmd::rm::prune(&prune),
+        cli::Command::Push(push) => cmd::push::execute(&push),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),

@@ -5,6 +5,7 @@ use crate::cli::CompareArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{ignore_closed, Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_report::compare::{compare_runs, Comparisons, Judged, Tolerance};
 use latlab_report::report::render_comparison;
 
@@ -22,12 +23,13 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
             .map(|m| Judged::parse(m).map_err(|e| CliError::usage("--metric", e)))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args
         .json
         .as_deref()
-        .map(|p| OutputTarget::checked("--json", p, args.store.as_deref()))
+        .map(|p| OutputTarget::checked("--json", p, store.path()))
         .transpose()?;
-    let runs = find_runs(args.store.as_deref(), &args.runs)?;
+    let runs = find_runs(&store, &args.runs)?;
     let compared = compare_runs(&runs, &metrics, tolerance).map_err(CliError::runtime)?;
     if compared.unlike() && !args.force {
         return Err(unlike(&compared));

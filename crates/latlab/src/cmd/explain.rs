@@ -4,6 +4,7 @@ use crate::cli::ExplainArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_model::text::terminal_safe;
 use latlab_report::report::{explained_spikes, render_explain, render_explain_spike};
 
@@ -16,16 +17,13 @@ pub fn execute(args: &ExplainArgs) -> Result<u8, CliError> {
             "0 spikes would show none: give 1 or more (default 5)",
         ));
     }
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args
         .json
         .as_deref()
-        .map(|target| OutputTarget::checked("--json", target, Some(&store)))
+        .map(|target| OutputTarget::checked("--json", target, store.path()))
         .transpose()?;
-    let run = find_run(Some(&store), &args.run)?;
+    let run = find_run(&store, &args.run)?;
     let Some(explain) = &run.explain else {
         return Err(CliError {
             code: exit::FAILED,

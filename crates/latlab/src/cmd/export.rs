@@ -4,6 +4,7 @@ use crate::cli::ExportArgs;
 use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
 use crate::output::{Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_model::export::{exporter, exporters, narrow};
 
 /// Writes the run in the chosen format to stdout or a file.
@@ -36,16 +37,13 @@ pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {
             ));
         }
     }
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     // Checked and opened before anything is read: a bad path fails at once.
     let mut output = match &args.output {
         None => None,
-        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
+        Some(path) => Some(OutputTarget::checked("--output", path, store.path())?),
     };
-    let run = find_run(Some(&store), &args.run)?;
+    let run = find_run(&store, &args.run)?;
     let run = match format.holds_one_series() {
         true => {
             narrow(&run, args.phase.as_deref(), args.probe.as_deref()).map_err(CliError::config)?

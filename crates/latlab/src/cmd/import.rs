@@ -11,12 +11,13 @@ use crate::cli::ImportArgs;
 use crate::error::{exit, CliError};
 use crate::labels::{refuse_taken_name, Labels};
 use crate::output::Human;
+use crate::store::StoreLocation;
 use latlab_model::import::{self, Format, ImportContext, TimeUnit, DETECT_BYTES};
 use latlab_model::run::Run;
 use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::text::counted;
 use latlab_model::units::parse_duration;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::RunStore;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::fs::File;
@@ -75,12 +76,9 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         read_files.push(read_file);
     }
 
-    let path = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
-    let mut store = SqliteStore::open(&path)?;
-    let plan = plan_imports(&store, read_files)?;
+    let location = StoreLocation::resolve(args.store.as_ref())?;
+    let mut store = crate::store::open_writable(&location)?;
+    let plan = plan_imports(&*store, read_files)?;
     for import in &plan {
         if let Import::Save(file) = import {
             if let Some(name) = &file.run.name {
@@ -88,7 +86,7 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
                     Some(_) => "--name".to_string(),
                     None => format!("{} (the name of the run it holds)", file.path.display()),
                 };
-                refuse_taken_name(&store, name, &flag)?;
+                refuse_taken_name(&*store, name, &flag)?;
             }
         }
     }
@@ -126,10 +124,10 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
     }
     match saved {
         0 => {
-            let _ = writeln!(text, "nothing new to save in {}", store.path().display());
+            let _ = writeln!(text, "nothing new to save in {}", store.location());
         }
         _ => {
-            let _ = writeln!(text, "saved in {}", store.path().display());
+            let _ = writeln!(text, "saved in {}", store.location());
         }
     }
     Human::Stdout.write(&text)?;
@@ -156,7 +154,7 @@ enum Import {
 /// Decides for every file before anything is saved: content imported before is
 /// skipped, and a run whose id the store holds for a different run refuses the whole
 /// import (exit 2), naming both.
-fn plan_imports(store: &SqliteStore, files: Vec<ReadFile>) -> Result<Vec<Import>, CliError> {
+fn plan_imports(store: &dyn RunStore, files: Vec<ReadFile>) -> Result<Vec<Import>, CliError> {
     let mut plan: Vec<Import> = Vec::with_capacity(files.len());
     for file in files {
         let name = file.path.display().to_string();
@@ -199,7 +197,7 @@ fn plan_imports(store: &SqliteStore, files: Vec<ReadFile>) -> Result<Vec<Import>
                  replaced, so nothing was imported. To keep both, give the run in {name} \
                  another \"id\"",
                 id = stored.id,
-                store = store.path().display(),
+                store = store.location(),
                 started = stored.started_at.as_deref().unwrap_or("at an unknown time"),
                 host = stored
                     .host

@@ -11,6 +11,7 @@ pub mod loads;
 pub mod man;
 pub mod methods;
 pub mod probes;
+pub mod push;
 pub mod report;
 pub mod rm;
 pub mod run;

@@ -5,6 +5,7 @@ use crate::cli::ReportArgs;
 use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_report::report::{
     render_png, render_trend, render_with_axis, GroupBy, LatencyAxis, PlotKind, ReportKind, Trend,
     TrendFormat, TrendMetric,
@@ -29,16 +30,13 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
             .map_err(|e| CliError::usage("--latency-axis", e))?,
         None => LatencyAxis::Auto,
     };
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     // Checked and opened before the runs are read: a bad path fails at once.
     let mut target = match &args.output {
         None => None,
-        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
+        Some(path) => Some(OutputTarget::checked("--output", path, store.path())?),
     };
-    let runs = find_runs(Some(&store), &args.runs)?;
+    let runs = find_runs(&store, &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
             let text = render_with_axis(&runs, kind, axis).map_err(CliError::runtime)?;
@@ -86,15 +84,12 @@ fn trend(args: &ReportArgs, metric: &str) -> Result<u8, CliError> {
             ))
         }
     };
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     let mut target = match &args.output {
         None => None,
-        Some(path) => Some(OutputTarget::checked("--output", path, Some(&store))?),
+        Some(path) => Some(OutputTarget::checked("--output", path, store.path())?),
     };
-    let runs = find_runs(Some(&store), &args.runs)?;
+    let runs = find_runs(&store, &args.runs)?;
     let text =
         render_trend(&Trend::of(&runs, metric, by), format, axis).map_err(CliError::runtime)?;
     match target.as_mut() {

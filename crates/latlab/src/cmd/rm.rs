@@ -4,17 +4,17 @@
 use crate::cli::{PruneArgs, RmArgs};
 use crate::error::{exit, CliError};
 use crate::output::Human;
+use crate::store::StoreLocation;
 use latlab_model::stamp::parse_time_bound;
 use latlab_model::text::{counted, terminal_safe as safe};
-use latlab_store::{resolve_reference, RunFilter, RunStore, RunSummary, SqliteStore, StoreError};
+use latlab_store::{resolve_reference, RunFilter, RunSummary, StoreError};
 use std::io::{BufRead, IsTerminal};
-use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// Removes the runs named.
 pub fn execute(args: &RmArgs) -> Result<u8, CliError> {
-    let path = store_path(&args.store);
-    let store = SqliteStore::open_read_only(&path)?;
+    let location = StoreLocation::resolve(args.store.as_ref())?;
+    let store = crate::store::open_read_only(&location)?;
     let all = store.summaries().map_err(CliError::runtime)?;
     // Every reference is resolved before anything is removed: `last last~1` are the
     // two runs that were last when the command was given.
@@ -29,34 +29,30 @@ pub fn execute(args: &RmArgs) -> Result<u8, CliError> {
         }
     }
     drop(store);
-    remove(&path, &chosen, args.yes)
+    remove(&location, &chosen, args.yes)
 }
 
 /// Removes the runs added before the time given.
 pub fn prune(args: &PruneArgs) -> Result<u8, CliError> {
     let before = parse_time_bound(&args.older_than, SystemTime::now())
         .map_err(|e| CliError::usage("--older-than", e))?;
-    let path = store_path(&args.store);
+    let location = StoreLocation::resolve(args.store.as_ref())?;
     let filter = RunFilter {
         added_before: Some(before),
         ..RunFilter::default()
     };
-    let chosen = SqliteStore::open_read_only(&path)?
+    let chosen = crate::store::open_read_only(&location)?
         .list(&filter, None)
         .map_err(CliError::runtime)?;
     if chosen.is_empty() {
         Human::Stdout.write(&format!(
             "no run in {} was added before {}: nothing removed\n",
-            path.display(),
+            location,
             latlab_model::stamp::rfc3339(before)
         ))?;
         return Ok(exit::OK);
     }
-    remove(&path, &chosen, args.yes)
-}
-
-fn store_path(given: &Option<PathBuf>) -> PathBuf {
-    given.clone().unwrap_or_else(latlab_store::default_path)
+    remove(&location, &chosen, args.yes)
 }
 
 /// One run as the confirmation and the report name it.
@@ -75,7 +71,7 @@ fn describe(run: &RunSummary) -> String {
 }
 
 /// Asks on the terminal, or requires `--yes`, then removes `runs` and says which.
-fn remove(path: &Path, runs: &[RunSummary], yes: bool) -> Result<u8, CliError> {
+fn remove(location: &StoreLocation, runs: &[RunSummary], yes: bool) -> Result<u8, CliError> {
     let listing: String = runs
         .iter()
         .map(|r| format!("  {}\n", describe(r)))
@@ -88,13 +84,13 @@ fn remove(path: &Path, runs: &[RunSummary], yes: bool) -> Result<u8, CliError> {
                 format!(
                     "this would remove {what} from {}:\n{listing}standard input is not a \
                      terminal to confirm on: give --yes to remove them",
-                    path.display()
+                    location
                 ),
             ));
         }
         Human::Stderr.write(&format!(
             "Remove {what} from {}?\n{listing}[y/N] ",
-            path.display()
+            location
         ))?;
         let mut answer = String::new();
         std::io::stdin()
@@ -107,7 +103,7 @@ fn remove(path: &Path, runs: &[RunSummary], yes: bool) -> Result<u8, CliError> {
         }
     }
     let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
-    let removed = SqliteStore::open(path)?.remove(&ids)?;
+    let removed = crate::store::open_writable(location)?.remove(&ids)?;
     let mut text = String::new();
     for run in runs {
         text.push_str(&format!("removed {}\n", describe(run)));
@@ -121,7 +117,7 @@ fn remove(path: &Path, runs: &[RunSummary], yes: bool) -> Result<u8, CliError> {
     text.push_str(&format!(
         "{} removed from {}\n",
         counted(removed as u64, "run"),
-        path.display()
+        location
     ));
     crate::output::ignore_closed(Human::Stdout.write(&text))?;
     Ok(exit::OK)

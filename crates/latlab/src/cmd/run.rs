@@ -10,6 +10,7 @@ use crate::keep::keep;
 use crate::labels::Labels;
 use crate::listen::{Listener, LiveCauses, StreamId};
 use crate::output::{self, refuse_store_path, Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::checkpoint::PhaseCheckpoint;
@@ -28,7 +29,7 @@ use latlab_model::spec::SchedSpec;
 use latlab_model::stamp::{rfc3339, run_id};
 use latlab_model::threshold::Verdict;
 use latlab_rt::trace::BreakTrace;
-use latlab_store::{RunStore, SqliteStore};
+use latlab_store::RunStore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -56,17 +57,16 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let mut plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
     let labels = Labels::from_args(&args.labels)?;
     let checkpoint_every = checkpoint_interval(&args.checkpoint)?;
-    let store_path = (!args.no_store).then(|| {
-        args.store
-            .clone()
-            .unwrap_or_else(latlab_store::default_path)
-    });
+    let store_location = match args.no_store {
+        true => None,
+        false => Some(StoreLocation::resolve(args.store.as_ref())?),
+    };
     sweep_leftovers(&plan, args.json.as_deref());
     if let Some(target) = &args.json {
         // The default store too: --no-store does not make overwriting it harmless.
         let default_store = latlab_store::default_path();
         let mut stores = vec![default_store.as_path()];
-        stores.extend(store_path.as_deref());
+        stores.extend(store_location.as_ref().and_then(StoreLocation::path));
         refuse_store_path("--json", target, &stores)?;
     }
     let mut json = args
@@ -78,12 +78,15 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         Some(OutputTarget::Stdout) => Human::Stderr,
         _ => Human::Stdout,
     };
-    let mut store = store_path.as_deref().map(SqliteStore::open).transpose()?;
+    let mut store = store_location
+        .as_ref()
+        .map(crate::store::open_for_run)
+        .transpose()?;
     if let Some(store) = &store {
-        labels.check_name_is_free(store)?;
+        labels.check_name_is_free(&**store)?;
     }
     // Where the store is when the journal did not take it.
-    let mut store_after: Option<SqliteStore> = None;
+    let mut store_after: Option<Box<dyn RunStore + Send>> = None;
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
@@ -278,7 +281,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     // to measure, kept in the Run as a warning, outranks the verdict (3).
     let mut code = run.exit_status().code();
     // Keep the run before anything else can go wrong.
-    let kept = keep(&run, store.as_mut(), json.as_mut(), begun);
+    let kept = keep(&run, store.as_deref_mut(), json.as_mut(), begun);
     code = code.max(kept.code);
     // A reader that went away (a pager, `head`) is not an error; the verdict stands.
     output::ignore_closed(human.write(&crate::cmd::show::summary_for(&run, human)))?;
@@ -287,7 +290,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
             (_, true) => "latlab explain reads runs from a store (this one was not kept: \
                           --no-store)"
                 .to_string(),
-            (Some(path), false) => format!("latlab explain last --store {}", path.display()),
+            (Some(location), false) => format!("latlab explain last --store {location}"),
             (None, false) => "latlab explain last".to_string(),
         };
         let summary = crate::display::explain_summary(explain, &next, human);
@@ -331,7 +334,7 @@ struct Watchers<'a> {
     /// The live metrics endpoint (`--listen`).
     listener: Option<&'a Listener>,
     /// The checkpoint writer.
-    journal: Option<&'a Journal<SqliteStore>>,
+    journal: Option<&'a Journal>,
 }
 
 /// `--checkpoint`: the interval, `None` for 0 or `off`.
@@ -387,7 +390,7 @@ fn journal_summary(stats: &journal::JournalStats) -> String {
 /// policy, memory not locked), so a checkpoint says it before the phase ends.
 struct Observed<'a> {
     display: &'a mut LiveDisplay,
-    journal: Option<&'a Journal<SqliteStore>>,
+    journal: Option<&'a Journal>,
 }
 
 impl RunObserver for Observed<'_> {

@@ -3,29 +3,27 @@
 use crate::cli::{RunFilterArgs, RunsArgs};
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
+use crate::store::StoreLocation;
 use comfy_table::{presets, Table};
 use latlab_model::labels::check_tag;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::stamp::parse_time_bound;
 use latlab_model::text::{counted, terminal_safe as safe};
 use latlab_model::Nanos;
-use latlab_store::{RunFilter, RunStore, RunSummary, SqliteStore};
+use latlab_store::{RunFilter, RunSummary};
 use serde_json::json;
 use std::time::SystemTime;
 
 /// Lists stored runs, newest added first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
     let filter = filter_of(&args.filter)?;
-    let path = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let location = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args
         .json
         .as_deref()
-        .map(|target| OutputTarget::checked("--json", target, Some(&path)))
+        .map(|target| OutputTarget::checked("--json", target, location.path()))
         .transpose()?;
-    let store = SqliteStore::open_read_only(&path)?;
+    let store = crate::store::open_read_only(&location)?;
     let matching = store.list(&filter, None).map_err(CliError::runtime)?;
     let limit = match args.limit {
         0 => matching.len(),
@@ -47,7 +45,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         "{}\n{} shown from {}",
         table(shown),
         counted(shown.len() as u64, "run"),
-        path.display()
+        location
     );
     if shown.len() < matching.len() {
         text.push_str(&format!(" ({} match: -n 0 lists them all)", matching.len()));
@@ -109,6 +107,8 @@ fn as_json(r: &RunSummary) -> String {
         "max_ns": r.max_ns,
         "verdict": r.verdict,
         "degraded": r.degraded,
+        "state": r.progress.as_ref().map(|p| p.state.name()),
+        "state_detail": r.progress.as_ref().map(|p| p.describe()),
     });
     let lines: Vec<String> = FIELDS
         .iter()
@@ -118,7 +118,7 @@ fn as_json(r: &RunSummary) -> String {
 }
 
 /// The fields of `runs --json`, in order.
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 20] = [
     "id",
     "name",
     "tags",
@@ -137,6 +137,8 @@ const FIELDS: [&str; 18] = [
     "max_ns",
     "verdict",
     "degraded",
+    "state",
+    "state_detail",
 ];
 
 /// What the table prints for an unknown value.
@@ -257,5 +259,11 @@ pub fn columns(runs: &[RunSummary]) -> Vec<Column> {
             format!("{}{degraded}", safe(&r.verdict))
         }),
     ]);
+    // Running, or died at its last checkpoint; nothing for a run that ended.
+    if any(|r| r.progress.is_some()) {
+        columns.push(("state", |r| {
+            r.progress.as_ref().map_or(String::new(), |p| p.describe())
+        }));
+    }
     columns
 }

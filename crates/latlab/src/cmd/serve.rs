@@ -8,10 +8,11 @@
 
 use crate::cli::{RunFilterArgs, ServeArgs};
 use crate::cmd::runs::{columns, filter_of};
-use crate::cmd::trend::{matching_runs, open_store, store_path};
+use crate::cmd::trend::{matching_runs, open_store};
 use crate::error::{exit, CliError};
 use crate::listen::resolve;
 use crate::output::{ignore_closed, Human};
+use crate::store::StoreLocation;
 use latlab_model::progress::RunState;
 use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
@@ -19,7 +20,6 @@ use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
 use latlab_store::{RunStore, StoreError};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,9 +39,9 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// Serves until SIGINT or SIGTERM.
 pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
     let address = resolve(&args.listen, args.listen_any, "every stored run")?;
-    let path = store_path(args.store.as_deref());
+    let location = StoreLocation::resolve(args.store.as_ref())?;
     // A store that cannot be read is an error now, not on the first request.
-    drop(open_store(&path)?);
+    drop(open_store(&location)?);
     let socket = TcpListener::bind(address).map_err(|e| {
         CliError::runtime(format!(
             "cannot listen on {address}: {e}; choose another port with --listen"
@@ -60,8 +60,7 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
     ignore_closed(Human::Stdout.write(&format!(
-        "Serving the runs of {} at http://{bound}/ (read-only; Ctrl-C stops)\n",
-        path.display()
+        "Serving the runs of {location} at http://{bound}/ (read-only; Ctrl-C stops)\n"
     )))?;
     let active = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
@@ -77,11 +76,11 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
             continue;
         }
         active.fetch_add(1, Ordering::Relaxed);
-        let (in_thread, path) = (active.clone(), path.clone());
+        let (in_thread, location) = (active.clone(), location.clone());
         let spawned = std::thread::Builder::new()
             .name("serve".to_string())
             .spawn(move || {
-                answer(connection, &path);
+                answer(connection, &location);
                 in_thread.fetch_sub(1, Ordering::Relaxed);
             });
         if spawned.is_err() {
@@ -154,7 +153,7 @@ fn answer_busy(mut connection: TcpStream) {
 }
 
 /// Reads one request from `connection` and answers it.
-fn answer(mut connection: TcpStream, store: &Path) {
+fn answer(mut connection: TcpStream, store: &StoreLocation) {
     let _ = connection.set_nonblocking(false);
     let _ = connection.set_read_timeout(Some(REQUEST_TIMEOUT));
     let mut head = Vec::new();
@@ -192,7 +191,7 @@ fn answer(mut connection: TcpStream, store: &Path) {
 }
 
 /// The page `target` (`/run/ID?…`) names.
-fn route(target: &str, store: &Path) -> Response {
+fn route(target: &str, store: &StoreLocation) -> Response {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (Some(path), Some(query)) = (decoded(path, false), parsed_query(query)) else {
         return Response::error(
@@ -241,7 +240,7 @@ fn failed(e: impl std::fmt::Display) -> Response {
 }
 
 /// The store, opened for this request.
-fn opened(store: &Path) -> Result<Box<dyn RunStore + Send>, Response> {
+fn opened(store: &StoreLocation) -> Result<Box<dyn RunStore + Send>, Response> {
     open_store(store).map_err(failed)
 }
 
@@ -268,10 +267,14 @@ fn filter_args(query: &[(String, String)]) -> RunFilterArgs {
 }
 
 /// `/`: the runs the filters let through, as `latlab runs` lists them.
-fn index(store: &Path, query: &[(String, String)]) -> Page {
+fn index(store: &StoreLocation, query: &[(String, String)]) -> Page {
     let filter = filter_of(&filter_args(query)).map_err(bad_parameter)?;
     let runs = opened(store)?.list(&filter, None).map_err(failed)?;
-    let columns = columns(&runs);
+    // The page has a state column of its own, first.
+    let columns: Vec<_> = columns(&runs)
+        .into_iter()
+        .filter(|(title, _)| *title != "state")
+        .collect();
     let titles: Vec<&str> = columns.iter().map(|(title, _)| *title).collect();
     let rows: Vec<IndexRow> = runs
         .iter()
@@ -285,7 +288,7 @@ fn index(store: &Path, query: &[(String, String)]) -> Page {
                 .is_some_and(|p| p.state == RunState::Running),
         })
         .collect();
-    let place = store.display().to_string();
+    let place = store.to_string();
     site::index_page(&Index {
         store: &place,
         columns: &titles,
@@ -308,13 +311,13 @@ fn resolved(store: &dyn RunStore, reference: &str) -> Result<Run, Response> {
 }
 
 /// `/run/RUN`: its report.
-fn run(store: &Path, reference: &str) -> Page {
+fn run(store: &StoreLocation, reference: &str) -> Page {
     let run = resolved(opened(store)?.as_ref(), reference)?;
     site::run_page(&run).map(Response::page).map_err(failed)
 }
 
 /// `/compare?base=RUN&new=RUN`: the two runs' report, compared.
-fn compare(store: &Path, query: &[(String, String)]) -> Page {
+fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
     let given = |name: &str| {
         query
             .iter()
@@ -339,7 +342,7 @@ fn compare(store: &Path, query: &[(String, String)]) -> Page {
 }
 
 /// `/trend?metric=…&by=…&FILTERS`: the trend page.
-fn trend(store: &Path, query: &[(String, String)]) -> Page {
+fn trend(store: &StoreLocation, query: &[(String, String)]) -> Page {
     let given = |name: &str, default: &'static str| {
         query
             .iter()

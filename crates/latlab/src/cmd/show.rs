@@ -3,27 +3,25 @@
 use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_model::run::Run;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_report::report::render_summary;
-use latlab_store::{RunStore, SqliteStore, StoreError};
+use latlab_store::StoreError;
 
-/// Opens the store at `path` (or the default) and finds `reference` in it.
-pub fn find_run(path: Option<&std::path::Path>, reference: &str) -> Result<Run, CliError> {
-    let mut runs = find_runs(path, std::slice::from_ref(&reference))?;
+/// Opens the store at `location` and finds `reference` in it.
+pub fn find_run(location: &StoreLocation, reference: &str) -> Result<Run, CliError> {
+    let mut runs = find_runs(location, std::slice::from_ref(&reference))?;
     Ok(runs.remove(0))
 }
 
-/// Opens the store at `path` (or the default) once and finds every reference in it, in
-/// order; a reference it does not hold is a usage error (exit 2).
+/// Opens the store at `location` once and finds every reference in it, in order; a
+/// reference it does not hold is a usage error (exit 2).
 pub fn find_runs(
-    path: Option<&std::path::Path>,
+    location: &StoreLocation,
     references: &[impl AsRef<str>],
 ) -> Result<Vec<Run>, CliError> {
-    let path = path
-        .map(|p| p.to_path_buf())
-        .unwrap_or_else(latlab_store::default_path);
-    let store = SqliteStore::open_read_only(&path)?;
+    let store = crate::store::open_read_only(location)?;
     references
         .iter()
         .map(|reference| {
@@ -39,16 +37,13 @@ pub fn find_runs(
 
 /// Prints the run's summary, as `latlab run` printed it, or (`--json`) the Run.
 pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(latlab_store::default_path);
+    let store = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args
         .json
         .as_deref()
-        .map(|target| OutputTarget::checked("--json", target, Some(&store)))
+        .map(|target| OutputTarget::checked("--json", target, store.path()))
         .transpose()?;
-    let run = find_run(Some(&store), &args.run)?;
+    let run = find_run(&store, &args.run)?;
     let text = format!("{}\n", run.to_json_pretty());
     match json.as_mut() {
         // The Run instead of the summary, as `latlab check --json` gives the audit.

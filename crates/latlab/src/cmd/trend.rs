@@ -6,14 +6,15 @@ use crate::cli::TrendArgs;
 use crate::cmd::runs::filter_of;
 use crate::error::{exit, CliError};
 use crate::output::{ignore_closed, Human, OutputTarget};
+use crate::store::StoreLocation;
 use latlab_model::run::Run;
 use latlab_model::stamp::rfc3339;
 use latlab_report::report::{
     render_trend, Figure, GroupBy, LatencyAxis, Trend, TrendFormat, TrendMetric,
 };
-use latlab_store::{RunFilter, RunStore, SqliteStore};
+use latlab_store::{RunFilter, RunStore};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Prints the trend, and writes its plot or JSON where asked.
 pub fn execute(args: &TrendArgs) -> Result<u8, CliError> {
@@ -29,19 +30,19 @@ pub fn execute(args: &TrendArgs) -> Result<u8, CliError> {
         None => LatencyAxis::Auto,
     };
     let filter = filter_of(&args.filter)?;
-    let path = store_path(args.store.as_deref());
+    let location = StoreLocation::resolve(args.store.as_ref())?;
     let format = args.output.as_deref().map(format_of).transpose()?;
     let mut output = args
         .output
         .as_deref()
-        .map(|target| OutputTarget::checked("--output", target, Some(&path)))
+        .map(|target| OutputTarget::checked("--output", target, location.path()))
         .transpose()?;
     let mut json = args
         .json
         .as_deref()
-        .map(|target| OutputTarget::checked("--json", target, Some(&path)))
+        .map(|target| OutputTarget::checked("--json", target, location.path()))
         .transpose()?;
-    let store = open_store(&path)?;
+    let store = open_store(&location)?;
     let runs = matching_runs(store.as_ref(), &filter)?;
     let trend = Trend::of(&runs, metric, by);
     if let (Some(target), Some(format)) = (output.as_mut(), format) {
@@ -58,7 +59,7 @@ pub fn execute(args: &TrendArgs) -> Result<u8, CliError> {
         }
     }
     let mut text = render_trend(&trend, TrendFormat::Text, axis).map_err(CliError::runtime)?;
-    text.push_str(&format!("\nRuns from {}\n", path.display()));
+    text.push_str(&format!("\nRuns from {location}\n"));
     for (what, target) in [("Plot", &output), ("JSON", &json)] {
         if let Some(file) = target.as_ref().and_then(OutputTarget::path) {
             text.push_str(&format!("{what} written to {}\n", file.display()));
@@ -68,16 +69,10 @@ pub fn execute(args: &TrendArgs) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-/// `--store`, else the default store.
-pub fn store_path(store: Option<&Path>) -> PathBuf {
-    store
-        .map(Path::to_path_buf)
-        .unwrap_or_else(latlab_store::default_path)
-}
-
-/// Opens the store at `path` for reading: the one place the farm views open theirs.
-pub fn open_store(path: &Path) -> Result<Box<dyn RunStore + Send>, CliError> {
-    Ok(Box::new(SqliteStore::open_read_only(path)?))
+/// Opens the store at `location` for reading and nothing else: the one place the farm
+/// views open theirs. A run whose process is gone is shown died without writing it.
+pub fn open_store(location: &StoreLocation) -> Result<Box<dyn RunStore + Send>, CliError> {
+    crate::store::open_to_show(location)
 }
 
 /// Every run `filter` lets through, loaded whole (a trend's figures other than p99.9

@@ -18,6 +18,8 @@ mod explain_view;
 mod farm_views;
 mod import_report;
 mod listen;
+mod pg;
+mod pg_store;
 mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;

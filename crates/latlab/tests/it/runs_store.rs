@@ -99,6 +99,8 @@ fn runs_json_has_every_field_and_unknown_is_null() {
         "max_ns",
         "verdict",
         "degraded",
+        "state",
+        "state_detail",
     ];
     for run in &list {
         let keys: Vec<&str> = run
@@ -122,6 +124,9 @@ fn runs_json_has_every_field_and_unknown_is_null() {
         "cpus",
         "periods_ns",
         "loads",
+        // Ended: no state.
+        "state",
+        "state_detail",
     ] {
         assert_eq!(h[unknown], Value::Null, "{unknown}: {h}");
     }

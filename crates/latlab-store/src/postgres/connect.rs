@@ -1,0 +1,371 @@
+//! Reaching the PostgreSQL server: the URL (its `sslmode` and `sslrootcert`, which
+//! the driver does not take), the password from the environment or the password file,
+//! TLS, and the driver's errors as [`StoreError`]s that name the cause and the fix.
+
+use crate::pgpass::{self, Lookup};
+use crate::StoreError;
+use postgres::config::Host;
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long connecting may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an unacknowledged write, or a silent connection, may last before the server
+/// counts as gone.
+const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// True when `location` is a PostgreSQL URL rather than a path.
+pub fn is_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// `url` without its password (in the user part or as a `password=` parameter), for
+/// every message and every place it is kept.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((user, hosts)) => match user.split_once(':') {
+            Some((name, _password)) => format!("{name}@{hosts}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|p| !p.starts_with("password="))
+                .collect();
+            match kept.is_empty() {
+                true => path.to_string(),
+                false => format!("{path}?{}", kept.join("&")),
+            }
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// How the connection is secured, from the URL's `sslmode`.
+#[derive(Debug, Clone, PartialEq)]
+enum Tls {
+    /// `disable`, `allow`, `prefer` or none: plain.
+    Off,
+    /// `require`, `verify-ca`, `verify-full`: TLS, the certificate verified against the
+    /// web's roots and these extra ones (`sslrootcert`).
+    Verified { root_file: Option<PathBuf> },
+}
+
+/// A parsed store URL: the driver's configuration, how to secure it, and how to name
+/// it.
+pub(super) struct Target {
+    config: Config,
+    tls: Tls,
+    /// The URL without its password.
+    pub(super) location: String,
+    /// `host:port`, or the socket.
+    pub(super) server: String,
+}
+
+impl Target {
+    pub(super) fn parse(url: &str) -> Result<Target, StoreError> {
+        let location = redact(url);
+        let bad = |reason: String| StoreError::BadLocation {
+            given: location.clone(),
+            reason,
+        };
+        // The driver knows only disable/prefer/require and no root file: take both out.
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut tls = Tls::Off;
+        let mut root_file = None;
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sslmode", mode)) => {
+                    tls = match mode {
+                        "disable" | "allow" | "prefer" => Tls::Off,
+                        "require" | "verify-ca" | "verify-full" => {
+                            Tls::Verified { root_file: None }
+                        }
+                        other => {
+                            return Err(bad(format!(
+                                "sslmode={other} is not known: write disable, prefer, require, \
+                                 verify-ca or verify-full"
+                            )))
+                        }
+                    }
+                }
+                Some(("sslrootcert", file)) => root_file = Some(PathBuf::from(file)),
+                _ => rest.push(pair),
+            }
+        }
+        if let Tls::Verified { root_file: slot } = &mut tls {
+            *slot = root_file;
+        }
+        let driver_url = match rest.is_empty() {
+            true => base.to_string(),
+            false => format!("{base}?{}", rest.join("&")),
+        };
+        let mut config: Config = driver_url.parse().map_err(|e| {
+            bad(format!(
+                "not a PostgreSQL URL latlab can use ({e}); write \
+                 postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require]"
+            ))
+        })?;
+        if config.get_hosts().is_empty() {
+            config.host_path("/var/run/postgresql");
+        }
+        if config.get_user().is_none() {
+            match std::env::var("PGUSER")
+                .or_else(|_| std::env::var("USER"))
+                .or_else(|_| std::env::var("LOGNAME"))
+            {
+                Ok(user) => config.user(&user),
+                Err(_) => {
+                    return Err(bad(
+                        "no user: give one in the URL (postgres://USER@HOST/DATABASE)".into(),
+                    ))
+                }
+            };
+        }
+        let user = config.get_user().unwrap_or_default().to_string();
+        if config.get_dbname().is_none() {
+            config.dbname(&user);
+        }
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let (host, server) = match &config.get_hosts()[0] {
+            Host::Tcp(h) => (h.clone(), format!("{h}:{port}")),
+            Host::Unix(dir) => (
+                "localhost".to_string(),
+                format!("{}/.s.PGSQL.{port}", dir.display()),
+            ),
+        };
+        if config.get_password().is_none() {
+            let from_env = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
+            let from_file = || {
+                pgpass::password_file().and_then(|file| {
+                    pgpass::password_in(
+                        &file,
+                        &Lookup {
+                            host: &host,
+                            port,
+                            database: config.get_dbname().unwrap_or_default(),
+                            user: &user,
+                        },
+                    )
+                })
+            };
+            if let Some(password) = from_env.or_else(from_file) {
+                config.password(password);
+            }
+        }
+        // A server gone without a word (a pulled cable, a crashed host) fails a write
+        // within half a minute rather than hanging a checkpoint for hours: the run
+        // then goes on into the local store. A URL's own values are kept.
+        let given = |key: &str| rest.iter().any(|p| p.starts_with(&format!("{key}=")));
+        if !given("connect_timeout") {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if !given("tcp_user_timeout") {
+            config.tcp_user_timeout(DEAD_PEER_TIMEOUT);
+        }
+        if !given("keepalives_idle") {
+            config.keepalives_idle(DEAD_PEER_TIMEOUT);
+        }
+        config.keepalives(true);
+        config.application_name("latlab");
+        if tls != Tls::Off {
+            config.ssl_mode(postgres::config::SslMode::Require);
+        }
+        Ok(Target {
+            config,
+            tls,
+            location,
+            server,
+        })
+    }
+
+    pub(super) fn connect(&self) -> Result<Client, StoreError> {
+        let connected = match &self.tls {
+            Tls::Off => self.config.connect(NoTls),
+            Tls::Verified { root_file } => {
+                let tls = tls_connector(root_file.as_deref()).map_err(|reason| {
+                    StoreError::BadLocation {
+                        given: self.location.clone(),
+                        reason,
+                    }
+                })?;
+                self.config.connect(tls)
+            }
+        };
+        connected.map_err(|e| classify(&self.location, &self.server, e))
+    }
+}
+
+/// The TLS set-up: the web's roots, and those of `root_file` (PEM) when given.
+fn tls_connector(
+    root_file: Option<&std::path::Path>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(file) = root_file {
+        let certs = CertificateDer::pem_file_iter(file)
+            .map_err(|e| format!("sslrootcert={}: {e}", file.display()))?;
+        for cert in certs {
+            let cert = cert.map_err(|e| format!("sslrootcert={}: {e}", file.display()))?;
+            roots.add(cert).map_err(|e| {
+                format!(
+                    "sslrootcert={}: not a usable certificate: {e}",
+                    file.display()
+                )
+            })?;
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS set-up failed: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+/// A driver error as a [`StoreError`] naming the cause and the fix.
+pub(super) fn classify(location: &str, server: &str, e: postgres::Error) -> StoreError {
+    let location = location.to_string();
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        reason.push_str(": ");
+        reason.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    let refused = |reason: String, fix: &str| StoreError::Refused {
+        location: location.clone(),
+        reason,
+        fix: fix.to_string(),
+    };
+    let Some(db) = e.as_db_error() else {
+        if reason.starts_with("error performing TLS handshake") {
+            return refused(
+                reason,
+                "check the server's certificate (give its CA with sslrootcert=FILE in the URL) \
+                 and that the server has TLS on (ssl = on)",
+            );
+        }
+        if reason.contains("password missing") || reason.starts_with("authentication error") {
+            return refused(
+                reason,
+                "give the password in PGPASSWORD or in ~/.pgpass (or the file PGPASSFILE \
+                 names, readable by its owner only)",
+            );
+        }
+        return StoreError::Unreachable {
+            location,
+            server: server.to_string(),
+            reason,
+        };
+    };
+    let reason = db.message().to_string();
+    let code = db.code();
+    if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+    {
+        refused(
+            reason,
+            "check the user and its password (in PGPASSWORD, ~/.pgpass or PGPASSFILE) and the \
+             server's pg_hba.conf",
+        )
+    } else if *code == SqlState::INVALID_CATALOG_NAME {
+        refused(
+            reason,
+            "create the database (createdb) or name another in the URL",
+        )
+    } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
+        refused(
+            reason,
+            "grant the role the right to create tables in the database's schema, and to read \
+             and write table runs",
+        )
+    } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        StoreError::ReadOnly {
+            path: PathBuf::from(location),
+            cause: reason,
+        }
+    } else if *code == SqlState::DISK_FULL {
+        StoreError::Full {
+            path: PathBuf::from(location),
+        }
+    } else if [
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::TOO_MANY_CONNECTIONS,
+    ]
+    .contains(code)
+    {
+        StoreError::Unreachable {
+            location,
+            server: server.to_string(),
+            reason,
+        }
+    } else {
+        StoreError::Postgres { location, reason }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            redact("postgres://lab:s3cret@db:5432/latency?sslmode=require"),
+            "postgres://lab@db:5432/latency?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgresql://lab:p@ss@db/latency"),
+            "postgresql://lab@db/latency"
+        );
+        assert_eq!(
+            redact("postgres://lab@db/latency?password=x&sslmode=disable"),
+            "postgres://lab@db/latency?sslmode=disable"
+        );
+        assert_eq!(redact("postgres://db"), "postgres://db");
+    }
+
+    #[test]
+    fn sslmode_chooses_tls_and_bad_urls_say_what_to_write() {
+        let tls = |url: &str| Target::parse(url).map(|t| t.tls);
+        assert_eq!(tls("postgres://lab@db/latency").unwrap(), Tls::Off);
+        assert_eq!(
+            tls("postgres://lab@db/latency?sslmode=prefer").unwrap(),
+            Tls::Off
+        );
+        assert_eq!(
+            tls("postgres://lab@db/latency?sslmode=verify-full&sslrootcert=/etc/ca.pem").unwrap(),
+            Tls::Verified {
+                root_file: Some(PathBuf::from("/etc/ca.pem"))
+            }
+        );
+        let bad = Target::parse("postgres://lab:pw@db/latency?sslmode=sometimes")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(bad.contains("verify-full") && !bad.contains("pw@"), "{bad}");
+        let target = Target::parse("postgres://lab:pw@db:6543/latency").unwrap();
+        assert_eq!(target.server, "db:6543");
+        assert_eq!(target.location, "postgres://lab@db:6543/latency");
+    }
+}

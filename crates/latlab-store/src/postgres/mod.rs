@@ -1,0 +1,559 @@
+//! The farm's store: PostgreSQL, shared by many rigs, behind the same [`RunStore`]
+//! trait and with the same rules as the SQLite store — a run is never replaced, only
+//! a running one is extended, a schema newer than this build is refused.
+//!
+//! The schema's version is the one row of `latlab_schema`; migrations are ordered SQL
+//! strings applied in one transaction under an advisory lock, so rigs that start
+//! together migrate once. Each run is kept whole (`run` as `jsonb`) beside the listing's
+//! columns; `added_at` is the server's clock, so runs of rigs with skewed clocks still
+//! list in the order they arrived.
+//!
+//! Credentials come from the URL, else `PGPASSWORD`, else the password file
+//! (`PGPASSFILE` or `~/.pgpass`, see [`crate::pgpass`]); they are never printed: every
+//! message names the store by its URL without the password ([`redact`]). TLS is used
+//! when the URL asks for it (`sslmode=require`, `verify-ca` or `verify-full`); the
+//! server's certificate is then always verified, against the web's root certificates
+//! and the file `sslrootcert=` names.
+
+mod connect;
+
+pub use connect::{is_url, redact};
+
+use crate::summary::Listing;
+use crate::{
+    worst, worst_p99_9, ListingColumns, ProgressColumns, RunFilter, RunState, RunStore, RunSummary,
+    StoreError,
+};
+use connect::{classify, Target};
+use latlab_model::run::{Percentile, Run};
+use latlab_model::Nanos;
+use postgres::{Client, Row};
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+/// The schema version of the PostgreSQL store this build reads and writes.
+pub const PG_SCHEMA_VERSION: i64 = 1;
+
+/// The migrations, in order: the `n`-th brings the schema from version `n` to `n + 1`.
+const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
+    // 1: runs, as the SQLite store's version 4 keeps them.
+    "CREATE TABLE runs (
+         id text PRIMARY KEY,
+         added_seq bigserial NOT NULL,
+         added_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+         started_at text NOT NULL,
+         host text NOT NULL,
+         kernel text NOT NULL,
+         scenario text,
+         p99_9_ns bigint,
+         p99_9_bound boolean NOT NULL,
+         max_ns bigint,
+         verdict text NOT NULL,
+         degraded boolean NOT NULL,
+         source_sha256 text,
+         name text,
+         tags jsonb,
+         note text,
+         probes jsonb,
+         periods jsonb,
+         cpus jsonb,
+         duration_ns bigint,
+         loads jsonb,
+         state text,
+         progress jsonb,
+         run jsonb NOT NULL
+     );
+     CREATE INDEX runs_added ON runs (added_at);
+     CREATE INDEX runs_host_kernel ON runs (host, kernel);
+     CREATE INDEX runs_kernel ON runs (kernel);
+     CREATE INDEX runs_scenario ON runs (scenario);
+     CREATE INDEX runs_name ON runs (name);
+     CREATE INDEX runs_state ON runs (state) WHERE state IS NOT NULL;
+     CREATE INDEX runs_source ON runs (source_sha256) WHERE source_sha256 IS NOT NULL;",
+];
+
+/// The advisory lock migrations hold ("latlab" in ASCII), so that rigs starting
+/// together migrate one after the other.
+const MIGRATION_LOCK: i64 = 0x6c61_746c_6162;
+
+/// The columns a summary is read from, in [`summary_of`]'s order.
+const SUMMARY_COLUMNS: &str = "id, to_char(added_at AT TIME ZONE 'UTC',
+         'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+     started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns, verdict, degraded,
+     name, tags::text, note, probes::text, periods::text, cpus::text, duration_ns,
+     loads::text, progress::text";
+
+/// The PostgreSQL store.
+pub struct PostgresStore {
+    /// The connection; reads are `&self` in [`RunStore`] but the driver needs `&mut`.
+    client: RefCell<Client>,
+    location: String,
+    server: String,
+    /// Read-only, on a database that holds no latlab schema yet: no runs.
+    empty: bool,
+}
+
+impl PostgresStore {
+    /// Connects to the store at `url` and brings its schema to this build's version,
+    /// for commands that write.
+    pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let target = Target::parse(url)?;
+        let mut store = PostgresStore {
+            client: RefCell::new(target.connect()?),
+            location: target.location,
+            server: target.server,
+            empty: false,
+        };
+        if store.version()? != Some(PG_SCHEMA_VERSION) {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// Connects to the store at `url` for reading only: nothing is created or
+    /// migrated. A database without latlab's schema reads as empty.
+    pub fn open_read_only(url: &str) -> Result<PostgresStore, StoreError> {
+        let target = Target::parse(url)?;
+        let mut store = PostgresStore {
+            client: RefCell::new(target.connect()?),
+            location: target.location,
+            server: target.server,
+            empty: false,
+        };
+        match store.version()? {
+            None | Some(0) => store.empty = true,
+            Some(v) => store.refuse_newer(v)?,
+        }
+        Ok(store)
+    }
+
+    fn error(&self, e: postgres::Error) -> StoreError {
+        classify(&self.location, &self.server, e)
+    }
+
+    /// Runs `query` on the connection.
+    fn with_client<T>(
+        &self,
+        query: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        query(&mut self.client.borrow_mut()).map_err(|e| self.error(e))
+    }
+
+    fn refuse_newer(&self, found: i64) -> Result<(), StoreError> {
+        match found > PG_SCHEMA_VERSION {
+            true => Err(StoreError::TooNew {
+                path: PathBuf::from(&self.location),
+                found,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// The schema version, `None` when the database holds no latlab schema.
+    fn version(&mut self) -> Result<Option<i64>, StoreError> {
+        let exists = self.with_client(|client| {
+            client.query_one("SELECT to_regclass('latlab_schema') IS NOT NULL", &[])
+        })?;
+        if !exists.get::<_, bool>(0) {
+            return Ok(None);
+        }
+        let row = self.with_client(|client| {
+            client.query_opt("SELECT max(version) FROM latlab_schema", &[])
+        })?;
+        Ok(row.and_then(|r| r.get::<_, Option<i64>>(0)))
+    }
+
+    /// Applies the migrations this database lacks, in one transaction under
+    /// [`MIGRATION_LOCK`]; a newer schema is refused.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let (location, server) = (self.location.clone(), self.server.clone());
+        let fail = |e| classify(&location, &server, e);
+        let client = self.client.get_mut();
+        let mut tx = client.transaction().map_err(fail)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(fail)?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS latlab_schema (version bigint NOT NULL)")
+            .map_err(fail)?;
+        let found: i64 = tx
+            .query_one("SELECT coalesce(max(version), 0) FROM latlab_schema", &[])
+            .map_err(fail)?
+            .get(0);
+        if found > PG_SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: PathBuf::from(&location),
+                found,
+            });
+        }
+        for migration in &MIGRATIONS[found as usize..] {
+            tx.batch_execute(migration).map_err(fail)?;
+        }
+        tx.execute("DELETE FROM latlab_schema", &[]).map_err(fail)?;
+        tx.execute(
+            "INSERT INTO latlab_schema (version) VALUES ($1)",
+            &[&PG_SCHEMA_VERSION],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)
+    }
+
+    fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
+        let c = Columns::of(run);
+        let inserted = self.with_client(|client| {
+            client.execute(
+                "INSERT INTO runs
+                     (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
+                      verdict, degraded, run, source_sha256, name, tags, note, probes,
+                      periods, cpus, duration_ns, loads, state, progress)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb, $12,
+                         $13, $14::text::jsonb, $15, $16::text::jsonb, $17::text::jsonb,
+                         $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb)
+                 ON CONFLICT (id) DO NOTHING",
+                &[
+                    &run.id,
+                    &c.started_at,
+                    &c.host,
+                    &c.kernel,
+                    &run.scenario,
+                    &c.p99_9_ns,
+                    &c.p99_9_bound,
+                    &c.max_ns,
+                    &c.verdict,
+                    &run.degraded,
+                    &c.json,
+                    &source_sha256,
+                    &c.listing.name,
+                    &c.listing.tags,
+                    &c.listing.note,
+                    &c.listing.probes,
+                    &c.listing.periods,
+                    &c.listing.cpus,
+                    &c.listing.duration_ns,
+                    &c.listing.loads,
+                    &c.progress.state,
+                    &c.progress.json,
+                ],
+            )
+        })?;
+        match inserted {
+            1 => Ok(()),
+            _ => Err(StoreError::Duplicate {
+                path: PathBuf::from(&self.location),
+                id: run.id.clone(),
+            }),
+        }
+    }
+
+    /// The WHERE clause and parameters of `filter`'s conditions that SQL can judge;
+    /// the rest is judged by [`RunFilter::matches`] on what it returns.
+    fn filter_sql(filter: &RunFilter) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
+        let mut conditions: Vec<String> = Vec::new();
+        let mut params: Vec<Box<dyn postgres::types::ToSql + Sync>> = Vec::new();
+        let mut text = |column: &str, pattern: &Option<String>| {
+            if let Some(p) = pattern {
+                let like: String = p
+                    .chars()
+                    .map(|c| match c {
+                        '*' => "%".to_string(),
+                        '%' | '_' | '\\' => format!("\\{c}"),
+                        c => c.to_string(),
+                    })
+                    .collect();
+                params.push(Box::new(like));
+                conditions.push(format!("{column} LIKE ${}", params.len()));
+            }
+        };
+        text("host", &filter.host);
+        text("kernel", &filter.kernel);
+        text("scenario", &filter.scenario);
+        for (key, value) in &filter.tags {
+            match value {
+                Some(v) => {
+                    params.push(Box::new(serde_json::json!({ key: v }).to_string()));
+                    conditions.push(format!("tags @> ${}::text::jsonb", params.len()));
+                }
+                None => {
+                    params.push(Box::new(key.clone()));
+                    conditions.push(format!("(tags -> ${}::text) IS NOT NULL", params.len()));
+                }
+            }
+        }
+        if let Some(since) = filter.added_since {
+            params.push(Box::new(since));
+            conditions.push(format!("added_at >= ${}", params.len()));
+        }
+        if let Some(before) = filter.added_before {
+            params.push(Box::new(before));
+            conditions.push(format!("added_at < ${}", params.len()));
+        }
+        let clause = match conditions.is_empty() {
+            true => String::new(),
+            false => format!("WHERE {}", conditions.join(" AND ")),
+        };
+        (clause, params)
+    }
+}
+
+/// What a run's row holds beside its id, scenario and degraded flag.
+struct Columns {
+    started_at: String,
+    host: String,
+    kernel: String,
+    p99_9_ns: Option<i64>,
+    p99_9_bound: bool,
+    max_ns: Option<i64>,
+    verdict: String,
+    json: String,
+    listing: ListingColumns,
+    progress: ProgressColumns,
+}
+
+impl Columns {
+    fn of(run: &Run) -> Columns {
+        let p99_9 = worst_p99_9(run);
+        Columns {
+            // The index's columns hold "" for what an imported Run does not know.
+            started_at: run.started_at.clone().unwrap_or_default(),
+            host: run
+                .host
+                .as_ref()
+                .map_or(String::new(), |h| h.hostname.clone()),
+            kernel: run
+                .host
+                .as_ref()
+                .map_or(String::new(), |h| h.kernel_release.clone()),
+            p99_9_ns: p99_9.map(|p| p.value().0),
+            p99_9_bound: p99_9.is_some_and(Percentile::is_bound),
+            max_ns: worst(run, |s| s.stats.max_ns.map(|n| n.0)),
+            verdict: serde_json::to_value(run.verdict.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            json: serde_json::to_string(run).expect("a Run always serialises"),
+            listing: ListingColumns::of(&Listing::of(run)),
+            progress: ProgressColumns::of(run),
+        }
+    }
+}
+
+/// A summary from a row of [`SUMMARY_COLUMNS`].
+fn summary_of(r: &Row) -> RunSummary {
+    let known = |i: usize| r.get::<_, Option<String>>(i).filter(|t| !t.is_empty());
+    let columns = ListingColumns {
+        name: r.get(11),
+        tags: r.get(12),
+        note: r.get(13),
+        probes: r.get(14),
+        periods: r.get(15),
+        cpus: r.get(16),
+        duration_ns: r.get(17),
+        loads: r.get(18),
+    };
+    let listing = columns.listing();
+    let bound: bool = r.get(7);
+    RunSummary {
+        id: r.get(0),
+        name: listing.name,
+        tags: listing.tags,
+        note: listing.note,
+        added_at: r.get(1),
+        started_at: known(2),
+        host: known(3),
+        kernel: known(4),
+        scenario: r.get(5),
+        probes: listing.probes,
+        periods_ns: listing.periods_ns,
+        cpus: listing.cpus,
+        duration_ns: listing.duration_ns,
+        loads: listing.loads,
+        p99_9: r.get::<_, Option<i64>>(6).map(|ns| match bound {
+            true => Percentile::AtLeast {
+                at_least_ns: Nanos(ns),
+            },
+            false => Percentile::Exact(Nanos(ns)),
+        }),
+        max_ns: r.get(8),
+        verdict: r.get(9),
+        degraded: r.get(10),
+        // A progress latlab did not write reads as unknown: the run as ended.
+        progress: r
+            .get::<_, Option<String>>(19)
+            .and_then(|t| serde_json::from_str(&t).ok()),
+    }
+}
+
+impl RunStore for PostgresStore {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn recover(
+        &mut self,
+        this_boot: Option<&str>,
+        alive: &dyn Fn(&latlab_model::progress::Progress) -> bool,
+    ) -> Result<Vec<(String, latlab_model::progress::DeathCause)>, StoreError> {
+        self.recover_own(this_boot, alive)
+    }
+
+    fn save(&mut self, run: &Run) -> Result<(), StoreError> {
+        self.insert(run, None)
+    }
+
+    fn save_imported(&mut self, run: &Run, source_sha256: &str) -> Result<(), StoreError> {
+        self.insert(run, Some(source_sha256))
+    }
+
+    fn imported_from(&self, source_sha256: &str) -> Result<Option<String>, StoreError> {
+        if self.empty {
+            return Ok(None);
+        }
+        self.with_client(|client| {
+            client
+                .query_opt(
+                    "SELECT id FROM runs WHERE source_sha256 = $1 LIMIT 1",
+                    &[&source_sha256],
+                )
+                .map(|row| row.map(|r| r.get(0)))
+        })
+    }
+
+    fn summaries(&self) -> Result<Vec<RunSummary>, StoreError> {
+        self.list(&RunFilter::default(), None)
+    }
+
+    fn list(
+        &self,
+        filter: &RunFilter,
+        limit: Option<usize>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        if self.empty {
+            return Ok(Vec::new());
+        }
+        let (clause, params) = PostgresStore::filter_sql(filter);
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM runs {clause}
+             ORDER BY added_at DESC, added_seq DESC"
+        );
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p.as_ref()).collect();
+        let rows = self.with_client(|client| client.query(&sql, &refs))?;
+        // The patterns were judged by LIKE; the filter judges again, exactly as the
+        // SQLite store's listing does.
+        Ok(rows
+            .iter()
+            .map(summary_of)
+            .filter(|s| filter.matches(s))
+            .take(limit.unwrap_or(usize::MAX))
+            .collect())
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Run>, StoreError> {
+        if self.empty {
+            return Ok(None);
+        }
+        let row = self.with_client(|client| {
+            client.query_opt("SELECT run::text FROM runs WHERE id = $1", &[&id])
+        })?;
+        match row {
+            None => Ok(None),
+            Some(row) => Run::from_json(row.get(0))
+                .map(Some)
+                .map_err(|e| StoreError::BadRun {
+                    path: PathBuf::from(&self.location),
+                    id: id.to_string(),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    fn update(&mut self, run: &Run) -> Result<(), StoreError> {
+        let c = Columns::of(run);
+        let (location, server) = (self.location.clone(), self.server.clone());
+        let fail = |e| classify(&location, &server, e);
+        let client = self.client.get_mut();
+        let mut tx = client.transaction().map_err(fail)?;
+        let state: Option<Option<String>> = tx
+            .query_opt(
+                "SELECT state FROM runs WHERE id = $1 FOR UPDATE",
+                &[&run.id],
+            )
+            .map_err(fail)?
+            .map(|r| r.get(0));
+        match state {
+            None => {
+                return Err(StoreError::NotFound {
+                    reference: run.id.clone(),
+                    reason: "the store does not hold it".to_string(),
+                })
+            }
+            Some(Some(s)) if s == RunState::Running.name() => {}
+            Some(_) => {
+                return Err(StoreError::NotRunning {
+                    path: PathBuf::from(&location),
+                    id: run.id.clone(),
+                })
+            }
+        }
+        tx.execute(
+            "UPDATE runs SET started_at = $2, host = $3, kernel = $4, scenario = $5,
+                 p99_9_ns = $6, p99_9_bound = $7, max_ns = $8, verdict = $9, degraded = $10,
+                 run = $11::text::jsonb, name = $12, tags = $13::text::jsonb, note = $14,
+                 probes = $15::text::jsonb, periods = $16::text::jsonb,
+                 cpus = $17::text::jsonb, duration_ns = $18, loads = $19::text::jsonb,
+                 state = $20, progress = $21::text::jsonb
+             WHERE id = $1",
+            &[
+                &run.id,
+                &c.started_at,
+                &c.host,
+                &c.kernel,
+                &run.scenario,
+                &c.p99_9_ns,
+                &c.p99_9_bound,
+                &c.max_ns,
+                &c.verdict,
+                &run.degraded,
+                &c.json,
+                &c.listing.name,
+                &c.listing.tags,
+                &c.listing.note,
+                &c.listing.probes,
+                &c.listing.periods,
+                &c.listing.cpus,
+                &c.listing.duration_ns,
+                &c.listing.loads,
+                &c.progress.state,
+                &c.progress.json,
+            ],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)
+    }
+
+    fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {
+        if self.empty {
+            return Ok(0);
+        }
+        let removed = self
+            .with_client(|client| client.execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids]))?;
+        Ok(removed as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_server_is_a_lost_connection_naming_its_address() {
+        // Port 1 on loopback: nothing listens there.
+        let e = PostgresStore::open("postgres://lab:pw@127.0.0.1:1/latency")
+            .err()
+            .unwrap();
+        assert!(e.is_connection_lost(), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("127.0.0.1:1") && !text.contains("pw"),
+            "{text}"
+        );
+    }
+}
