@@ -42,7 +42,9 @@ mod replay;
 #[cfg(test)]
 mod tests;
 
-use latlab_model::explain::{Cause, Coverage, Explanation, Part, Stage, Stages, WindowEvent};
+use latlab_model::explain::{
+    Cause, Coverage, Explanation, Part, Stage, Stages, WindowEvent, MAX_LISTED_EVENTS,
+};
 use latlab_model::Nanos;
 
 use crate::{softirq_name, Record, Task};
@@ -141,13 +143,19 @@ pub fn attribute(
     let listed_from = window
         .start_ns()
         .max(due.saturating_sub(EVENTS_BEFORE_DUE_NS));
-    events.extend(
-        records
-            .iter()
-            .enumerate()
-            .filter(|(_, record)| (listed_from..=wake).contains(&record.ts))
-            .map(|(index, _)| index),
-    );
+    let mut in_window: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| (listed_from..=wake).contains(&record.ts))
+        .map(|(index, _)| index)
+        .filter(|index| !events.contains(index))
+        .collect();
+    let left_out = in_window.len().saturating_sub(MAX_LISTED_EVENTS);
+    if left_out > 0 {
+        let half = MAX_LISTED_EVENTS / 2;
+        in_window.drain(half..in_window.len() - (MAX_LISTED_EVENTS - half));
+    }
+    events.extend(in_window);
     events.sort_unstable();
     events.dedup();
     Explanation {
@@ -172,6 +180,7 @@ pub fn attribute(
                 }
             })
             .collect(),
+        events_left_out: left_out as u64,
     }
 }
 

@@ -265,6 +265,7 @@ pub(crate) mod fixture {
                 part(Cause::Unexplained { current: None }, latency - 1_000, 1_000),
             ],
             events: Vec::new(),
+            events_left_out: 0,
         };
         let mut explain = Explain {
             mode: ExplainMode::Default,

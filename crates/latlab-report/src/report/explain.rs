@@ -473,16 +473,42 @@ pub(crate) fn spike_timeline(explain: &Explain, rank: usize, level: usize) -> Op
         ]),
     ];
     let mut timeline = Table::new(&[("t (µs)", true), ("event", false), ("detail", false)])
-        .captioned(format!(
-            "The window's {} events, in time order; t from the deadline",
-            e.events.len()
-        ));
-    for WindowEvent {
-        t_ns,
-        event,
-        detail,
-    } in &e.events
+        .captioned(match e.events_left_out {
+            0 => format!(
+                "The window's {} events, in time order; t from the deadline",
+                e.events.len()
+            ),
+            n => format!(
+                "{} of the window's {} events, in time order (the {n} in the middle left \
+                 out); t from the deadline",
+                e.events.len(),
+                e.events.len() as u64 + n
+            ),
+        });
+    // The events nearest the wake-up are the last half listed.
+    let middle = e
+        .events
+        .len()
+        .checked_sub(latlab_model::explain::MAX_LISTED_EVENTS / 2);
+    for (
+        i,
+        WindowEvent {
+            t_ns,
+            event,
+            detail,
+        },
+    ) in e.events.iter().enumerate()
     {
+        if e.events_left_out > 0 && Some(i) == middle {
+            timeline.push(
+                vec![
+                    String::new(),
+                    format!("… {} events left out …", e.events_left_out),
+                    String::new(),
+                ],
+                None,
+            );
+        }
         timeline.push(
             vec![signed_us_cell(*t_ns), event.clone(), detail.clone()],
             None,
@@ -764,6 +790,7 @@ pub(crate) mod tests {
                     detail: "vector=236".into(),
                 },
             ],
+            events_left_out: 0,
         }
     }
 

@@ -713,3 +713,39 @@ fn select_keeps_a_margin_before_the_deadline_and_after_the_wake() {
         .collect();
     assert_eq!(kept, [-9_000, 9_000]);
 }
+
+#[test]
+fn a_window_of_thousands_of_events_lists_those_nearest_its_ends() {
+    // 2000 interrupts of another IRQ between the deadline and the wake-up.
+    let mut cpu = Cpu::default().switch(-us(5000), me(), stress());
+    for k in 0..2_000 {
+        cpu = cpu.irq(us(10 + 5 * k), us(11 + 5 * k), 30);
+    }
+    let explanation = cpu
+        .timer(us(10_010), us(10_011), us(10_012), 123)
+        .switch(us(10_020), stress(), me())
+        .explain(us(10_022));
+    let in_window = explanation.events.iter().filter(|e| e.t_ns.0 >= 0).count();
+    assert_eq!(in_window, latlab_model::explain::MAX_LISTED_EVENTS);
+    assert_eq!(
+        in_window as u64 + explanation.events_left_out,
+        2 * 2_000 + 4,
+        "every event of the window is listed or counted"
+    );
+    // The ends are kept: the first interrupt and the switch that ends the spike.
+    assert_eq!(
+        explanation
+            .events
+            .iter()
+            .find(|e| e.t_ns.0 >= 0)
+            .unwrap()
+            .t_ns,
+        Nanos(us(10))
+    );
+    assert_eq!(
+        explanation.events.last().unwrap().event,
+        "sched:sched_switch"
+    );
+    // The parts still add up: listing is not attributing.
+    assert_eq!(explanation.parts_total_ns(), explanation.latency_ns);
+}

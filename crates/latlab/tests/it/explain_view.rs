@@ -99,6 +99,7 @@ fn spike(phase: &str, cpu: Option<usize>, at: Nanos, latency: Nanos) -> Explanat
         },
         parts,
         events,
+        events_left_out: 0,
     }
 }
 
