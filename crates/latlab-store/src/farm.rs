@@ -281,11 +281,9 @@ fn push_one(
         local.settle(id)?;
         return Ok(None);
     };
-    let running_there = |r: &Run| {
-        r.progress
-            .as_ref()
-            .is_some_and(|p| p.state == RunState::Running)
-    };
+    // Running there, or found died there (its process ended while the server was
+    // away): the central copy is partial, this one supersedes it.
+    let running_there = |r: &Run| r.progress.is_some();
     let outcome = match central.load(id)? {
         None => match central.save(&run) {
             Ok(()) => PushOutcome::Saved,

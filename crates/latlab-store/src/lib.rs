@@ -210,10 +210,13 @@ pub trait RunStore {
     /// its start: [`update`](RunStore::update) extends it at each checkpoint, and
     /// replaces it with its final form when it ends.
     fn save(&mut self, run: &Run) -> Result<(), StoreError>;
-    /// Replaces a stored run that is still running with `run` (the same id): its
-    /// next checkpoint, or (no `progress`) what it was when it ended. Durable when it
-    /// returns. A run that ended or died is never replaced: [`StoreError::NotRunning`];
-    /// one the store does not hold: [`StoreError::NotFound`].
+    /// Replaces a stored run that has not ended — running, or found died — with `run`
+    /// (the same id): its next checkpoint, or (no `progress`) what it was when it
+    /// ended. A died run is replaced too, because its last checkpoint is the partial
+    /// copy: the run itself, ended elsewhere (its final form kept in a local outbox
+    /// and pushed, or saved by a process wrongly taken for dead), supersedes it.
+    /// Durable when it returns. A run that ended is never replaced:
+    /// [`StoreError::NotRunning`]; one the store does not hold: [`StoreError::NotFound`].
     fn update(&mut self, run: &Run) -> Result<(), StoreError>;
     /// Saves a run imported from a file whose content has the SHA-256 `source_sha256`
     /// (hex), so the same content can be recognised when it is imported again.
@@ -936,7 +939,8 @@ impl RunStore for SqliteStore {
                     reason: "the store does not hold it".to_string(),
                 })
             }
-            Some(Some(s)) if s == RunState::Running.name() => {}
+            // Running, or died: not ended.
+            Some(Some(_)) => {}
             Some(_) => {
                 return Err(StoreError::NotRunning {
                     path,

@@ -21,7 +21,7 @@ pub use connect::{is_url, redact};
 
 use crate::summary::Listing;
 use crate::{
-    worst, worst_p99_9, ListingColumns, ProgressColumns, RunFilter, RunState, RunStore, RunSummary,
+    worst, worst_p99_9, ListingColumns, ProgressColumns, RunFilter, RunStore, RunSummary,
     StoreError,
 };
 use connect::{classify, Target};
@@ -485,7 +485,8 @@ impl RunStore for PostgresStore {
                     reason: "the store does not hold it".to_string(),
                 })
             }
-            Some(Some(s)) if s == RunState::Running.name() => {}
+            // Running, or died: not ended.
+            Some(Some(_)) => {}
             Some(_) => {
                 return Err(StoreError::NotRunning {
                     path: PathBuf::from(&location),

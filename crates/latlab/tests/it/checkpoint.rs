@@ -52,7 +52,7 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
             "30s",
             "-c",
             "0",
-            "-P",
+            "-p",
             "1ms",
             "--checkpoint",
             "5s",

@@ -312,9 +312,10 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     );
     assert!(!err.contains(PASSWORD), "{err}");
     pg.start_server();
+    // Kept there from its start, as running: only its start, the rest is local.
     assert_eq!(
-        pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'"),
-        "0"
+        pg.sql("SELECT state FROM runs WHERE name = 'cut-off'"),
+        "running"
     );
     let push = |store: Option<&str>| {
         let mut cmd = latlab();
@@ -327,11 +328,18 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     };
     let (code, out, err) = push(Some(&url));
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("pushed to postgres://lab@127.0.0.1"), "{out}");
+    // It was there from its start: its central copy is replaced.
+    assert!(out.contains("updated in postgres://lab@127.0.0.1"), "{out}");
     assert!(!out.contains(PASSWORD), "{out}");
     assert_eq!(
         pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'"),
         "1"
+    );
+    // Pushed whole: the central copy (running, then found died: its process ended
+    // while the server was away) is replaced by the run as it ended.
+    assert_eq!(
+        pg.sql("SELECT coalesce(state, 'ended') FROM runs WHERE name = 'cut-off'"),
+        "ended"
     );
     let (code, out, err) = push(Some(&url));
     assert_eq!(code, Some(0), "{out}{err}");
@@ -372,7 +380,9 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        err.lines().filter(|l| l.contains("pushed to")).count(),
+        err.lines()
+            .filter(|l| l.contains("pushed to") || l.contains("updated in"))
+            .count(),
         1,
         "one line per run: {err}"
     );
