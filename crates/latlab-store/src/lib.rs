@@ -397,7 +397,15 @@ pub(crate) fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
 
 /// Brings the schema from version `from` to [`SCHEMA_VERSION`].
 fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
-    let tx = conn.transaction()?;
+    // Holding the write lock from the start: two latlabs opening a new store at once
+    // both read version 0; the second migrates from what the first left, not again.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let from = tx
+        .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))?
+        .max(from);
+    if from >= SCHEMA_VERSION {
+        return Ok(());
+    }
     if from < 1 {
         tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS runs (

@@ -591,3 +591,20 @@ fn runs_whose_process_or_boot_is_gone_are_found_dead_once() {
     assert_eq!(still.progress.unwrap().state, RunState::Running);
     assert!(store.recover(Some("now"), &alive).unwrap().is_empty());
 }
+
+#[test]
+fn latlabs_opening_a_new_store_at_once_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                barrier.wait();
+                SqliteStore::open(&path).expect("each open migrates or finds it migrated");
+            });
+        }
+    });
+    let store = SqliteStore::open_read_only(&path).unwrap();
+    assert!(store.summaries().unwrap().is_empty());
+}
