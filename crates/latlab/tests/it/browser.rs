@@ -659,6 +659,58 @@ fn the_pages_of_serve_render_in_chromium_with_their_plots() {
     assert!(served.stop().success());
 }
 
+#[test]
+fn the_pages_of_serve_render_from_the_farm_store_in_chromium() {
+    let _guard = serial();
+    let pg = crate::pg::PgCluster::start();
+    let url = pg.url();
+    let dir = tempfile::tempdir().unwrap();
+    crate::farm_views::import_farm(dir.path(), &url);
+    // A run of this host killed mid-run: died, with what it measured.
+    let mut killed = std::process::Command::new(crate::common::latlab_path())
+        .env("LATLAB_OUTBOX", dir.path().join("outbox.sqlite"))
+        .args([
+            "run",
+            "-d",
+            "30s",
+            "-q",
+            "--no-audit",
+            "-c",
+            "0",
+            "--checkpoint",
+            "1s",
+        ])
+        .args(["--name", "killed", "--store", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let mut served = Served::start(&url);
+
+    let index = inspect_served(dir.path(), &served, "/", "index");
+    assert_eq!(index["title"], "latlab: runs", "{index}");
+    let (_, page) = served.request("GET", "/");
+    assert!(page.contains("died at"), "the killed run is shown died");
+    assert!(
+        !page.contains(crate::pg::PASSWORD),
+        "the password is never shown"
+    );
+    let run = inspect_served(dir.path(), &served, &format!("/run/{}", FARM[0].0), "run");
+    assert_readable(&run);
+    let died = inspect_served(dir.path(), &served, "/run/killed", "died");
+    assert_readable(&died);
+    let (_, page) = served.request("GET", "/run/killed");
+    assert!(page.contains("DIED"), "its report says so");
+    let trend = inspect_served(dir.path(), &served, "/trend?by=host", "trend");
+    let plots = trend["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 1, "{trend}");
+    assert!(!plots[0]["lines"].as_array().unwrap().is_empty(), "{trend}");
+    assert!(served.stop().success());
+}
+
 /// [`spiked_run`] as if it had measured for 24 h: each stream's timeline as the
 /// recorder leaves it after coarsening (1 s intervals doubled to 32 s to fit 4096
 /// slots: 2700 of them, holding the stream's 5000 samples), and the 10 ms sample of

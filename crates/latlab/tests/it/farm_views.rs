@@ -46,6 +46,14 @@ pub const FARM: [(&str, &str, Option<&str>, i64); 6] = [
 /// documented example run: its host, start and p99.9 changed, everything else as
 /// measured.
 pub fn farm_store(dir: &Path) -> PathBuf {
+    let store = dir.join("farm.sqlite");
+    import_farm(dir, store.to_str().unwrap());
+    store
+}
+
+/// Imports the [`FARM`]'s runs (made in `dir`) into the store at `store`: a path or a
+/// postgres:// URL.
+pub fn import_farm(dir: &Path, store: &str) {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/example-run.json");
     let example = Run::from_json(&std::fs::read_to_string(example).unwrap()).unwrap();
     let mut files = Vec::new();
@@ -73,12 +81,10 @@ pub fn farm_store(dir: &Path) -> PathBuf {
         std::fs::write(&file, run.to_json_pretty()).unwrap();
         files.push(file);
     }
-    let store = dir.join("farm.sqlite");
     let mut import = vec!["import"];
     import.extend(files.iter().map(|f| f.to_str().unwrap()));
-    let (code, _, err) = with_store(&store, &import);
+    let (code, _, err) = with_store(Path::new(store), &import);
     assert_eq!(code, 0, "{err}");
-    store
 }
 
 /// `latlab trend ARGS --json` on `store`, parsed.
@@ -189,7 +195,7 @@ pub struct Served {
 }
 
 impl Served {
-    pub fn start(store: &Path) -> Served {
+    pub fn start(store: impl AsRef<std::ffi::OsStr>) -> Served {
         use std::io::BufRead;
         let mut child = std::process::Command::new(crate::common::latlab_path())
             .args(["serve", "--listen", "127.0.0.1:0", "--store"])

@@ -486,3 +486,81 @@ fn tls_is_used_when_the_url_asks_and_the_certificate_is_verified() {
         "{unverified}"
     );
 }
+
+#[test]
+fn rigs_at_once_on_the_farm_store_one_killed_mid_run_is_kept_as_died() {
+    let _guard = crate::common::serial();
+    let pg = PgCluster::start();
+    let url = pg.url();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("outbox.sqlite");
+    let spawn = |name: &str, cpu: &str, duration: &str| {
+        std::process::Command::new(crate::common::latlab_path())
+            .env("LATLAB_OUTBOX", &local)
+            .args(["run", "-d", duration, "-q", "--no-audit", "-c", cpu])
+            .args(["--checkpoint", "1s", "--name", name, "--store", &url])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join(format!("{name}.err"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let said = |name: &str| std::fs::read_to_string(dir.path().join(format!("{name}.err")));
+    let mut killed = spawn("killed", "0", "30s");
+    let mut ended = spawn("ended", "1", "4s");
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(ended.wait().unwrap().success(), "{:?}", said("ended"));
+
+    // The next command that opens the farm store on this host finds it died.
+    let (code, out, err) = farm(&local, &url, &["runs", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("died at"), "{err}\n{out}");
+    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let state = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["state"].clone())
+            .unwrap()
+    };
+    assert_eq!(state("killed"), "died", "{out}");
+    assert!(state("ended").is_null(), "{out}");
+    let store = PostgresStore::open_read_only(&url).unwrap();
+    let run = store.resolve("killed").unwrap();
+    let progress = run.progress.unwrap();
+    assert_eq!(progress.state, RunState::Died);
+    assert!(progress.checkpoints >= 2, "{progress:?}");
+    let s = &run.streams[0];
+    assert!(s.samples > 0);
+    assert_eq!(
+        s.samples + s.missed_periods.unwrap(),
+        (s.elapsed_ns.unwrap().0 / s.period_ns.unwrap().0) as u64
+    );
+
+    let (code, out, err) = farm(&local, &url, &["show", "killed"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("DIED: died at"), "{out}");
+    let (code, _, err) = farm(&local, &url, &["compare", "killed", "ended", "--force"]);
+    assert!(code == 0 || code == 1, "{err}");
+    let (code, out, err) = farm(&local, &url, &["trend", "--metric", "p99", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let trend: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let runs: usize = trend["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["runs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(runs, 2, "{out}");
+    let report = dir.path().join("killed.html");
+    let (code, _, err) = farm(
+        &local,
+        &url,
+        &["report", "killed", "-o", report.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("DIED"));
+}
