@@ -7,7 +7,6 @@ mod cli;
 mod cmd;
 mod display;
 mod error;
-mod journal;
 mod keep;
 mod labels;
 mod listen;

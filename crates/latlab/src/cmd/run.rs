@@ -3,9 +3,9 @@
 
 use crate::cli::RunArgs;
 use crate::cmd::explaining::Explaining;
+use crate::cmd::journal::{self, CurrentPhase, Journal, Targets};
 use crate::display::LiveDisplay;
 use crate::error::CliError;
-use crate::journal::{self, CurrentPhase, Journal, Targets};
 use crate::keep::keep;
 use crate::labels::Labels;
 use crate::listen::{Listener, LiveCauses, StreamId};

@@ -9,7 +9,7 @@
 //! figures come through each recorder's hand-over ([`PhaseCheckpoint`]). Each
 //! checkpoint is committed and synced before the next begins.
 
-use crate::cmd::explaining::ExplainSource;
+use super::explaining::ExplainSource;
 use crate::output::OutputFile;
 use latlab_measure::checkpoint::PhaseCheckpoint;
 use latlab_measure::load::running::RunningLoad;
