@@ -122,6 +122,7 @@ const SUBCOMMANDS: &[&str] = &[
     "explain",
     "rm",
     "prune",
+    "push",
     "export",
     "compare",
     "report",
