@@ -86,10 +86,10 @@ impl PhaseCheckpoint {
     /// Every thread's stream as it stands, in thread order: asks each for a copy and
     /// waits up to `wait` for them; a thread that gives none in time keeps its
     /// previous checkpoint's stream, and one that never gave any has none (so fewer
-    /// streams than threads can come back). Returns them with how many were fresh.
-    pub fn streams(&self, wait: Duration) -> (Vec<Stream>, usize) {
+    /// streams than threads can come back).
+    pub fn streams(&self, wait: Duration) -> Vec<Stream> {
         if !self.is_measuring() {
-            return (Vec::new(), 0);
+            return Vec::new();
         }
         // The lock is held only to copy the handles out: the threads never take it
         // while measuring, and this side does not hold it while waiting.
@@ -132,9 +132,8 @@ impl PhaseCheckpoint {
                 fresh[i] = handover.take(|copy| copy.checkpoint_stream(template));
             }
         }
-        let answered = fresh.iter().filter(|f| f.is_some()).count();
         let mut slots = self.slots();
-        let streams = slots
+        slots
             .iter_mut()
             .zip(fresh)
             .filter_map(|(slot, fresh)| {
@@ -143,7 +142,6 @@ impl PhaseCheckpoint {
                 }
                 slot.last.clone()
             })
-            .collect();
-        (streams, answered)
+            .collect()
     }
 }

@@ -422,15 +422,17 @@ pub struct Explanation {
     pub events_left_out: u64,
 }
 
+/// For `skip_serializing_if`: a zero count is left out (the run module has its own: the
+/// two modules may not depend on each other both ways).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The most events of its window an explanation lists: half nearest the deadline, half
 /// nearest the wake-up (the scene before the window is always listed). A 10 ms spike on
 /// a busy CPU holds thousands; kept whole, the 200 largest made a 20-minute run's Run
 /// 100 MB.
 pub const MAX_LISTED_EVENTS: usize = 256;
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 impl Explanation {
     /// The unexplained time: the sum of the unexplained parts.

@@ -248,7 +248,7 @@ fn checkpoint_run(base: &Run, so_far: &Mutex<SoFar>, n: u64) -> Run {
         )
     };
     if let Some((name, started_at, checkpoint, loads)) = current {
-        let (now, _) = checkpoint.streams(HANDOVER_WAIT);
+        let now = checkpoint.streams(HANDOVER_WAIT);
         let loads: Vec<LoadRecord> = lock(&loads).iter().map(RunningLoad::so_far).collect();
         let elapsed = now.iter().filter_map(|s| s.elapsed_ns).max();
         if checkpoint.is_measuring() {
