@@ -617,6 +617,23 @@ impl SqliteStore {
                 source: Box::new(e),
             })?;
         }
+        // Latlabs opening a new store at once can find it busy without SQLite's busy
+        // handler waiting (the switch to WAL, the log's first recovery): tried again
+        // until the same bound a write waits.
+        let began = std::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match SqliteStore::open_once(path) {
+                Err(StoreError::Locked { .. }) if began.elapsed() + pause < BUSY_TIMEOUT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<SqliteStore, StoreError> {
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -626,8 +643,13 @@ impl SqliteStore {
         .map_err(|e| classify(path, e))?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let version = schema_version(path, &conn)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .map_err(|e| classify(path, e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| classify(path, e))?;
+        }
         // Every commit synced to disk (SQLite's default, said here because a
         // checkpoint relies on it): a crash loses nothing committed.
         conn.pragma_update(None, "synchronous", "FULL")
@@ -929,7 +951,12 @@ impl RunStore for SqliteStore {
         let listing = ListingColumns::of(&Listing::of(run));
         let progress = ProgressColumns::of(run);
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        // The write lock from the start: a deferred transaction that read first finds
+        // the store busy, without waiting, when another latlab wrote in between.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| classify(&path, e))?;
         let state: Option<Option<String>> = tx
             .query_row("SELECT state FROM runs WHERE id = ?1", [&run.id], |r| {
                 r.get(0)
@@ -993,7 +1020,10 @@ impl RunStore for SqliteStore {
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| classify(&path, e))?;
         let mut removed = 0;
         for id in ids {
             removed += tx
