@@ -20,7 +20,10 @@
 //! - **Delivery** (before the timer interrupt): a task in thread context is not blamed
 //!   — the interrupt came late while it ran, which is interrupts off in that task or
 //!   the host, and the events cannot tell which — so that time is
-//!   [`Cause::Unexplained`] with the task named as `current`. Idle likewise: the time
+//!   [`Cause::Unexplained`] with the task named as `current` — unless the measuring
+//!   thread was preempted (switched out runnable) and not back since: then its timer
+//!   was not even set, and the task that kept the CPU from it is [`Cause::Thread`].
+//!   Idle likewise: the time
 //!   from the deadline to a recorded `cpu_idle` exit is unexplained (`current` "idle
 //!   (state N)"), because on a virtual machine the host may have descheduled an idle
 //!   vCPU and the guest records nothing; only from that exit event to the next event
@@ -327,19 +330,21 @@ impl Labels<'_> {
                     None => "idle".to_owned(),
                 })),
             },
-            Current::Known { pid, since } if woken => match self.tasks.get(&pid) {
-                Some(task) => (
-                    Cause::Thread {
-                        comm: task.comm.to_string(),
-                        pid: i64::from(task.pid),
-                        prio: i64::from(task.prio),
-                        function: span.work_function.map(|f| format!("{f:#x}")),
-                    },
-                    since,
-                ),
-                // Ran, but no event named it: reported, not blamed by a made-up name.
-                None => unexplained(Some(self.name(pid))),
-            },
+            Current::Known { pid, since } if woken || span.measuring_preempted => {
+                match self.tasks.get(&pid) {
+                    Some(task) => (
+                        Cause::Thread {
+                            comm: task.comm.to_string(),
+                            pid: i64::from(task.pid),
+                            prio: i64::from(task.prio),
+                            function: span.work_function.map(|f| format!("{f:#x}")),
+                        },
+                        since,
+                    ),
+                    // Ran, but no event named it: reported, not blamed by a made-up name.
+                    None => unexplained(Some(self.name(pid))),
+                }
+            }
             Current::Known { pid, .. } => unexplained(Some(self.name(pid))),
             Current::Changed { from: 0, to } if woken && to == self.tid => (Cause::Scheduler, None),
             Current::Changed { from, to } => {

@@ -100,6 +100,9 @@ pub(super) struct Span {
     pub idle_exit: Option<(u64, Option<u32>)>,
     /// The workqueue function the current kworker runs.
     pub work_function: Option<u64>,
+    /// The measuring thread was switched out runnable (preempted) and not back since:
+    /// it could not go to sleep, so its timer was not even set.
+    pub measuring_preempted: bool,
 }
 
 /// The instants a wake-up's stages turn on, as the records show them.
@@ -144,6 +147,7 @@ struct State {
     /// The most urgent task woken onto this CPU while it was idle (not the measuring
     /// thread): the one the scheduler switches to once the interrupts end.
     woken_on_idle: Option<Task>,
+    measuring_preempted: bool,
 }
 
 impl State {
@@ -227,6 +231,7 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
         work_function: None,
         hrtimer_callback: None,
         woken_on_idle: None,
+        measuring_preempted: false,
     };
     // Outermost first. An IRQ's exit lacks its name: another entry of it has it.
     for context in open_before(&from_start).into_iter().rev() {
@@ -255,6 +260,15 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
             scene_taken = true;
         }
         let current = match state.current {
+            // Still idle: the switch to the task woken there was guessed too early.
+            Current::Known { pid, .. }
+                if record.pid == 0 && state.woken_on_idle.is_some_and(|w| w.pid == pid) =>
+            {
+                Current::Known {
+                    pid: 0,
+                    since: None,
+                }
+            }
             Current::Known { pid, .. } if pid != record.pid => Current::Changed {
                 from: pid,
                 to: record.pid,
@@ -271,7 +285,7 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
             tid,
             due,
         );
-        infer_switch_from_idle(&mut state, &from_start, index, ts);
+        infer_switch_from_idle(&mut state, &from_start, index, ts, record.pid);
         at = ts;
     }
     if !scene_taken {
@@ -292,14 +306,31 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
 /// The switch away from the idle task that this kernel does not record: when the
 /// interrupts that woke a task onto the idle CPU have ended, the most urgent task woken
 /// runs — if the next record of a task other than idle is that task's, which proves it.
-fn infer_switch_from_idle(state: &mut State, records: &[(usize, &Record)], index: usize, ts: u64) {
+/// The guess stands until a record of that task confirms it: a record of the idle task
+/// before then (an interrupt that came while the CPU was still leaving idle) shows the
+/// switch came later, after the interrupts that record is in.
+fn infer_switch_from_idle(
+    state: &mut State,
+    records: &[(usize, &Record)],
+    index: usize,
+    ts: u64,
+    record_pid: i32,
+) {
     let Some(woken) = state.woken_on_idle else {
         return;
     };
-    let idle = matches!(state.current, Current::Known { pid: 0, .. });
-    if !idle {
-        state.woken_on_idle = None;
-        return;
+    match state.current {
+        Current::Known { pid, .. } if pid == woken.pid => {
+            if record_pid == woken.pid {
+                state.woken_on_idle = None;
+            }
+            return;
+        }
+        Current::Known { pid: 0, .. } => {}
+        _ => {
+            state.woken_on_idle = None;
+            return;
+        }
     }
     if !state.stack.is_empty() {
         return;
@@ -315,8 +346,9 @@ fn infer_switch_from_idle(state: &mut State, records: &[(usize, &Record)], index
             since: Some(ts),
         };
         state.work_function = None;
+    } else {
+        state.woken_on_idle = None;
     }
-    state.woken_on_idle = None;
 }
 
 fn scene(state: &State) -> Vec<usize> {
@@ -346,6 +378,7 @@ fn push_span(
         idle_state: state.idle_state,
         idle_exit: state.idle_exit,
         work_function: state.work_function,
+        measuring_preempted: state.measuring_preempted,
     });
 }
 
@@ -377,8 +410,19 @@ fn apply(
         }
     }
     match &record.what {
-        What::Switch { next, .. } => {
+        What::Switch {
+            prev,
+            prev_state,
+            next,
+        } => {
             state.woken_on_idle = None;
+            // Runnable when it left: no sleeping state among the reported bits.
+            if prev.pid == tid {
+                state.measuring_preempted = prev_state & 0xff == 0;
+            }
+            if next.pid == tid {
+                state.measuring_preempted = false;
+            }
             state.current = Current::Known {
                 pid: next.pid,
                 since: Some(ts),

@@ -389,6 +389,60 @@ fn unrecorded_switch_from_idle_to_the_task_woken_there_is_inferred() {
 }
 
 #[test]
+fn an_interrupt_of_idle_after_the_guessed_switch_puts_the_switch_after_it() {
+    // The spinner is woken in a timer interrupt of the idle CPU before the deadline;
+    // the measuring thread's timer then interrupts the idle task still leaving idle.
+    // The spinner runs from the end of that second interrupt, not the first.
+    let cpu = Cpu::default()
+        .switch(-us(900), me(), idle())
+        .vector_entry(-us(6), 0)
+        .waking(-us(5), 0, spinner())
+        .vector_exit(-us(4), 0)
+        .timer(us(3), us(4), us(6), 0)
+        .switch(us(300), spinner(), me());
+    let parts = summary(&cpu.explain(us(301)));
+    assert_eq!(parts[0], (unexplained("idle"), Stage::Delivery, 3.0));
+    assert_eq!(
+        parts[parts.len() - 2],
+        (
+            "thread spin:200 (fifo/rr 99)".into(),
+            Stage::Scheduling,
+            294.0
+        ),
+        "{parts:?}"
+    );
+}
+
+#[test]
+fn a_task_that_preempted_the_measuring_thread_before_its_sleep_is_blamed() {
+    // The spinner preempted the measuring thread before it went to sleep again: its
+    // timer was set only once it ran again, after the spin.
+    let preempted = What::Switch {
+        prev: me(),
+        prev_state: 0,
+        next: spinner(),
+    };
+    let cpu = Cpu::default()
+        .at(-us(60), TID, preempted)
+        .switch(us(240), spinner(), me())
+        .timer(us(250), us(251), us(253), TID);
+    let parts = summary(&cpu.explain(us(254)));
+    assert_eq!(
+        parts[0],
+        (
+            "thread spin:200 (fifo/rr 99)".into(),
+            Stage::Delivery,
+            240.0
+        ),
+        "{parts:?}"
+    );
+    assert_eq!(
+        parts[1],
+        (unexplained("latlab-m0:456"), Stage::Delivery, 10.0)
+    );
+}
+
+#[test]
 fn unrecorded_switch_to_another_task_than_the_woken_one_leaves_the_candidates_named() {
     // The spinner was woken onto the idle CPU, but the next task seen is stress: which
     // ran when is not known, so both are named and neither blamed.
