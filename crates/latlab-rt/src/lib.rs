@@ -22,6 +22,7 @@ pub mod icmp;
 pub mod ipc;
 pub mod memory;
 pub mod partner;
+pub mod periodic;
 pub mod process;
 pub mod pthread;
 pub mod sched;
