@@ -159,6 +159,12 @@ impl LatencyHistogram {
         }
     }
 
+    /// Counts `clamped` samples as having been above [`HIGHEST_NS`] (recorded at it by
+    /// whoever counted them: a histogram rebuilt from another process's counts).
+    pub fn set_clamped(&mut self, clamped: u64) {
+        self.clamped = clamped;
+    }
+
     /// Records `count` samples only known to be at least `at_least_ns` (a source's
     /// overflow bucket): counted at that value, and remembered as bounds, so a
     /// percentile among them is a bound ([`percentile_within`](Self::percentile_within)).

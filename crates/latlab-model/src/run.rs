@@ -473,7 +473,7 @@ impl Stream {
     /// probe's, and those imported from rtla timerlat; not a primitive probe's, whose
     /// samples are what its own definition says.
     pub fn measures_wake_ups(&self) -> bool {
-        self.probe == "timer" || self.probe.starts_with("timerlat")
+        self.probe == "timer" || self.probe == "application" || self.probe.starts_with("timerlat")
     }
 
     /// A short label, e.g. `cpu 1` or `thread 0`.

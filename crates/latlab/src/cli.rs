@@ -96,6 +96,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Other tools' result files into the store: cyclictest, rtla, oslat, jitterdebugger.
     Import(ImportArgs),
+    /// Watch an application's own periodic loop (latlab_rt::periodic or
+    /// <latlab/periodic.h>) live: its wake-up latency (the system) and compute time (its
+    /// code); at the end a Run of it, stored like any other.
+    Attach(AttachArgs),
     /// Real-time readiness audit: each check's verdict, evidence and fix (exit 1 if any fails).
     Check(CheckArgs),
     /// List the timer probe's sleep methods.
@@ -512,6 +516,40 @@ pub struct ReportArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
+}
+
+/// `latlab attach`.
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The application's process id.
+    #[arg(value_name = "PID")]
+    pub pid: u32,
+    /// Which of its periodic tasks, when it runs several: a thread id or a task's name.
+    #[arg(long, value_name = "TID|NAME")]
+    pub task: Option<String>,
+    /// Detach after this long (the task goes on) [default: until the task ends, or
+    /// Ctrl-C].
+    #[arg(short, long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// How often the live view prints a line [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
+    /// Write the Run as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No live view (the summary is still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
+    /// ~/.local/share/latlab/runs.sqlite].
+    #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
+    pub store: Option<StoreLocation>,
+    /// Do not save the run in the store.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// The user's name, tags and note for the run.
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 /// `latlab import`.

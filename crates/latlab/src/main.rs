@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         cli::Command::Rm(rm) => cmd::rm::execute(&rm),
         cli::Command::Prune(prune) => cmd::rm::prune(&prune),
         cli::Command::Push(push) => cmd::push::execute(&push),
+        cli::Command::Attach(attach) => cmd::attach::execute(&attach),
         cli::Command::Export(export) => cmd::export::execute(&export),
         cli::Command::Compare(compare) => cmd::compare::execute(&compare),
         cli::Command::Report(report) => cmd::report::execute(&report),

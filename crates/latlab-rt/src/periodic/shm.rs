@@ -599,6 +599,11 @@ impl Reader {
     pub fn snapshot(&self) -> Snapshot {
         snapshot_of(&self.map)
     }
+
+    /// True once the task has ended (its counts are final).
+    pub fn has_ended(&self) -> bool {
+        self.map.header().state.load(Ordering::Acquire) == STATE_ENDED
+    }
 }
 
 fn snapshot_of(map: &Mapping) -> Snapshot {

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod attach;
 pub mod check;
 pub mod compare;
 pub mod completions;

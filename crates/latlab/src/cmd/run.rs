@@ -318,6 +318,12 @@ fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
         .collect();
     removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
     removed.extend(latlab_rt::tracefs::sweep_stale());
+    // The statistics pages of periodic tasks whose process was killed.
+    removed.extend(
+        latlab_rt::periodic::shm::sweep()
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
     if let Some(json) = json {
         removed.extend(output::sweep_beside(json));
     }

@@ -123,6 +123,7 @@ const SUBCOMMANDS: &[&str] = &[
     "rm",
     "prune",
     "push",
+    "attach",
     "export",
     "compare",
     "report",

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod attach;
 mod browser;
 mod check;
 mod checkpoint;

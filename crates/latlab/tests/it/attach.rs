@@ -1,0 +1,245 @@
+//! `latlab attach` on an application's own periodic loop (latlab-rt's example
+//! `periodic_loop`): live lines, the Run it writes, and what a killed application
+//! leaves (nothing, once swept).
+
+use crate::common::{latlab, latlab_path, serial, text};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// latlab-rt's example, built if this test run did not build it.
+pub(crate) fn rust_example() -> PathBuf {
+    let path = latlab_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("periodic_loop");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "latlab-rt",
+                "--example",
+                "periodic_loop",
+            ])
+            .status()
+            .unwrap();
+        assert!(built.success());
+    }
+    path
+}
+
+/// The application's pages, as `latlab attach` finds them.
+pub(crate) fn pages_of(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("latlab-{pid}-")))
+        })
+        .collect()
+}
+
+/// Waits until process `pid` publishes its page.
+pub(crate) fn wait_for_page(pid: u32) -> PathBuf {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(page) = pages_of(pid).pop() {
+            return page;
+        }
+        assert!(Instant::now() < until, "process {pid} published no page");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The last CPU this process may run on.
+fn last_cpu() -> String {
+    latlab_rt::affinity::allowed_cpus()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+struct App(Child);
+
+impl App {
+    fn start(seconds: u32) -> App {
+        App(Command::new(rust_example())
+            .args([seconds.to_string(), last_cpu()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap())
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Its own count of cycles, from its last line.
+    fn finish(mut self) -> u64 {
+        let out = std::mem::replace(&mut self.0, Command::new("true").spawn().unwrap())
+            .wait_with_output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let said = text(&out.stdout);
+        said.split_whitespace()
+            .find_map(|w| w.strip_prefix("cycles="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no cycle count in {said:?}"))
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn read_run(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn attach_shows_the_loop_live_and_writes_a_run_of_its_cycles() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("app.json");
+    let store = dir.path().join("runs.sqlite");
+    let app = App::start(2);
+    let page = wait_for_page(app.pid());
+    let out = latlab()
+        .args(["attach", &app.pid().to_string(), "--interval", "300ms"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let own = app.finish();
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    assert!(said.contains("attached to task \"control\""), "{said}");
+    assert!(said.contains("cycles ("), "no live line: {said}");
+    assert!(said.contains("The task ended"), "{said}");
+    assert!(!page.exists(), "{} left behind", page.display());
+
+    let run = read_run(&json);
+    let streams = run["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2);
+    let (wake, compute) = (&streams[0], &streams[1]);
+    assert_eq!(wake["probe"], "application");
+    assert_eq!(compute["probe"], "application-compute");
+    assert_eq!(wake["samples"], own);
+    assert_eq!(compute["samples"], own);
+    let missed = wake["missed_periods"].as_u64().unwrap();
+    let periods = wake["elapsed_ns"].as_u64().unwrap() / wake["period_ns"].as_u64().unwrap();
+    assert_eq!(own + missed, periods);
+    assert!(compute["missed_periods"].is_null());
+    assert!(
+        wake["stats"]["stddev_ns"].is_null(),
+        "no sum of squares is kept"
+    );
+    // Stored like any other run: show, compare and report take it.
+    let store_arg = store.to_str().unwrap();
+    let shown = latlab()
+        .args(["show", "last", "--store", store_arg])
+        .output()
+        .unwrap();
+    assert!(text(&shown.stdout).contains("application-compute"));
+    let report = dir.path().join("app.html");
+    let reported = latlab()
+        .args(["report", "last", "--store", store_arg, "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(
+        reported.status.code(),
+        Some(0),
+        "{}",
+        text(&reported.stderr)
+    );
+}
+
+#[test]
+fn detaching_leaves_the_task_running_and_says_the_figures_are_so_far() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("app.json");
+    let app = App::start(30);
+    let page = wait_for_page(app.pid());
+    let out = latlab()
+        .args([
+            "attach",
+            &app.pid().to_string(),
+            "-d",
+            "1s",
+            "-q",
+            "--no-store",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Detached while the task runs"));
+    assert!(page.exists(), "the task goes on");
+    let run = read_run(&json);
+    assert_eq!(run["interrupted"], true);
+    assert!(run["streams"][0]["samples"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_killed_applications_page_is_swept_by_the_next_attach() {
+    let _guard = serial();
+    let mut app = App::start(30);
+    let pid = app.pid();
+    let page = wait_for_page(pid);
+    app.0.kill().unwrap();
+    app.0.wait().unwrap();
+    assert!(page.exists(), "SIGKILL leaves the page");
+    let out = latlab()
+        .args(["attach", &pid.to_string(), "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("PID") && err.contains(&pid.to_string()),
+        "{err}"
+    );
+    assert!(!page.exists(), "{} not swept", page.display());
+}
+
+#[test]
+fn a_process_without_a_task_is_bad_input_naming_the_pid() {
+    let out = latlab()
+        .args(["attach", &std::process::id().to_string(), "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("publishes no periodic task"), "{err}");
+    let out = latlab()
+        .args([
+            "attach",
+            "1",
+            "--task",
+            "x",
+            "--interval",
+            "0s",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--interval"));
+}
