@@ -651,6 +651,7 @@ impl<S: WakeSource> Periodic<S> {
             Method::Hybrid { margin: None } => (0, true),
             _ => (0, false),
         };
+        recorder.start(first);
         recorder.margin(margin);
         let mut due = first;
         // Deadlines the timerfd has reported so far (its expirations, summed).
@@ -815,11 +816,7 @@ impl<'a> Recorder<'a> {
         let compute = end - cycle.woke_ns;
         self.begin();
         let c = &self.publisher.header().counters;
-        let cycles = c.cycles.load(r);
-        if cycles == 0 {
-            c.first_due_ns.store(cycle.due_ns, r);
-        }
-        c.cycles.store(cycles + 1, r);
+        c.cycles.store(c.cycles.load(r) + 1, r);
         c.last_due_ns.store(cycle.due_ns, r);
         c.last_end_ns.store(end, r);
         extremes(&c.wake_min_ns, &c.wake_max_ns, &c.wake_sum_ns, wake);
@@ -847,6 +844,16 @@ impl<'a> Recorder<'a> {
         c.overruns.store(c.overruns.load(r) + 1, r);
         c.missed.store(c.missed.load(r) + skipped, r);
         c.caught_up.store(c.caught_up.load(r) + caught_up, r);
+        self.end();
+    }
+
+    /// The loop starts: the first deadline, from which periods count (a first
+    /// wake-up periods late counts those as missed).
+    fn start(&mut self, first: i64) {
+        self.begin();
+        let c = &self.publisher.header().counters;
+        c.first_due_ns.store(first, Ordering::Relaxed);
+        c.last_due_ns.store(first, Ordering::Relaxed);
         self.end();
     }
 

@@ -60,7 +60,8 @@ pub struct Counters {
     pub overruns: AtomicU64,
     /// Cycles run late to catch up after an overrun.
     pub caught_up: AtomicU64,
-    /// The first cycle's deadline (CLOCK_MONOTONIC ns).
+    /// The first deadline (CLOCK_MONOTONIC ns), set when the loop starts: periods
+    /// count from it, so a first wake-up periods late counts those as missed.
     pub first_due_ns: AtomicI64,
     /// The last cycle's deadline.
     pub last_due_ns: AtomicI64,
