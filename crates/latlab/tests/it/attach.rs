@@ -243,3 +243,68 @@ fn a_process_without_a_task_is_bad_input_naming_the_pid() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--interval"));
 }
+
+#[test]
+fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
+    let _guard = serial();
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+    {
+        return; // only root can become nobody; as a user the task is unprivileged already
+    }
+    // A copy nobody may execute, removed with the directory.
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let example = dir.path().join("periodic_loop");
+    std::fs::copy(rust_example(), &example).unwrap();
+    std::fs::set_permissions(&example, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let app = Command::new("prlimit")
+        .args([
+            "--memlock=65536",
+            "--",
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+        ])
+        .args(["--clear-groups", "--"])
+        .arg(&example)
+        .args(["2", &last_cpu()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit and setpriv (util-linux) are needed: apt-get install util-linux");
+    let app = App(app);
+    wait_for_page(app.pid());
+    let json = dir.path().join("app.json");
+    let out = latlab()
+        .args(["attach", &app.pid().to_string(), "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains("DEGRADED:") && said.contains("refused"),
+        "{said}"
+    );
+    let mut app = app;
+    let done = std::mem::replace(&mut app.0, Command::new("true").spawn().unwrap())
+        .wait_with_output()
+        .unwrap();
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let err = text(&done.stderr);
+    assert!(
+        err.contains("DEGRADED") && err.contains("memory not locked"),
+        "{err}"
+    );
+    let run = read_run(&json);
+    assert_eq!(run["degraded"], true);
+    let codes: Vec<&str> = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"application-set-up"), "{codes:?}");
+    assert!(codes.contains(&"not-realtime"), "{codes:?}");
+}
