@@ -285,3 +285,26 @@ impl RunStore for DeadInMemory {
         self.store.remove(ids)
     }
 }
+
+/// Opens where a command writes its Run as JSON (`--json FILE`, `-` for standard
+/// output), refusing a path that is the default store or the command's `store`; with
+/// the stream people read: standard error when the JSON takes standard output.
+pub fn open_run_json(
+    json: Option<&std::path::Path>,
+    store: Option<&StoreLocation>,
+) -> Result<(Option<crate::output::OutputTarget>, crate::output::Human), CliError> {
+    use crate::output::{refuse_store_path, Human, OutputTarget};
+    if let Some(target) = json {
+        // The default store too: --no-store does not make overwriting it harmless.
+        let default_store = latlab_store::default_path();
+        let mut stores = vec![default_store.as_path()];
+        stores.extend(store.and_then(StoreLocation::path));
+        refuse_store_path("--json", target, &stores)?;
+    }
+    let json = json.map(|p| OutputTarget::open("--json", p)).transpose()?;
+    let human = match json {
+        Some(OutputTarget::Stdout) => Human::Stderr,
+        _ => Human::Stdout,
+    };
+    Ok((json, human))
+}

@@ -12,7 +12,7 @@ use crate::cli::AttachArgs;
 use crate::error::CliError;
 use crate::keep::keep;
 use crate::labels::Labels;
-use crate::output::{self, refuse_store_path, Human, OutputTarget};
+use crate::output::{self, Human};
 use crate::store::StoreLocation;
 use latlab_measure::facts::FactReader;
 use latlab_model::hist::LatencyHistogram;
@@ -55,21 +55,8 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         true => None,
         false => Some(StoreLocation::resolve(args.store.as_ref())?),
     };
-    if let Some(target) = &args.json {
-        let default_store = latlab_store::default_path();
-        let mut stores = vec![default_store.as_path()];
-        stores.extend(store_location.as_ref().and_then(StoreLocation::path));
-        refuse_store_path("--json", target, &stores)?;
-    }
-    let mut json = args
-        .json
-        .as_deref()
-        .map(|p| OutputTarget::open("--json", p))
-        .transpose()?;
-    let human = match json {
-        Some(OutputTarget::Stdout) => Human::Stderr,
-        _ => Human::Stdout,
-    };
+    let (mut json, human) =
+        crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
     let reader = shm::Reader::open(&path).map_err(|e| CliError::runtime(e.to_string()))?;
     let command_line = command_line_of(args.pid);
     let first = reader.snapshot();

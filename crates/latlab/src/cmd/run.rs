@@ -9,7 +9,7 @@ use crate::error::CliError;
 use crate::keep::keep;
 use crate::labels::Labels;
 use crate::listen::{Listener, LiveCauses, StreamId};
-use crate::output::{self, refuse_store_path, Human, OutputTarget};
+use crate::output::{self, Human, OutputTarget};
 use crate::store::StoreLocation;
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
@@ -62,22 +62,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         false => Some(StoreLocation::resolve(args.store.as_ref())?),
     };
     sweep_leftovers(&plan, args.json.as_deref());
-    if let Some(target) = &args.json {
-        // The default store too: --no-store does not make overwriting it harmless.
-        let default_store = latlab_store::default_path();
-        let mut stores = vec![default_store.as_path()];
-        stores.extend(store_location.as_ref().and_then(StoreLocation::path));
-        refuse_store_path("--json", target, &stores)?;
-    }
-    let mut json = args
-        .json
-        .as_deref()
-        .map(|p| OutputTarget::open("--json", p))
-        .transpose()?;
-    let human = match json {
-        Some(OutputTarget::Stdout) => Human::Stderr,
-        _ => Human::Stdout,
-    };
+    let (mut json, human) =
+        crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
     let mut store = store_location
         .as_ref()
         .map(crate::store::open_for_run)
