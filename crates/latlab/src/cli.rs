@@ -586,6 +586,10 @@ pub struct RunsArgs {
     /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+    /// List the published reference runs latlab ships (ref:NAME: papers' tables, for
+    /// compare and report) instead of the store's runs.
+    #[arg(long, conflicts_with_all = ["store", "limit"])]
+    pub references: bool,
 }
 
 /// The filters of `latlab runs`, for every command that looks at many runs.
