@@ -188,6 +188,25 @@ pub(crate) fn published_note(run: &Run) -> Option<Block> {
         ),
     ];
     lines.extend(published.lacks.iter().cloned());
+    // A row without a sample count is no stream: its figures are shown here, as printed.
+    for row in published.rows.iter().filter(|r| r.samples.is_none()) {
+        let figures: Vec<String> = [
+            ("min", &row.min),
+            ("mean", &row.mean),
+            ("max", &row.max),
+            ("stddev", &row.stddev),
+            ("p99.999", &row.p99_999),
+        ]
+        .into_iter()
+        .filter_map(|(what, value)| Some(format!("{what} {}", value.as_ref()?)))
+        .collect();
+        lines.push(format!(
+            "{}: {} {} (as printed)",
+            row.label,
+            figures.join(", "),
+            published.unit
+        ));
+    }
     lines.push(format!(
         "what the table does not have is shown as {} or {}, never as a value",
         figures::UNKNOWN,
