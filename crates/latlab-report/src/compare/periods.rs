@@ -144,3 +144,73 @@ pub fn by_period(runs: &[Run], hz: Option<u32>) -> Result<Option<PeriodTable>, H
         rows,
     }))
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use latlab_model::published::reference_run;
+
+    /// `docs/example-run.json` as a two-phase sweep at 3.25 and 4 ms, relative sleeps.
+    pub(crate) fn sweep() -> Run {
+        let mut run = Run::from_json(include_str!("../../../../docs/example-run.json")).unwrap();
+        let (phase, stream) = (run.phases[0].clone(), run.streams[0].clone());
+        run.phases.clear();
+        run.streams.clear();
+        for (name, period) in [("3.25ms", 3_250_000), ("4ms", 4_000_000)] {
+            run.phases.push(Phase {
+                name: name.to_string(),
+                ..phase.clone()
+            });
+            run.streams.push(Stream {
+                phase: name.to_string(),
+                period_ns: Some(Nanos(period)),
+                method: Some("rel".to_string()),
+                ..stream.clone()
+            });
+        }
+        run
+    }
+
+    use latlab_model::run::{Phase, Stream};
+
+    #[test]
+    fn phases_are_matched_by_period_and_a_missing_one_is_none() {
+        let runs = [sweep(), reference_run("rr-table3").unwrap()];
+        let table = by_period(&runs, None).unwrap().unwrap();
+        assert_eq!(table.published, [false, true]);
+        assert_eq!(table.rows.len(), 8);
+        let at = |ns| {
+            table
+                .rows
+                .iter()
+                .find(|r| r.period_ns == Nanos(ns))
+                .unwrap()
+        };
+        let row = at(3_250_000);
+        let (measured, published) = (row.runs[0].as_ref().unwrap(), row.runs[1].as_ref().unwrap());
+        assert_eq!(measured.phase, "3.25ms");
+        assert_eq!(measured.min_ns, runs[0].streams[0].stats.min_ns);
+        assert_eq!(published.phase, "3.250 ms");
+        assert_eq!(
+            (published.min_ns, published.mean_ns, published.max_ns),
+            (Some(Nanos(18_000)), Some(20_000.0), Some(Nanos(110_000)))
+        );
+        assert_eq!(at(50_000_000).runs[0], None);
+        // The example run's kernel said HZ=250.
+        assert_eq!(table.tick_model.as_ref().map(|t| t.hz), Some(250));
+        assert_eq!(row.expected_without_hrtimers_ns, Some(Nanos(4_750_000)));
+        let given = by_period(&runs, Some(100)).unwrap().unwrap();
+        assert_eq!(given.tick_model.unwrap().from, "given");
+        assert_eq!(
+            given.rows[1].expected_without_hrtimers_ns,
+            Some(Nanos(16_750_000))
+        );
+    }
+
+    #[test]
+    fn without_published_figures_there_is_no_period_table() {
+        assert_eq!(by_period(&[sweep(), sweep()], None).unwrap(), None);
+        let other = reference_run("realfeel-table1").unwrap();
+        assert_eq!(by_period(&[sweep(), other], None).unwrap(), None);
+    }
+}

@@ -369,6 +369,19 @@ fn load_row(row: &LoadComparison) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::{compare_runs, Judged};
+    use latlab_model::published::reference_run;
+
+    #[test]
+    fn a_sweep_beside_table_4_is_shown_period_by_period_with_the_tick_model() {
+        let mut sweep = crate::compare::periods_tests_sweep();
+        sweep.name = Some("sweep".to_string());
+        let runs = [sweep, reference_run("rr-table4").unwrap()];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        assert_eq!((compared.failures, compared.undecided), (0, 0));
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
 
     #[test]
     fn numbers_keep_three_significant_digits() {
