@@ -593,7 +593,7 @@ pub struct RunsArgs {
     pub json: Option<PathBuf>,
     /// List the published reference runs latlab ships (ref:NAME: papers' tables, for
     /// compare and report) instead of the store's runs.
-    #[arg(long, conflicts_with_all = ["store", "limit"])]
+    #[arg(long, conflicts_with = "limit")]
     pub references: bool,
 }
 
