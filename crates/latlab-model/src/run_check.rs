@@ -23,7 +23,7 @@ impl Run {
     /// total = samples) and statistics in order (min ≤ percentiles ≤ max, mean between).
     pub fn check(&self) -> Result<(), RunFormatError> {
         match self.published.as_ref() {
-            Some(record) if crate::published::is_reference_id(&self.id, &record.name) => {}
+            Some(record) if crate::run::is_reference_id(&self.id, &record.name) => {}
             _ => check_id(&self.id)?,
         }
         let times = [

@@ -14,16 +14,11 @@ mod build;
 mod table;
 pub mod tick;
 
+pub use crate::run::{
+    is_reference_id, PublishedRecord, PublishedRow, NOT_MEASURED_HERE, REFERENCE_PREFIX,
+};
 pub use build::reference_run;
-pub use table::{PublishedRow, PublishedTable, RowFigures, TableError};
-
-use serde::{Deserialize, Serialize};
-
-/// What `ref:NAME` starts with.
-pub const REFERENCE_PREFIX: &str = "ref:";
-
-/// What a reference Run's record says of its figures.
-pub const NOT_MEASURED_HERE: &str = "published figures, not measured here";
+pub use table::{PublishedTable, RowFigures, TableError};
 
 /// The shipped data files, by name.
 const FILES: [(&str, &str); 10] = [
@@ -53,39 +48,6 @@ const FILES: [(&str, &str); 10] = [
         include_str!("../../references/mckenney-nanosleep.toml"),
     ),
 ];
-
-/// Where a reference Run's figures come from: the paper, the table, and the table as
-/// printed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PublishedRecord {
-    /// Always [`NOT_MEASURED_HERE`].
-    pub note: String,
-    /// The reference's name (`rr-table3`).
-    pub name: String,
-    /// What the table shows.
-    pub title: String,
-    /// The paper.
-    pub source: String,
-    /// The table or passage in it.
-    pub table: String,
-    /// The machine measured.
-    pub machine: String,
-    /// The kernel (or `per row`).
-    pub kernel: String,
-    /// The load (or `per row`).
-    pub load: String,
-    /// The program that measured.
-    pub tool: String,
-    /// What one sample is, in the paper's words.
-    pub figure: String,
-    /// The unit the figures are printed in (`ms`, `us`); the Run's are in ns.
-    pub unit: String,
-    /// What the table does not have, one sentence each; the fields it would fill are
-    /// `null` in the Run.
-    pub lacks: Vec<String>,
-    /// The rows as printed, in the table's unit.
-    pub rows: Vec<PublishedRow>,
-}
 
 /// Why a reference cannot be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -139,16 +101,6 @@ pub fn catalogue() -> Result<Vec<PublishedTable>, PublishedError> {
 /// not name a reference.
 pub fn reference_name(text: &str) -> Option<&str> {
     text.trim().strip_prefix(REFERENCE_PREFIX)
-}
-
-/// Whether `id` is the id of the reference named `name`: `ref:` and the name, of
-/// lowercase letters, digits and dashes only (an id names files and URLs).
-pub fn is_reference_id(id: &str, name: &str) -> bool {
-    let plain = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    plain && id.strip_prefix(REFERENCE_PREFIX) == Some(name)
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! A published table as shipped in `references/*.toml`: its figures as printed (text, in
 //! the table's unit), read into exact nanoseconds.
 
+pub use crate::run::PublishedRow;
 use crate::units::parse_duration;
 use crate::Nanos;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// One table of a paper, as its data file holds it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -38,41 +39,6 @@ pub struct PublishedTable {
     pub lacks: Vec<String>,
     /// Its rows, in the paper's order.
     pub row: Vec<PublishedRow>,
-}
-
-/// One row (or column) of a published table, its figures as printed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PublishedRow {
-    /// The row's label as printed.
-    pub label: String,
-    /// The row's kernel, when the table compares kernels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The row's load, when the table compares loads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<String>,
-    /// The period, as a duration (`3.25ms`); absent when the paper gives none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub period: Option<String>,
-    /// The number of samples, when the paper gives it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub samples: Option<u64>,
-    /// Smallest sample, as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<String>,
-    /// Mean, as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean: Option<String>,
-    /// Largest sample, as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<String>,
-    /// Standard deviation, as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stddev: Option<String>,
-    /// The 99.999th percentile, as printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_999: Option<String>,
 }
 
 /// Why a shipped table does not read.
