@@ -232,6 +232,21 @@ mod tests {
     }
 
     #[test]
+    fn only_a_reference_run_has_a_reference_id() {
+        let mut run = crate::published::reference_run("rr-table4").unwrap();
+        assert!(run.check().is_ok());
+        let record = run.published.take();
+        let e = run.check().unwrap_err().to_string();
+        assert!(e.starts_with("id: \"ref:rr-table4\""), "{e}");
+        run.published = record;
+        for bad in ["ref:../x", "ref:RR", "ref:", "rr-table4"] {
+            run.id = bad.to_string();
+            run.published.as_mut().unwrap().name = bad.trim_start_matches("ref:").to_string();
+            assert!(run.check().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn times_are_rfc3339_utc() {
         assert!(instant("started_at", "2026-11-21T00:10:12.345Z").is_ok());
         let e = instant("started_at", "yesterday").unwrap_err().to_string();
