@@ -3,7 +3,7 @@
 //! phase and a published table's `3.250 ms` row), with the tick model's expectation
 //! for a kernel without high-resolution timers beside them.
 
-use super::{run_label, RunFigures};
+use super::{run_label, run_name, RunFigures};
 use latlab_model::hist::HistogramError;
 use latlab_model::published::tick::tick_delay;
 use latlab_model::run::Run;
@@ -14,8 +14,10 @@ use std::collections::BTreeSet;
 /// Every run's figures at every period some run measured in a phase of its own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PeriodTable {
-    /// The runs, in the order given: their labels.
+    /// The runs, in the order given: their ids.
     pub runs: Vec<String>,
+    /// Their names ([`run_name`]), where they have one.
+    pub names: Vec<Option<String>>,
     /// Which runs are published figures, not measured here (same order).
     pub published: Vec<bool>,
     /// The tick rate the expectation is computed for, and where it came from; `None`
@@ -138,7 +140,8 @@ pub fn by_period(runs: &[Run], hz: Option<u32>) -> Result<Option<PeriodTable>, H
         });
     }
     Ok(Some(PeriodTable {
-        runs: runs.iter().map(run_label).collect(),
+        runs: runs.iter().map(|r| r.id.clone()).collect(),
+        names: runs.iter().map(run_name).collect(),
         published: runs.iter().map(|r| r.published.is_some()).collect(),
         tick_model,
         rows,

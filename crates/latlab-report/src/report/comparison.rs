@@ -119,10 +119,17 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
 /// period, then the tick model's expectation, and what the columns mean.
 fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     let mut titles = vec!["period".to_string()];
-    for (run, published) in periods.runs.iter().zip(&periods.published) {
+    let runs = periods
+        .runs
+        .iter()
+        .zip(&periods.names)
+        .zip(&periods.published);
+    for ((id, name), published) in runs {
+        // The run by its name, else its id: the table above pairs them.
+        let run = name.as_deref().unwrap_or(id);
         let run = match published {
             true => format!("{run}, published"),
-            false => run.clone(),
+            false => run.to_string(),
         };
         titles.extend(["min", "mean", "max"].map(|f| format!("{run}: {f} (µs)")));
     }
