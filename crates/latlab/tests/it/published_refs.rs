@@ -155,6 +155,12 @@ fn a_reference_is_marked_as_published_and_lacks_what_its_table_lacks() {
         assert_eq!((s.missed_periods, s.first_sample_ns), (None, None));
     }
     assert_eq!(run, reference_run("rr-table3").unwrap());
+    // Shipped, not stored: importing one is refused, naming how to use it.
+    let file = dir.path().join("table3.json");
+    std::fs::write(&file, &json).unwrap();
+    let (code, _, stderr) = with_store(&store, &["import", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!store.exists());
 
     let (code, json, _) = with_store(&store, &["runs", "--references", "--json", "-"]);
     assert_eq!(code, 0);
