@@ -37,6 +37,7 @@ pub mod labels;
 pub mod outcome;
 pub mod params;
 pub mod progress;
+pub mod published;
 pub mod run;
 mod run_check;
 pub mod scenario;

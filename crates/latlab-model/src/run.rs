@@ -14,7 +14,12 @@ use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod published;
 mod v1;
+
+pub use published::{
+    is_reference_id, PublishedRecord, PublishedRow, NOT_MEASURED_HERE, REFERENCE_PREFIX,
+};
 
 /// The schema identifier written into every Run.
 pub const SCHEMA: &str = "latlab.run/2";
@@ -87,6 +92,10 @@ pub struct Run {
     /// it lacks. Absent (not `null`) in Runs latlab measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportRecord>,
+    /// For a reference Run of published figures (`ref:NAME`): the paper, the table as
+    /// printed and what it lacks. Absent in Runs that were measured or imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<PublishedRecord>,
     /// What got in the way of the late samples (`--explain`); absent when the run was
     /// not asked to explain, and in Runs from latlab versions before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,7 +22,10 @@ impl Run {
     /// shape, RFC 3339 UTC times, and in every stream counts that add up (histogram
     /// total = samples) and statistics in order (min ≤ percentiles ≤ max, mean between).
     pub fn check(&self) -> Result<(), RunFormatError> {
-        check_id(&self.id)?;
+        match self.published.as_ref() {
+            Some(record) if crate::run::is_reference_id(&self.id, &record.name) => {}
+            _ => check_id(&self.id)?,
+        }
         let times = [
             ("started_at", self.started_at.as_deref()),
             ("ended_at", self.ended_at.as_deref()),
@@ -225,6 +228,21 @@ mod tests {
         ] {
             let e = check_id(bad).unwrap_err().to_string();
             assert!(e.starts_with("id: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_a_reference_run_has_a_reference_id() {
+        let mut run = crate::published::reference_run("rr-table4").unwrap();
+        assert!(run.check().is_ok());
+        let record = run.published.take();
+        let e = run.check().unwrap_err().to_string();
+        assert!(e.starts_with("id: \"ref:rr-table4\""), "{e}");
+        run.published = record;
+        for bad in ["ref:../x", "ref:RR", "ref:", "rr-table4"] {
+            run.id = bad.to_string();
+            run.published.as_mut().unwrap().name = bad.trim_start_matches("ref:").to_string();
+            assert!(run.check().is_err(), "{bad}");
         }
     }
 

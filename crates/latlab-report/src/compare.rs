@@ -17,11 +17,15 @@
 mod judged;
 mod likeness;
 mod loads;
+mod periods;
 mod runs;
 
 pub use judged::{Judged, Tolerance};
 pub use likeness::{differences, Difference};
 pub use loads::{compare_loads, LoadComparison, LoadFigures, ThroughputChange};
+#[cfg(test)]
+pub(crate) use periods::tests::sweep as periods_tests_sweep;
+pub use periods::{by_period, PeriodRow, PeriodTable, PhaseFigures, TickModel};
 pub use runs::{
     compare_runs, run_label, run_name, CompareError, Comparisons, Outcome, RunComparison, RunRef,
     Verdict, SCHEMA,

@@ -91,6 +91,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             checks: vec![],
         },
         import: None,
+        published: None,
         explain: None,
         progress: None,
     }

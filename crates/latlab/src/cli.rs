@@ -460,7 +460,8 @@ pub struct PruneArgs {
 Exit codes: 0 no regression, 1 a regression or a new run without samples, 2 bad input,
 runs that measured different things (without --force), or a verdict that cannot be reached.")]
 pub struct CompareArgs {
-    /// The base run and the runs to judge against it (ids, prefixes, id suffixes, names, last, last~1).
+    /// The base run and the runs to judge against it (ids, prefixes, id suffixes, names, last,
+    /// last~1, or ref:NAME for published figures: latlab runs --references).
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
     /// Figures to judge: p99.9, p99, p50, mean, max, or missed-rate (missed periods /
@@ -475,6 +476,10 @@ pub struct CompareArgs {
     /// CPUs, clock, phases); without it such runs are refused.
     #[arg(long)]
     pub force: bool,
+    /// The kernel tick rate (CONFIG_HZ) of the expectation without high-resolution
+    /// timers shown beside published periods [default: the measured run's kernel's].
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub hz: Option<u32>,
     /// Write the comparison as JSON: to standard output without FILE (no table then),
     /// or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
@@ -624,6 +629,10 @@ pub struct RunsArgs {
     /// Write the list as JSON: to standard output without FILE (no table then), or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+    /// List the published reference runs latlab ships (ref:NAME: papers' tables, for
+    /// compare and report) instead of the store's runs.
+    #[arg(long, conflicts_with = "limit")]
+    pub references: bool,
 }
 
 /// The filters of `latlab runs`, for every command that looks at many runs.

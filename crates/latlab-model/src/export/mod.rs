@@ -219,6 +219,7 @@ pub(crate) mod fixture {
             thresholds,
             verdict,
             import: None,
+            published: None,
             explain: None,
             progress: None,
         }

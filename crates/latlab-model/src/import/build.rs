@@ -161,6 +161,7 @@ pub(super) fn assemble(
             imported_at: ctx.imported_at.clone(),
             lacks: provenance.into_lacks(),
         }),
+        published: None,
         explain: None,
         progress: None,
     };

@@ -2,6 +2,7 @@
 //! verdict (phase by phase when both runs have the same phases), and their loads.
 //! What `latlab compare` prints, writes as JSON, and turns into its exit status.
 
+use super::periods::{by_period, PeriodTable};
 use super::{
     compare, compare_loads, differences, Change, Comparison, Difference, Estimate, Judged,
     LoadComparison, RunFigures, Tolerance, Unknown, LOADS_METHOD, METHOD,
@@ -69,6 +70,8 @@ pub struct RunRef {
     pub samples: u64,
     /// Missed periods over all streams (`None`: not counted by its source).
     pub missed_periods: Option<u64>,
+    /// Its figures are published ones (a reference run), not measured here.
+    pub published: bool,
 }
 
 impl RunRef {
@@ -80,6 +83,7 @@ impl RunRef {
             kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
             samples: run.streams.iter().map(|s| s.samples).sum(),
             missed_periods: run.streams.iter().map(|s| s.missed_periods).sum(),
+            published: run.published.is_some(),
         }
     }
 
@@ -225,6 +229,10 @@ pub struct Comparisons {
     pub failures: usize,
     /// Verdicts that could not be reached.
     pub undecided: usize,
+    /// The runs period by period, when one is published figures (a reference run) and
+    /// they share a period; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periods: Option<PeriodTable>,
 }
 
 impl Comparisons {
@@ -268,6 +276,10 @@ pub fn compare_runs(
     };
     let mut comparisons = Vec::new();
     for new in later {
+        if base.published.is_some() || new.published.is_some() {
+            comparisons.push(beside_published(base, new));
+            continue;
+        }
         let mut verdicts = Vec::new();
         for phase in phases(base, new) {
             let phase = phase.as_deref();
@@ -299,7 +311,29 @@ pub fn compare_runs(
         failures: outcomes().filter(|o| o.fails()).count(),
         undecided: outcomes().filter(|o| o.undecided()).count(),
         comparisons,
+        periods: by_period(runs, None).map_err(|source| CompareError::Histogram {
+            run: runs
+                .iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            source,
+        })?,
     })
+}
+
+/// A run beside published figures: no verdicts (the figures come from another machine
+/// and kernel, and a table has no intervals to judge by), and no difference in the
+/// periods or phases, which are matched by period ([`by_period`]).
+fn beside_published(base: &Run, new: &Run) -> RunComparison {
+    let mut differences = differences(base, new);
+    differences.retain(|d| d.what != "period" && d.what != "phases");
+    RunComparison {
+        new: RunRef::of(new),
+        differences,
+        verdicts: Vec::new(),
+        loads: Vec::new(),
+    }
 }
 
 #[cfg(test)]

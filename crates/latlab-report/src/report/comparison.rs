@@ -7,7 +7,7 @@ use super::document::{Block, Severity, Table};
 use super::figures;
 use crate::compare::{
     run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
-    RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
+    PeriodTable, RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
 };
 use latlab_model::run::Run;
 use latlab_model::threshold::Metric;
@@ -30,6 +30,15 @@ pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons
                 lines,
             });
         }
+        if c.new.published || compared.base.published {
+            blocks.push(Block::Paragraph(format!(
+                "{} beside {}: published figures, not measured here, are put side by side \
+                 (period by period below, when the runs share periods), not judged.",
+                c.new.label(),
+                compared.base.label()
+            )));
+            continue;
+        }
         let lines = c
             .verdicts
             .iter()
@@ -40,7 +49,13 @@ pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons
             blocks.push(Block::Table(loads_table(c)));
         }
     }
-    blocks.push(Block::Paragraph(format!("Method: {}", compared.method)));
+    if let Some(periods) = &compared.periods {
+        blocks.extend(period_blocks(periods));
+    }
+    // The method of the verdicts, when some were reached (none beside published figures).
+    if compared.comparisons.iter().any(|c| !c.verdicts.is_empty()) {
+        blocks.push(Block::Paragraph(format!("Method: {}", compared.method)));
+    }
     if compared.comparisons.iter().any(|c| !c.loads.is_empty()) {
         blocks.push(Block::Paragraph(compared.loads_method.to_string()));
     }
@@ -98,6 +113,75 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
         );
     }
     table
+}
+
+/// The runs period by period: for each run its minimum, mean and maximum at each
+/// period, then the tick model's expectation, and what the columns mean.
+fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
+    let mut titles = vec!["period".to_string()];
+    let runs = periods
+        .runs
+        .iter()
+        .zip(&periods.names)
+        .zip(&periods.published);
+    for ((id, name), published) in runs {
+        // The run by its name, else its id: the table above pairs them.
+        let run = name.as_deref().unwrap_or(id);
+        let run = match published {
+            true => format!("{run}, published"),
+            false => run.to_string(),
+        };
+        titles.extend(["min", "mean", "max"].map(|f| format!("{run}: {f} (µs)")));
+    }
+    if let Some(t) = &periods.tick_model {
+        titles.push(format!("expected without hrtimers, HZ={} (µs)", t.hz));
+    }
+    let columns: Vec<(&str, bool)> = titles.iter().map(|t| (t.as_str(), true)).collect();
+    let mut table = Table::new(&columns).captioned("Period by period");
+    for row in &periods.rows {
+        let mut cells = vec![row.period_ns.to_string()];
+        for figures in &row.runs {
+            match figures {
+                Some(f) => cells.extend([
+                    figures::stat(f.samples, figures::us(f.min_ns), f.min_ns.is_some()),
+                    figures::stat(f.samples, figures::us_f64(f.mean_ns), f.mean_ns.is_some()),
+                    figures::stat(f.samples, figures::us(f.max_ns), f.max_ns.is_some()),
+                ]),
+                None => cells.extend([
+                    figures::MISSING.to_string(),
+                    figures::MISSING.to_string(),
+                    figures::MISSING.to_string(),
+                ]),
+            }
+        }
+        if periods.tick_model.is_some() {
+            cells.push(figures::us(row.expected_without_hrtimers_ns));
+        }
+        table.push(cells, None);
+    }
+    let model = match &periods.tick_model {
+        Some(t) => format!(
+            "Expected without hrtimers: the tick model's delay of a relative sleep of P on a \
+             kernel whose timers expire at ticks only (booted with highres=off), tick·(⌈P/tick⌉ \
+             + 1) − P with tick = 1/HZ; HZ={} from {}; the first period may be up to a tick \
+             shorter.",
+            t.hz, t.from
+        ),
+        None => "Expected without hrtimers: unknown, as the tick rate is: no measured run \
+                 read its kernel's CONFIG_HZ; give it with --hz."
+            .to_string(),
+    };
+    vec![
+        Block::Table(table),
+        Block::Paragraph(format!(
+            "Phases matched by period; {} = the run has no phase at that period, {} = not in \
+             the published table. Published figures are the paper's, as printed, converted \
+             to µs.",
+            figures::MISSING,
+            figures::NOT_IN_SOURCE
+        )),
+        Block::Paragraph(model),
+    ]
 }
 
 /// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`.
@@ -292,6 +376,19 @@ fn load_row(row: &LoadComparison) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::{compare_runs, Judged};
+    use latlab_model::published::reference_run;
+
+    #[test]
+    fn a_sweep_beside_table_4_is_shown_period_by_period_with_the_tick_model() {
+        let mut sweep = crate::compare::periods_tests_sweep();
+        sweep.name = Some("sweep".to_string());
+        let runs = [sweep, reference_run("rr-table4").unwrap()];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        assert_eq!((compared.failures, compared.undecided), (0, 0));
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
 
     #[test]
     fn numbers_keep_three_significant_digits() {

@@ -38,6 +38,7 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
         verdict(run),
     ];
     blocks.extend(import_note(run));
+    blocks.extend(published_note(run));
     blocks.extend(alerts(run));
     blocks.push(section("System"));
     blocks.push(system_facts(run));
@@ -168,6 +169,52 @@ pub(crate) fn import_note(run: &Run) -> Option<Block> {
             "Imported from {} ({}) at {}",
             import.file, import.format, import.imported_at
         ),
+        lines,
+    })
+}
+
+/// Where a reference Run's published figures come from, and what its table lacks.
+pub(crate) fn published_note(run: &Run) -> Option<Block> {
+    let published = run.published.as_ref()?;
+    let mut lines = vec![
+        format!("source: {}, {}", published.source, published.table),
+        format!(
+            "machine: {}; kernel: {}; load: {}",
+            published.machine, published.kernel, published.load
+        ),
+        format!(
+            "measured with: {}; a sample is the {}; printed in {}",
+            published.tool, published.figure, published.unit
+        ),
+    ];
+    lines.extend(published.lacks.iter().cloned());
+    // A row without a sample count is no stream: its figures are shown here, as printed.
+    for row in published.rows.iter().filter(|r| r.samples.is_none()) {
+        let figures: Vec<String> = [
+            ("min", &row.min),
+            ("mean", &row.mean),
+            ("max", &row.max),
+            ("stddev", &row.stddev),
+            ("p99.999", &row.p99_999),
+        ]
+        .into_iter()
+        .filter_map(|(what, value)| Some(format!("{what} {}", value.as_ref()?)))
+        .collect();
+        lines.push(format!(
+            "{}: {} {} (as printed)",
+            row.label,
+            figures.join(", "),
+            published.unit
+        ));
+    }
+    lines.push(format!(
+        "what the table does not have is shown as {} or {}, never as a value",
+        figures::UNKNOWN,
+        figures::NOT_IN_SOURCE
+    ));
+    Some(Block::Alert {
+        severity: Severity::Note,
+        title: format!("{}: {}", published.note, published.title),
         lines,
     })
 }

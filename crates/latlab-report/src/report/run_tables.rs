@@ -14,11 +14,16 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     let run = decoded.run;
     let total: u64 = run.streams.iter().map(|s| s.samples).sum();
     // How exact the figures are: latlab's own are; an import's are its source's.
-    let precision = match &run.import {
-        None => "min, max, mean and stddev are exact, percentiles come from the histogram \
-                 (within 0.1 %)"
+    let precision = match (&run.import, &run.published) {
+        (_, Some(published)) => format!(
+            "min, mean and max are the figures {} printed (in {}): no histogram, no \
+             percentiles",
+            published.table, published.unit
+        ),
+        (None, None) => "min, max, mean and stddev are exact, percentiles come from the \
+                         histogram (within 0.1 %)"
             .to_string(),
-        Some(_) => format!(
+        (Some(_), None) => format!(
             "min, max and mean are the figures {} printed, percentiles come from its \
              histogram (see what it lacked above)",
             run.tool.name
@@ -41,7 +46,12 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
             )
         }),
     ];
-    if run.import.is_some() {
+    if run.published.is_some() {
+        blocks.push(Block::Paragraph(format!(
+            "{} = not in the published table.",
+            figures::NOT_IN_SOURCE
+        )));
+    } else if run.import.is_some() {
         blocks.push(Block::Paragraph(format!(
             "{} = not in the imported file; ≥ = a lower bound: the percentile falls among \
              samples beyond the source's histogram range.",
@@ -299,7 +309,9 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
 /// failures first.
 pub(crate) fn audit(run: &Run) -> Vec<Block> {
     let Some(audit) = &run.audit else {
-        let why = if run.import.is_some() {
+        let why = if run.published.is_some() {
+            "its figures are published, not measured here"
+        } else if run.import.is_some() {
             "the run was imported"
         } else {
             "the run was made with --no-audit"

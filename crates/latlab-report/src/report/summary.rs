@@ -5,7 +5,7 @@
 
 use super::document::{Block, Severity};
 use super::figures::{self, DecodedRun};
-use super::run_section::{alerts, import_note, subtitle, verdict};
+use super::run_section::{alerts, import_note, published_note, subtitle, verdict};
 use super::run_tables::{loads_table, statistics};
 use latlab_model::audit::CheckVerdict;
 use latlab_model::run::Run;
@@ -18,6 +18,7 @@ pub(crate) fn blocks(decoded: &DecodedRun) -> Vec<Block> {
     let run = decoded.run;
     let mut blocks = vec![Block::Paragraph(subtitle(run))];
     blocks.extend(import_note(run));
+    blocks.extend(published_note(run));
     blocks.extend(alerts(run));
     blocks.extend(statistics(decoded));
     blocks.extend(largest_sample(decoded));

@@ -265,6 +265,16 @@ fn read(file: &Path, forced: Option<Format>, ctx: &ImportContext) -> Result<Read
         handle.read_to_string(&mut text).map_err(cannot)?;
         let run = Run::from_json(&text)
             .map_err(|e| CliError::config(format!("{}: {e}", file.display())))?;
+        // Shipped with latlab, named by ref:NAME: a stored copy would be shadowed by it.
+        if run.published.is_some() {
+            return Err(CliError::config(format!(
+                "{}: holds the published reference {}, which latlab ships: name it as {} \
+                 wherever a run is named, without importing it",
+                file.display(),
+                run.id,
+                run.id
+            )));
+        }
         return read_file("latlab run JSON".to_string(), run, handle);
     }
     let format = match forced.or_else(|| import::detect(&head)) {

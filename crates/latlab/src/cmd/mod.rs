@@ -14,6 +14,7 @@ pub mod man;
 pub mod methods;
 pub mod probes;
 pub mod push;
+mod references;
 pub mod report;
 pub mod rm;
 pub mod run;

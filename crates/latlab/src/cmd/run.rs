@@ -617,6 +617,7 @@ fn assemble(
         thresholds: plan.thresholds.clone(),
         verdict,
         import: None,
+        published: None,
         explain: None,
         progress: None,
     }

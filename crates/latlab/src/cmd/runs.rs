@@ -16,6 +16,9 @@ use std::time::SystemTime;
 
 /// Lists stored runs, newest added first.
 pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
+    if args.references {
+        return super::references::execute(args.json.as_deref());
+    }
     let filter = filter_of(&args.filter)?;
     let location = StoreLocation::resolve(args.store.as_ref())?;
     let mut json = args

@@ -4,6 +4,7 @@ use crate::cli::ShowArgs;
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
 use crate::store::StoreLocation;
+use latlab_model::published::{self, PublishedError};
 use latlab_model::run::Run;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_report::report::render_summary;
@@ -15,24 +16,33 @@ pub fn find_run(location: &StoreLocation, reference: &str) -> Result<Run, CliErr
     Ok(runs.remove(0))
 }
 
-/// Opens the store at `location` once and finds every reference in it, in order; a
-/// reference it does not hold is a usage error (exit 2).
+/// Finds every reference, in order: a published reference (`ref:NAME`) among those
+/// latlab ships, any other in the store at `location`, opened once and only when one is
+/// needed; a reference neither holds is a usage error (exit 2).
 pub fn find_runs(
     location: &StoreLocation,
     references: &[impl AsRef<str>],
 ) -> Result<Vec<Run>, CliError> {
-    let store = crate::store::open_read_only(location)?;
-    references
-        .iter()
-        .map(|reference| {
-            store.resolve(reference.as_ref()).map_err(|e| match e {
-                StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => {
-                    CliError::usage("RUN", e)
-                }
-                other => CliError::runtime(other),
-            })
-        })
-        .collect()
+    let mut store = None;
+    let mut runs = Vec::with_capacity(references.len());
+    for reference in references.iter().map(AsRef::as_ref) {
+        if let Some(name) = published::reference_name(reference) {
+            runs.push(published::reference_run(name).map_err(|e| match e {
+                PublishedError::Unknown { .. } => CliError::usage("RUN", e),
+                PublishedError::Table(_) => CliError::runtime(e),
+            })?);
+            continue;
+        }
+        let store = match &mut store {
+            Some(store) => store,
+            None => store.insert(crate::store::open_read_only(location)?),
+        };
+        runs.push(store.resolve(reference).map_err(|e| match e {
+            StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => CliError::usage("RUN", e),
+            other => CliError::runtime(other),
+        })?);
+    }
+    Ok(runs)
 }
 
 /// Prints the run's summary, as `latlab run` printed it, or (`--json`) the Run.

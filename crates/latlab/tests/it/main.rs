@@ -25,6 +25,7 @@ mod probe_ipc;
 mod probe_noise_signal;
 mod probe_sched;
 mod probes;
+mod published_refs;
 mod real_tools;
 mod runs_store;
 mod trust_accounting;
