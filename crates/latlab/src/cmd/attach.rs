@@ -514,5 +514,6 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>) -
         import: None,
         explain: None,
         progress: None,
+        published: None,
     }
 }
