@@ -1,7 +1,7 @@
 //! A task's statistics as C reads them: counters, extremes, means, and percentiles
 //! taken from the histogram counts the loop recorded.
 
-use latlab_rt::periodic::{hdr, shm::Snapshot};
+use latlab_rt::periodic::{hdr, shm::Snapshot, Summary};
 
 /// What a figure is when the run has none (no cycle ran, or the method has no
 /// margin): never a stand-in 0.
@@ -53,7 +53,13 @@ pub struct latlab_stats {
 }
 
 impl latlab_stats {
-    /// The statistics of a finished run.
+    /// The statistics of a run of [`latlab_rt::periodic`], as C sees them (`hybrid`:
+    /// whether it waited with the hybrid method, whose margin is then known).
+    pub fn from_summary(summary: &Summary, hybrid: bool) -> latlab_stats {
+        latlab_stats::of(&summary.snapshot, hybrid)
+    }
+
+    /// The statistics of a task's page.
     pub(crate) fn of(snapshot: &Snapshot, hybrid: bool) -> latlab_stats {
         let c = &snapshot.counters;
         let known = |v: Option<i64>| v.unwrap_or(LATLAB_UNKNOWN);
