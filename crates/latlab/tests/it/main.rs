@@ -6,6 +6,7 @@
 mod common;
 
 mod browser;
+mod c_abi;
 mod check;
 mod checkpoint;
 mod cli;
