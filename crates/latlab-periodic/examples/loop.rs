@@ -34,7 +34,7 @@ impl Control {
         self.previous_error = error;
         let output = (kp * error + ki * self.integral + kd * derivative).clamp(-10.0, 10.0);
         self.x += dt * (gain * output - self.x) / tau;
-        if index % 500 == 0 {
+        if index.is_multiple_of(500) {
             self.setpoint = if self.setpoint > 0.5 { 0.0 } else { 1.0 };
         }
     }
