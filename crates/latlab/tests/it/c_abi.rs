@@ -344,3 +344,57 @@ fn bad_input_through_the_c_abi_returns_the_documented_codes_naming_the_field() {
     run(step NULL)|-1|a pointer argument was NULL|step: is NULL; pass a valid pointer
     ");
 }
+
+/// The `latlab_*` functions `nm` finds defined in `library`.
+fn exported(library: &Path, dynamic: bool) -> Vec<String> {
+    need("nm", "binutils");
+    let mut nm = Command::new("nm");
+    if dynamic {
+        nm.arg("-D");
+    }
+    let out = nm
+        .args(["--defined-only", "--format=posix"])
+        .arg(library)
+        .output()
+        .expect("run nm");
+    assert!(out.status.success(), "nm {}: {out:?}", library.display());
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (name, kind) = (fields.next()?, fields.next()?);
+            (kind == "T" && name.starts_with("latlab_")).then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn the_installed_libraries_export_exactly_what_the_installed_header_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    install(&prefix);
+    let header = std::fs::read_to_string(prefix.join("include/latlab/periodic.h")).unwrap();
+    let mut declared: Vec<String> = header
+        .lines()
+        .filter(|line| !line.starts_with(' ') && !line.starts_with("typedef"))
+        .filter_map(|line| {
+            let name = line.split('(').next()?.rsplit([' ', '*']).next()?;
+            (line.contains('(') && name.starts_with("latlab_")).then(|| name.to_string())
+        })
+        .collect();
+    declared.sort();
+    assert_eq!(declared.len(), 10, "{declared:?}");
+    for (library, dynamic) in [
+        ("liblatlab_periodic.so", true),
+        ("liblatlab_periodic.a", false),
+    ] {
+        assert_eq!(
+            exported(&prefix.join("lib").join(library), dynamic),
+            declared,
+            "{library} against periodic.h"
+        );
+    }
+}
