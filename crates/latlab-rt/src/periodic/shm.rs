@@ -486,7 +486,7 @@ pub struct CountersCopy {
 }
 
 /// A task's page as a reader sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// The process.
     pub pid: u32,

@@ -7,6 +7,7 @@ mod common;
 
 mod attach;
 mod browser;
+mod c_abi;
 mod check;
 mod checkpoint;
 mod cli;

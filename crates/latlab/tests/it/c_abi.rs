@@ -1,0 +1,400 @@
+//! The periodic task's C ABI as an application gets it: installed by
+//! scripts/install-periodic into a prefix, examples/c/loop.c built with gcc and the
+//! pkg-config flags (shared and static), run for real; its own count against the
+//! library's, its page in /dev/shm while it runs and gone after (also after SIGKILL, at
+//! the next run); bad input answered with the documented codes and messages.
+
+use crate::common::serial;
+use latlab_rt::periodic::shm;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository's root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `tool --version` works, or the test panics with the install command.
+fn need(tool: &str, package: &str) {
+    let found = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "{tool} is needed for this test: apt-get install {package} (scripts/test does)"
+    );
+}
+
+/// How the example links latlab-periodic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Linking {
+    /// `-llatlab_periodic` from `pkg-config --libs`: the shared library.
+    Shared,
+    /// The static library and `pkg-config --static --libs`.
+    Static,
+}
+
+/// Installs latlab-periodic under `prefix` with the documented command.
+fn install(prefix: &Path) {
+    let out = Command::new(repo().join("scripts/install-periodic"))
+        .arg(prefix)
+        .output()
+        .expect("run scripts/install-periodic");
+    assert!(
+        out.status.success(),
+        "scripts/install-periodic failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `pkg-config ARGS latlab-periodic` against `prefix`, split into arguments.
+fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .args(args)
+        .arg("latlab-periodic")
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .expect("run pkg-config");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} latlab-periodic: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Compiles the C file `source` into `exe` against the library installed under
+/// `prefix`, with gcc in strict C11 and the pkg-config flags.
+fn compile(prefix: &Path, source: &Path, exe: &Path, linking: Linking) {
+    need("gcc", "gcc");
+    need("pkg-config", "pkg-config");
+    let mut gcc = Command::new("gcc");
+    gcc.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(exe)
+        .arg(source);
+    match linking {
+        Linking::Shared => {
+            gcc.args(pkg_config(prefix, &["--cflags", "--libs"]));
+        }
+        Linking::Static => {
+            let libdir = pkg_config(prefix, &["--variable=libdir"]);
+            gcc.args(pkg_config(prefix, &["--cflags"]))
+                .arg(Path::new(&libdir[0]).join("liblatlab_periodic.a"))
+                .args(pkg_config(prefix, &["--static", "--libs"]));
+        }
+    }
+    let out = gcc.output().expect("run gcc");
+    assert!(
+        out.status.success(),
+        "gcc rejects {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Installs latlab-periodic under `dir/prefix` and builds examples/c/loop.c as
+/// `dir/loop`, statically linked (it runs without the prefix): for the tests of
+/// `latlab attach` too.
+pub(crate) fn build_c_example(dir: &Path) -> PathBuf {
+    build_c_example_linked(dir, Linking::Static)
+}
+
+/// [`build_c_example`], linked as asked.
+pub(crate) fn build_c_example_linked(dir: &Path, linking: Linking) -> PathBuf {
+    let prefix = dir.join("prefix");
+    if !prefix.join("lib/pkgconfig/latlab-periodic.pc").exists() {
+        install(&prefix);
+    }
+    let exe = dir.join(match linking {
+        Linking::Shared => "loop-shared",
+        Linking::Static => "loop",
+    });
+    compile(&prefix, &repo().join("examples/c/loop.c"), &exe, linking);
+    exe
+}
+
+/// The example, started: `loop SECONDS`, output captured, shared library found in
+/// `dir/prefix/lib`.
+fn start_loop(exe: &Path, dir: &Path, seconds: &str) -> Child {
+    Command::new(exe)
+        .arg(seconds)
+        .env("LD_LIBRARY_PATH", dir.join("prefix/lib"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example")
+}
+
+/// The page of process `pid`, once it exists (within 5 s).
+fn page_of(pid: u32) -> Option<PathBuf> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Some(page) = shm::pages_of(pid).pop() {
+            return Some(page);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// The numbers of the example's last line, `loop: key=value ...`.
+fn figures(out: &Output) -> Vec<(String, String)> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .rfind(|l| l.starts_with("loop: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no result line; stdout {stdout:?}, stderr {:?}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    line["loop: ".len()..]
+        .split_whitespace()
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn figure(figures: &[(String, String)], key: &str) -> u64 {
+    let value = &figures.iter().find(|(k, _)| k == key).expect(key).1;
+    value
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}={value} is not a count"))
+}
+
+/// Kills `child` if a test fails before it ends.
+struct Reap(Option<Child>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            for page in shm::pages_of(child.id()) {
+                let _ = std::fs::remove_file(page);
+            }
+        }
+    }
+}
+
+impl Reap {
+    fn pid(&self) -> u32 {
+        self.0.as_ref().expect("running").id()
+    }
+
+    fn wait(mut self) -> Output {
+        self.0
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("wait")
+    }
+}
+
+#[test]
+fn the_c_example_built_with_pkg_config_runs_1khz_for_2s_shared_and_static() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    for linking in [Linking::Shared, Linking::Static] {
+        let exe = build_c_example_linked(dir.path(), linking);
+        let child = Reap(Some(start_loop(&exe, dir.path(), "2")));
+        let pid = child.pid();
+        let page = page_of(pid).unwrap_or_else(|| panic!("{linking:?}: no page while it runs"));
+        assert!(page.exists());
+        let out = child.wait();
+        assert!(out.status.success(), "{linking:?}: {out:?}");
+        assert!(!page.exists(), "{linking:?}: the page outlives the task");
+        let f = figures(&out);
+        let (own, cycles, missed) = (
+            figure(&f, "own_cycles"),
+            figure(&f, "cycles"),
+            figure(&f, "missed"),
+        );
+        assert_eq!(
+            own, cycles,
+            "{linking:?}: the example's count is the library's"
+        );
+        // 2 s of 1 ms periods: each ran or was counted missed.
+        assert!(
+            (1999..=2001).contains(&(cycles + missed)),
+            "{linking:?}: {cycles} cycles + {missed} missed"
+        );
+        // Skipping after an overrun misses at least one period.
+        assert!(figure(&f, "overruns") <= missed, "{linking:?}: {f:?}");
+        assert!(figure(&f, "wake_p50_ns") <= figure(&f, "wake_p99_ns"));
+        assert!(figure(&f, "wake_p99_ns") <= figure(&f, "wake_max_ns") + 1_000);
+        assert!(figure(&f, "compute_p50_ns") <= figure(&f, "compute_p99_ns"));
+    }
+}
+
+#[test]
+fn a_sigkilled_c_loop_leaves_its_page_and_the_next_run_sweeps_it() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c_example(dir.path());
+
+    let killed = Reap(Some(start_loop(&exe, dir.path(), "0")));
+    let pid = killed.pid();
+    let page = page_of(pid).expect("a page while it runs");
+    let _left = RemoveOnDrop(page.clone());
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    let out = killed.wait();
+    assert!(!out.status.success());
+    assert!(
+        page.exists(),
+        "SIGKILL leaves the page: nothing ran to remove it"
+    );
+
+    // SIGTERM: the loop stops cleanly, its own count still the library's.
+    let next = Reap(Some(start_loop(&exe, dir.path(), "0")));
+    let next_page = page_of(next.pid()).expect("a page while it runs");
+    assert!(!page.exists(), "the next run swept the dead task's page");
+    let _ = Command::new("kill")
+        .args(["-TERM", &next.pid().to_string()])
+        .status();
+    let out = next.wait();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!next_page.exists());
+    let f = figures(&out);
+    assert_eq!(figure(&f, "own_cycles"), figure(&f, "cycles"));
+}
+
+/// Removes a file when dropped (a test that fails keeps nothing).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Calls the ABI with bad input from C and prints each code and message.
+const BAD_INPUT: &str = r#"
+#include <latlab/periodic.h>
+#include <stdio.h>
+
+static int step(const latlab_cycle *cycle, void *data) { (void)cycle; (void)data; return 1; }
+
+static void show(const char *what, int code) {
+    printf("%s|%d|%s|%s\n", what, code, latlab_periodic_strerror(code), latlab_periodic_last_error());
+}
+
+int main(void) {
+    latlab_periodic *task = (latlab_periodic *)1;
+    latlab_periodic_config config;
+    show("new(NULL)", latlab_periodic_new(NULL, &task));
+    printf("task|%s\n", task == NULL ? "NULL" : "set");
+    show("config_default(NULL)", latlab_periodic_config_default(NULL));
+    latlab_periodic_config_default(&config);
+    show("period 0", latlab_periodic_new(&config, &task));
+    config.period_ns = 1000000;
+    config.policy = LATLAB_POLICY_FIFO;
+    config.priority = 100;
+    show("priority 100", latlab_periodic_new(&config, &task));
+    show("run(NULL)", latlab_periodic_run(NULL, step, NULL));
+    show("stats(NULL)", latlab_periodic_stats(NULL, NULL));
+    printf("stop(NULL)|%d\n", latlab_periodic_stop(NULL));
+    latlab_periodic_free(NULL);
+    config.priority = 50;
+    config.publish = false;
+    config.quiet = true;
+    printf("valid|%d\n", latlab_periodic_new(&config, &task));
+    latlab_stats stats;
+    show("stats before run", latlab_periodic_stats(task, &stats));
+    show("run(step NULL)", latlab_periodic_run(task, NULL, NULL));
+    latlab_periodic_free(task);
+    return 0;
+}
+"#;
+
+#[test]
+fn bad_input_through_the_c_abi_returns_the_documented_codes_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    install(&prefix);
+    let source = dir.path().join("bad.c");
+    std::fs::write(&source, BAD_INPUT).unwrap();
+    let exe = dir.path().join("bad");
+    compile(&prefix, &source, &exe, Linking::Static);
+    let out = Command::new(&exe).output().expect("run the C program");
+    assert!(out.status.success(), "{out:?}");
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
+    new(NULL)|-1|a pointer argument was NULL|config: is NULL; pass a valid pointer
+    task|NULL
+    config_default(NULL)|-1|a pointer argument was NULL|config: is NULL; pass a valid pointer
+    period 0|-2|a setting is out of range|config.period_ns: give a period from 1 µs to 1 h (it was not set, or out of range)
+    priority 100|-2|a setting is out of range|config.priority: fifo and rr take a priority from 1 to 99
+    run(NULL)|-1|a pointer argument was NULL|task: is NULL; pass a valid pointer
+    stats(NULL)|-1|a pointer argument was NULL|task: is NULL; pass a valid pointer
+    stop(NULL)|-1
+    valid|0
+    stats before run|-4|the task is not in a state for this call|latlab_periodic_stats: the task's run has not ended; call it after latlab_periodic_run returns LATLAB_OK
+    run(step NULL)|-1|a pointer argument was NULL|step: is NULL; pass a valid pointer
+    ");
+}
+
+/// The `latlab_*` functions `nm` finds defined in `library`.
+fn exported(library: &Path, dynamic: bool) -> Vec<String> {
+    need("nm", "binutils");
+    let mut nm = Command::new("nm");
+    if dynamic {
+        nm.arg("-D");
+    }
+    let out = nm
+        .args(["--defined-only", "--format=posix"])
+        .arg(library)
+        .output()
+        .expect("run nm");
+    assert!(out.status.success(), "nm {}: {out:?}", library.display());
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (name, kind) = (fields.next()?, fields.next()?);
+            (kind == "T" && name.starts_with("latlab_")).then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn the_installed_libraries_export_exactly_what_the_installed_header_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    install(&prefix);
+    let header = std::fs::read_to_string(prefix.join("include/latlab/periodic.h")).unwrap();
+    let mut declared: Vec<String> = header
+        .lines()
+        .filter(|line| !line.starts_with(' ') && !line.starts_with("typedef"))
+        .filter_map(|line| {
+            let name = line.split('(').next()?.rsplit([' ', '*']).next()?;
+            (line.contains('(') && name.starts_with("latlab_")).then(|| name.to_string())
+        })
+        .collect();
+    declared.sort();
+    assert_eq!(declared.len(), 10, "{declared:?}");
+    for (library, dynamic) in [
+        ("liblatlab_periodic.so", true),
+        ("liblatlab_periodic.a", false),
+    ] {
+        assert_eq!(
+            exported(&prefix.join("lib").join(library), dynamic),
+            declared,
+            "{library} against periodic.h"
+        );
+    }
+}
