@@ -10,12 +10,14 @@
 //!   margin learned; wake-up latency p50/p99/max and the loop thread's CPU use, the
 //!   sides' order rotated between rounds.
 //!
-//! Both modes pin the thread, set its policy and lock memory once for the whole process,
+//! Both modes pin the thread, set its policy, lock memory and hold `/dev/cpu_dma_latency`
+//! at 0 once for the whole process,
 //! so every side runs under the same set-up; the tasks are built with `lock_memory(false)`
 //! (a task's own lock would be released at its end, unlocking the bench too).
 
 use latlab_rt::affinity;
 use latlab_rt::clock::{self, Clock};
+use latlab_rt::dma::DmaLatencyGuard;
 use latlab_rt::memory::{LockRoom, LockScope, MemoryLock};
 use latlab_rt::periodic::{Cycle, Method, Periodic};
 use latlab_rt::sched::{Policy, PolicyGuard};
@@ -95,14 +97,17 @@ fn parse(args: &[String]) -> Result<(String, Settings), String> {
     Ok((mode, s))
 }
 
-/// What the bench holds for the whole process: the policy and the memory lock.
+/// What the bench holds for the whole process: the policy, the memory lock and the
+/// `/dev/cpu_dma_latency` request.
 struct SetUp {
     _policy: Option<PolicyGuard>,
     _memory: Option<MemoryLock>,
+    _dma: Option<DmaLatencyGuard>,
 }
 
-/// Pins, sets fifo and locks memory; what the system refuses is said, loudly, and the
-/// figures are then not real-time ones.
+/// Pins, sets fifo, locks memory and keeps the CPUs out of deep idle states
+/// (`/dev/cpu_dma_latency` at 0, as cyclictest and `latlab run` do by default); what the
+/// system refuses is said, loudly, and the figures are then not real-time ones.
 fn set_up(s: &Settings) -> SetUp {
     if let Err(e) = affinity::pin_current_thread(s.cpu) {
         eprintln!("DEGRADED: not pinned to CPU {} ({e})", s.cpu);
@@ -118,9 +123,13 @@ fn set_up(s: &Settings) -> SetUp {
         .and_then(|reach| MemoryLock::lock(LockScope::All, reach).map_err(|e| e.to_string()))
         .map_err(|e| eprintln!("DEGRADED: memory not locked ({e}): run as root"))
         .ok();
+    let dma = DmaLatencyGuard::request(0)
+        .map_err(|e| eprintln!("DEGRADED: /dev/cpu_dma_latency not held at 0 ({e})"))
+        .ok();
     SetUp {
         _policy: policy,
         _memory: memory,
+        _dma: dma,
     }
 }
 
