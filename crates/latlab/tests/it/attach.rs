@@ -1,6 +1,7 @@
-//! `latlab attach` on an application's own periodic loop (latlab-rt's example
-//! `periodic_loop`): live lines, the Run it writes, and what a killed application
-//! leaves (nothing, once swept).
+//! `latlab attach` on an application's own periodic loop (examples/c/loop.c, built with
+//! the installed library, and its Rust twin, latlab-periodic's example `loop`): live
+//! lines, the Run it writes, and what a killed application leaves (nothing, once
+//! swept).
 
 use crate::common::{latlab, latlab_path, serial, text};
 use std::path::{Path, PathBuf};
@@ -71,7 +72,11 @@ struct App(Child);
 
 impl App {
     fn start(seconds: u32) -> App {
-        App(Command::new(rust_example())
+        App::start_program(&rust_example(), seconds)
+    }
+
+    fn start_program(program: &Path, seconds: u32) -> App {
+        App(Command::new(program)
             .args([seconds.to_string(), last_cpu()])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -91,7 +96,7 @@ impl App {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let said = text(&out.stdout);
         said.split_whitespace()
-            .find_map(|w| w.strip_prefix("cycles="))
+            .find_map(|w| w.strip_prefix("own_cycles="))
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no cycle count in {said:?}"))
     }
@@ -109,12 +114,13 @@ fn read_run(path: &Path) -> serde_json::Value {
 }
 
 #[test]
-fn attach_shows_the_loop_live_and_writes_a_run_of_its_cycles() {
+fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
+    let c_loop = crate::c_abi::build_c_example(dir.path());
     let json = dir.path().join("app.json");
     let store = dir.path().join("runs.sqlite");
-    let app = App::start(2);
+    let app = App::start_program(&c_loop, 2);
     let page = wait_for_page(app.pid());
     let out = latlab()
         .args(["attach", &app.pid().to_string(), "--interval", "300ms"])
@@ -127,7 +133,7 @@ fn attach_shows_the_loop_live_and_writes_a_run_of_its_cycles() {
     let own = app.finish();
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
-    assert!(said.contains("attached to task \"control\""), "{said}");
+    assert!(said.contains("attached to task"), "{said}");
     assert!(said.contains("cycles ("), "no live line: {said}");
     assert!(said.contains("The task ended"), "{said}");
     assert!(!page.exists(), "{} left behind", page.display());
@@ -255,7 +261,7 @@ fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let example = dir.path().join("periodic_loop");
+    let example = dir.path().join("loop");
     std::fs::copy(rust_example(), &example).unwrap();
     std::fs::set_permissions(&example, std::fs::Permissions::from_mode(0o755)).unwrap();
     let app = Command::new("prlimit")
