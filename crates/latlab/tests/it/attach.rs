@@ -103,9 +103,24 @@ impl App {
 }
 
 impl Drop for App {
+    /// Stops the loop as a user would (SIGTERM: it ends its task, removing its page),
+    /// SIGKILL after 2 s; a page still left is removed.
     fn drop(&mut self) {
+        let pid = self.0.id();
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+            let until = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < until && matches!(self.0.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
+        for page in pages_of(pid) {
+            let _ = std::fs::remove_file(page);
+        }
     }
 }
 
