@@ -281,12 +281,27 @@ fn dropping_a_session_stops_its_reader_and_removes_the_instance() {
 fn deep_mode_adds_hrtimers_and_a_stack_at_each_wake_of_a_measuring_thread() {
     let _serial = serial();
     let session = start(ExplainMode::Deep, Recording::default());
+    // The kernel records no stack at a wake-up that interrupts the idle task (RCU is
+    // not watching there): a task spinning on the CPU gives every wake-up code to
+    // interrupt, as a loaded machine does.
+    let spinning = Arc::new(AtomicBool::new(true));
+    let spinner = {
+        let spinning = spinning.clone();
+        std::thread::spawn(move || {
+            latlab_rt::affinity::pin_current_thread(TRACED).unwrap();
+            while spinning.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
     let sleeper = Sleeper::start();
     let feed = session.feed("main", 0, Some(TRACED));
     feed.set_tid(sleeper.tid);
     // The reader sets the trigger at one of its drains, late on a busy machine.
     std::thread::sleep(Duration::from_millis(1000));
     sleeper.stop();
+    spinning.store(false, Ordering::Relaxed);
+    spinner.join().unwrap();
     let finished = session.finish().expect("the reader thread ran to the end");
     assert!(finished.problems.is_empty(), "{:?}", finished.problems);
     for event in [
