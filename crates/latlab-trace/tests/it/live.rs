@@ -102,14 +102,16 @@ fn drain(path: &Path, page_size: usize) -> Vec<Vec<u8>> {
 fn sleeping_thread_is_found_in_its_cpus_raw_pages() {
     let instance = Instance::create();
     let cpu = *latlab_rt::affinity::allowed_cpus().unwrap().last().unwrap();
+    // Record only once the sleeper is named and pinned: until then it runs under its
+    // creator's name, possibly on another CPU. Off before the events are enabled, and
+    // emptied, so the buffer holds nothing from before.
+    instance.write("tracing_on", "0");
     instance.write("trace_clock", "mono");
     instance.write("tracing_cpumask", &format!("{:x}", 1u128 << cpu));
     for event in EVENTS {
         instance.write(&format!("events/{event}/enable"), "1");
     }
-    // Record only once the sleeper is named and pinned: until then it runs under its
-    // creator's name, possibly on another CPU.
-    instance.write("tracing_on", "0");
+    instance.write("trace", "");
     let (ready, is_ready) = std::sync::mpsc::channel();
     let (start, started) = std::sync::mpsc::channel::<()>();
     let sleeper = std::thread::Builder::new()
@@ -128,8 +130,9 @@ fn sleeping_thread_is_found_in_its_cpus_raw_pages() {
     instance.write("tracing_on", "1");
     start.send(()).unwrap();
     sleeper.join().unwrap();
-    let end = Clock::Monotonic.now_ns();
+    // Read once recording is off: events keep coming (other tasks' switches) until then.
     instance.write("tracing_on", "0");
+    let end = Clock::Monotonic.now_ns();
 
     let layout = PageLayout::parse(&read_description(
         &Path::new(TRACEFS).join("events/header_page"),
