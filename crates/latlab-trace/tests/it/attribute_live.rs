@@ -201,9 +201,16 @@ fn fifo_spinner_is_named_for_the_wakes_it_delayed() {
                 continue;
             }
             assert_eq!(comm, SPINNER);
-            // Ground truth: blamed only within a spin its own clock reads bracket.
+            // Ground truth: blamed only within a spin its own clock reads bracket, give
+            // or take the time the spinner holds the CPU around them: switched in
+            // before its first read, and after its last storing the spin (a vector
+            // that may grow) and entering its sleep, tens of µs on this VM. Spins are
+            // 10 ms apart, so blame far from any spin still fails.
+            const AROUND: i64 = 100_000;
             assert!(
-                spins.iter().any(|&(from, to)| start < to && from < end),
+                spins
+                    .iter()
+                    .any(|&(from, to)| start < to + AROUND && from - AROUND < end),
                 "spinner blamed for {start}..{end}, outside its spins: {explanation:#?}"
             );
             spinner_ns += part.duration_ns.0;
