@@ -35,3 +35,5 @@ pub mod tracefs;
 pub mod wake;
 
 pub use error::RtError;
+/// The periodic task for applications (see [`periodic`]).
+pub use periodic::Periodic;
