@@ -67,8 +67,8 @@ impl latlab_stats {
             0 => LATLAB_UNKNOWN,
             n => sum.div_euclid(n as i64),
         };
-        let wake = |q| known(quantile(&snapshot.wake_counts, q));
-        let compute = |q| known(quantile(&snapshot.compute_counts, q));
+        let wake = |q| known(hdr::quantile(&snapshot.wake_counts, q));
+        let compute = |q| known(hdr::quantile(&snapshot.compute_counts, q));
         latlab_stats {
             cycles: c.cycles,
             missed: c.missed,
@@ -88,58 +88,5 @@ impl latlab_stats {
             compute_p999_ns: compute(0.999),
             hybrid_margin_ns: if hybrid { c.margin_ns } else { LATLAB_UNKNOWN },
         }
-    }
-}
-
-/// The value at `quantile` of histogram counts in latlab's layout ([`hdr`]), as
-/// HdrHistogram's `value_at_quantile` gives it: the highest value of the bucket
-/// holding the sample of rank ⌈q·n⌉. `None` without samples.
-pub(crate) fn quantile(counts: &[u64], quantile: f64) -> Option<i64> {
-    let total: u64 = counts.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let rank = ((quantile * total as f64).ceil() as u64).clamp(1, total);
-    let mut seen = 0;
-    for (index, count) in counts.iter().enumerate() {
-        seen += count;
-        if seen >= rank {
-            return Some(hdr::value_at(index + 1) as i64 - 1);
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hdrhistogram::Histogram;
-
-    #[test]
-    fn quantiles_are_hdrhistograms() {
-        let samples: Vec<Vec<u64>> = vec![
-            vec![0],
-            vec![1, 2, 3],
-            (0..1000).map(|i| 50_000 + i * 37).collect(),
-            (0..10_000).map(|i| (i * i) % 7_000_000 + 900).collect(),
-            vec![hdr::HIGHEST_NS, 1, 2_048, 2_049, 123_456_789],
-        ];
-        for values in samples {
-            let mut reference = Histogram::<u64>::new_with_bounds(1, hdr::HIGHEST_NS, 3).unwrap();
-            let mut counts = vec![0u64; hdr::LEN];
-            for &v in &values {
-                reference.record(v).unwrap();
-                counts[hdr::index_of(v)] += 1;
-            }
-            for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
-                assert_eq!(
-                    quantile(&counts, q),
-                    Some(reference.value_at_quantile(q) as i64),
-                    "q {q} of {} values",
-                    values.len()
-                );
-            }
-        }
-        assert_eq!(quantile(&vec![0; hdr::LEN], 0.5), None);
     }
 }

@@ -68,6 +68,30 @@ pub fn clamp(ns: i64) -> (u64, bool) {
     }
 }
 
+/// The value at `quantile` of histogram counts in latlab's layout , as
+/// HdrHistogram's `value_at_quantile` gives it: the highest value of the bucket
+/// holding the sample of rank ⌈q·n⌉. `None` without samples.
+pub fn quantile(counts: &[u64], quantile: f64) -> Option<i64> {
+    quantile_of(counts.iter().copied(), quantile)
+}
+
+/// [`quantile`] of counts read one by one (a live page's atomics, without a copy).
+pub fn quantile_of(counts: impl Iterator<Item = u64> + Clone, quantile: f64) -> Option<i64> {
+    let total: u64 = counts.clone().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((quantile * total as f64).ceil() as u64).clamp(1, total);
+    let mut seen = 0;
+    for (index, count) in counts.enumerate() {
+        seen += count;
+        if seen >= rank {
+            return Some(value_at(index + 1) as i64 - 1);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +122,33 @@ mod tests {
             );
             assert_eq!(index_of(value_at(index)), index);
         }
+    }
+
+    #[test]
+    fn quantiles_are_hdrhistograms() {
+        let samples: Vec<Vec<u64>> = vec![
+            vec![0],
+            vec![1, 2, 3],
+            (0..1000).map(|i| 50_000 + i * 37).collect(),
+            (0..10_000).map(|i| (i * i) % 7_000_000 + 900).collect(),
+            vec![HIGHEST_NS, 1, 2_048, 2_049, 123_456_789],
+        ];
+        for values in samples {
+            let mut reference = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, 3).unwrap();
+            let mut counts = vec![0u64; LEN];
+            for &v in &values {
+                reference.record(v).unwrap();
+                counts[index_of(v)] += 1;
+            }
+            for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+                assert_eq!(
+                    quantile(&counts, q),
+                    Some(reference.value_at_quantile(q) as i64),
+                    "q {q} of {} values",
+                    values.len()
+                );
+            }
+        }
+        assert_eq!(quantile(&vec![0; LEN], 0.5), None);
     }
 }

@@ -874,18 +874,8 @@ impl<'a> Recorder<'a> {
     /// saw the 99.9th percentile, bounded by half a period, spin 40–50 % of a CPU for
     /// no gain in the tail).
     fn learned_margin(&self, period_ns: i64) -> i64 {
-        let counts = self.publisher.wake_counts();
-        let total: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        let rank = total - total / 100;
-        let mut seen = 0;
-        let mut p99 = 0;
-        for (i, c) in counts.iter().enumerate() {
-            seen += c.load(Ordering::Relaxed);
-            if seen >= rank.max(1) {
-                p99 = hdr::value_at(i) as i64;
-                break;
-            }
-        }
+        let counts = self.publisher.wake_counts().iter();
+        let p99 = hdr::quantile_of(counts.map(|c| c.load(Ordering::Relaxed)), 0.99).unwrap_or(0);
         (p99 + p99 / 4).max(1_000).min(period_ns / 10)
     }
 }
