@@ -402,7 +402,10 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>) -
                 samples: c.cycles,
                 missed_periods: (probe == PROBE_WAKE).then_some(c.missed),
                 overrun_wakes: None,
-                early_wakes: (probe == PROBE_WAKE).then_some(0),
+                // The page counts no early wake-ups: none when the least was on time,
+                // else how many is unknown.
+                early_wakes: (probe == PROBE_WAKE && c.wake_min_ns.is_some_and(|m| m >= 0))
+                    .then_some(0),
                 first_sample_ns: None,
                 warm_up_samples: 0,
                 // Absolute deadlines: no schedule that drifts.
