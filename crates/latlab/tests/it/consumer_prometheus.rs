@@ -102,7 +102,7 @@ fn series(export: &str) -> Vec<&str> {
 
 /// Checks both exports of the stored `run` with promtool and the OpenMetrics parser,
 /// and that every stream has its own series.
-fn assert_consumers_accept(store: &Path, run: &Run, what: &str) {
+pub(crate) fn assert_consumers_accept(store: &Path, run: &Run, what: &str) {
     let prometheus = export(store, &run.id, "prometheus");
     let (ok, out, err) = pipe(promtool(), &["check", "metrics"], &prometheus);
     assert!(

@@ -155,6 +155,8 @@ fn a_reference_is_marked_as_published_and_lacks_what_its_table_lacks() {
         assert_eq!((s.missed_periods, s.first_sample_ns), (None, None));
     }
     assert_eq!(run, reference_run("rr-table3").unwrap());
+    // Its exports, without histogram or percentiles, are what Prometheus reads.
+    crate::consumer_prometheus::assert_consumers_accept(&store, &run, "ref:rr-table3");
     // Shipped, not stored: importing one is refused, naming how to use it.
     let file = dir.path().join("table3.json");
     std::fs::write(&file, &json).unwrap();
