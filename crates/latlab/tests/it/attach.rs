@@ -4,6 +4,7 @@
 //! swept).
 
 use crate::common::{latlab, latlab_path, serial, text};
+use latlab_rt::periodic::shm::pages_of;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,20 +32,6 @@ pub(crate) fn rust_example() -> PathBuf {
         assert!(built.success());
     }
     path
-}
-
-/// The application's pages, as `latlab attach` finds them.
-pub(crate) fn pages_of(pid: u32) -> Vec<PathBuf> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("latlab-{pid}-")))
-        })
-        .collect()
 }
 
 /// Waits until process `pid` publishes its page.
