@@ -472,7 +472,6 @@ pub extern "C" fn latlab_periodic_run(
         // SAFETY: the state went from READY to RUNNING here, so this thread alone
         // touches `inner` until it stores another state.
         let inner = unsafe { &mut *task.inner.get() };
-        periodic::shm::sweep();
         let user_data = UserData(user_data);
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             inner.task.run(|cycle| {

@@ -553,6 +553,8 @@ impl<S: WakeSource> Periodic<S> {
             warnings: Vec::new(),
         };
         let publisher = if self.builder.publish {
+            // The pages killed tasks left go first, whoever starts next.
+            shm::sweep();
             identity.warnings = warnings.clone();
             match Publisher::create(&identity) {
                 Ok(p) => p,
