@@ -350,7 +350,8 @@ typedef struct latlab_stats {
   int64_t compute_p999_ns;
   /**
    * The hybrid method's spin margin at the end (given or learned);
-   * `LATLAB_UNKNOWN` for the other methods.
+   * `LATLAB_UNKNOWN` for the other methods, and for a margin to be learned that the
+   * run was too short to learn (under a second: it slept to each deadline).
    */
   int64_t hybrid_margin_ns;
 } latlab_stats;

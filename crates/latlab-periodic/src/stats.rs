@@ -48,7 +48,8 @@ pub struct latlab_stats {
     /// Compute time: 99.9th percentile.
     pub compute_p999_ns: i64,
     /// The hybrid method's spin margin at the end (given or learned);
-    /// `LATLAB_UNKNOWN` for the other methods.
+    /// `LATLAB_UNKNOWN` for the other methods, and for a margin to be learned that the
+    /// run was too short to learn (under a second: it slept to each deadline).
     pub hybrid_margin_ns: i64,
 }
 
@@ -86,7 +87,12 @@ impl latlab_stats {
             compute_p50_ns: compute(0.5),
             compute_p99_ns: compute(0.99),
             compute_p999_ns: compute(0.999),
-            hybrid_margin_ns: if hybrid { c.margin_ns } else { LATLAB_UNKNOWN },
+            // A given margin is above 0; 0 is one not learned yet.
+            hybrid_margin_ns: if hybrid && c.margin_ns > 0 {
+                c.margin_ns
+            } else {
+                LATLAB_UNKNOWN
+            },
         }
     }
 }

@@ -210,6 +210,7 @@ fn statistics_without_a_cycle_are_unknown_not_zero() {
     let stats = latlab_stats::of(&Default::default(), true);
     assert_eq!(stats.cycles, 0);
     for v in [
+        stats.hybrid_margin_ns,
         stats.wake_min_ns,
         stats.wake_mean_ns,
         stats.wake_p99_ns,
