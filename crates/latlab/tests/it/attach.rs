@@ -7,31 +7,30 @@ use crate::common::{latlab, latlab_path, serial, text};
 use latlab_rt::periodic::shm::pages_of;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// latlab-rt's example, built if this test run did not build it.
+/// latlab-periodic's example `loop`, built once per test run: cargo decides whether it
+/// is up to date, so a binary left from an older tree is never run in its place.
 pub(crate) fn rust_example() -> PathBuf {
-    let path = latlab_path()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("periodic_loop");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let built = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "latlab-rt",
-                "--example",
-                "periodic_loop",
-            ])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let built = Command::new(cargo)
+                .args(["build", "-q", "-p", "latlab-periodic", "--example", "loop"])
+                .status()
+                .unwrap();
+            assert!(built.success(), "cargo could not build the example `loop`");
+            let path = latlab_path()
+                .parent()
+                .unwrap()
+                .join("examples")
+                .join("loop");
+            assert!(path.exists(), "{} was not built", path.display());
+            path
+        })
+        .clone()
 }
 
 /// Waits until process `pid` publishes its page.
