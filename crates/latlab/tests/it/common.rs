@@ -54,6 +54,16 @@ pub fn latlab_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("latlab")
 }
 
+/// `program` is on the PATH, or the test panics with the command that installs it.
+pub fn needs(program: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
+    assert!(
+        found,
+        "{program} is needed for this test: apt-get install {package} (scripts/test does)"
+    );
+}
+
 /// Output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -2,7 +2,7 @@
 //! completions and the manual pages, each checked by the program that reads it (bash,
 //! zsh, fish, groff).
 
-use crate::common::{fixture, latlab, latlab_path, measurement, text};
+use crate::common::{fixture, latlab, latlab_path, measurement, needs, text};
 use std::path::Path;
 use std::process::Command;
 
@@ -19,18 +19,6 @@ fn store_with_a_run(dir: &Path) -> std::path::PathBuf {
         .assert()
         .success();
     store
-}
-
-/// `program` if it runs, else a panic naming the package that has it.
-fn needs(program: &str, package: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "{program} is needed for this test: apt-get install {package} (scripts/test does)"
-    );
 }
 
 /// `latlab show` in a pseudo-terminal (util-linux `script`), with `env` set.

@@ -18,12 +18,7 @@ const TOOL_LIMIT: Duration = Duration::from_secs(60);
 
 /// `program`, or a panic saying how to install it.
 fn installed(program: &str, package: &str) -> &'static str {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
-    assert!(
-        found,
-        "{program} is needed for this test: apt-get install {package} (scripts/test does)"
-    );
+    crate::common::needs(program, package);
     program.to_string().leak()
 }
 
