@@ -4,7 +4,7 @@
  *
  *     loop [SECONDS [CPU [MARGIN_NS]]]
  *
- * SECONDS: how long to run (default 0: until SIGINT or SIGTERM); CPU: where to pin
+ * SECONDS: how long to run (default 0: until SIGINT, SIGTERM or SIGHUP); CPU: where to pin
  * the loop (default the last CPU this process may run on); MARGIN_NS: the spin
  * margin (default 0: learned from the first second's wake-ups).
  *
@@ -53,8 +53,8 @@ static int step(const latlab_cycle *cycle, void *data)
     if (c->output < -10.0)
         c->output = -10.0;
     c->x += dt * (gain * c->output - c->x) / tau;
-    if (cycle->index % 500 == 0)
-        c->setpoint = c->setpoint > 0.5 ? 0.0 : 1.0; /* a square wave to follow */
+    if ((cycle->index + 1) % 500 == 0)
+        c->setpoint = c->setpoint > 0.5 ? 0.0 : 1.0; /* a square wave, 0.5 s a level */
     /* The last period of the duration: its cycle is the last (the library counts a
      * cycle whose step stops the loop), so cycles + missed = duration / period. */
     return c->duration_ns != 0 && cycle->due_ns - c->first_due_ns >= c->duration_ns - PERIOD_NS;
@@ -113,8 +113,8 @@ int main(int argc, char **argv)
     int rc = latlab_periodic_new(&config, &task);
     if (rc != LATLAB_OK)
         return fail("config", rc);
-    const int signals[] = {SIGINT, SIGTERM};
-    rc = latlab_periodic_stop_on_signals(signals, 2);
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    rc = latlab_periodic_stop_on_signals(signals, 3);
     if (rc != LATLAB_OK)
         return fail("signals", rc);
 

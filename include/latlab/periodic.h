@@ -392,7 +392,8 @@ int latlab_periodic_stop(const struct latlab_periodic *task);
 
 /**
  * Ends every task of the process at its next wake-up when one of the `count`
- * `signals` arrives (typically SIGINT and SIGTERM). It installs a handler that only
+ * `signals` arrives (typically SIGINT, SIGTERM and SIGHUP, so that a closed terminal
+ * ends the task cleanly too). It installs a handler that only
  * stores a flag, without SA_RESTART, so a sleep it interrupts ends at once.
  */
 int latlab_periodic_stop_on_signals(const int *signals, size_t count);

@@ -4,7 +4,7 @@
 //!
 //!     cargo run --release -p latlab-periodic --example loop -- [SECONDS [CPU [MARGIN_NS]]]
 //!
-//! SECONDS 0 (the default) runs until SIGINT or SIGTERM; CPU defaults to the last one
+//! SECONDS 0 (the default) runs until SIGINT, SIGTERM or SIGHUP; CPU defaults to the last one
 //! the process may run on; MARGIN_NS 0 learns the spin margin. The last line is the C
 //! example's, key=value, times in ns.
 
@@ -34,7 +34,8 @@ impl Control {
         self.previous_error = error;
         let output = (kp * error + ki * self.integral + kd * derivative).clamp(-10.0, 10.0);
         self.x += dt * (gain * output - self.x) / tau;
-        if index.is_multiple_of(500) {
+        // A square wave to follow, 0.5 s a level.
+        if (index + 1).is_multiple_of(500) {
             self.setpoint = if self.setpoint > 0.5 { 0.0 } else { 1.0 };
         }
     }
@@ -83,7 +84,7 @@ fn main() -> ExitCode {
     if let Some(cpu) = cpu {
         builder = builder.cpu(cpu);
     }
-    let result = periodic::stop_on_signals(&[libc::SIGINT, libc::SIGTERM])
+    let result = periodic::stop_on_signals(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(periodic::PeriodicError::from)
         .and_then(|()| builder.build());
     let mut task = match result {
@@ -119,7 +120,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stats = latlab_periodic::latlab_stats::from_summary(&summary, true);
+    let stats = latlab_periodic::latlab_stats::from_summary(&summary);
     let ns = |v: i64| match v {
         latlab_periodic::LATLAB_UNKNOWN => "unknown".to_string(),
         v => v.to_string(),

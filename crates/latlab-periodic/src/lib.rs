@@ -236,7 +236,6 @@ pub struct latlab_periodic {
 
 struct Inner {
     task: Periodic,
-    hybrid: bool,
     summary: Option<Summary>,
     /// The set-up's warnings, one per line; empty before the run.
     warnings: CString,
@@ -279,7 +278,6 @@ pub extern "C" fn latlab_periodic_new(
         }
         // SAFETY: non-NULL, and points to a config the caller filled (copied here).
         let config = unsafe { config.read() };
-        let hybrid = config.method == latlab_method::LATLAB_METHOD_HYBRID as c_int;
         let periodic = builder_of(&config)?.build().map_err(|e| match e {
             periodic::PeriodicError::Setting { field, why } => {
                 Failure::setting(&format!("config.{}", c_field(field)), why)
@@ -291,7 +289,6 @@ pub extern "C" fn latlab_periodic_new(
             state: AtomicU8::new(READY),
             inner: UnsafeCell::new(Inner {
                 task: periodic,
-                hybrid,
                 summary: None,
                 warnings: CString::default(),
             }),
@@ -523,7 +520,8 @@ pub extern "C" fn latlab_periodic_stop(task: *const latlab_periodic) -> c_int {
 }
 
 /// Ends every task of the process at its next wake-up when one of the `count`
-/// `signals` arrives (typically SIGINT and SIGTERM). It installs a handler that only
+/// `signals` arrives (typically SIGINT, SIGTERM and SIGHUP, so that a closed terminal
+/// ends the task cleanly too). It installs a handler that only
 /// stores a flag, without SA_RESTART, so a sleep it interrupts ends at once.
 #[no_mangle]
 pub extern "C" fn latlab_periodic_stop_on_signals(signals: *const c_int, count: usize) -> c_int {
@@ -535,7 +533,7 @@ pub extern "C" fn latlab_periodic_stop_on_signals(signals: *const c_int, count: 
         let signals = unsafe { std::slice::from_raw_parts(signals, count) };
         if let Some(bad) = signals
             .iter()
-            .find(|&&s| s <= 0 || s == libc::SIGKILL || s == libc::SIGSTOP || s > 64)
+            .find(|&&s| s <= 0 || s == libc::SIGKILL || s == libc::SIGSTOP || s > libc::SIGRTMAX())
         {
             return Err(Failure::setting(
                 "signals",
@@ -564,7 +562,7 @@ pub extern "C" fn latlab_periodic_stats(
             .as_ref()
             .ok_or_else(|| Failure::state("latlab_periodic_stats: the run kept no statistics"))?;
         // SAFETY: non-NULL; the caller gives a place for the statistics.
-        unsafe { stats.write(latlab_stats::of(&summary.snapshot, inner.hybrid)) };
+        unsafe { stats.write(latlab_stats::of(&summary.snapshot)) };
         Ok(())
     })
 }

@@ -54,14 +54,13 @@ pub struct latlab_stats {
 }
 
 impl latlab_stats {
-    /// The statistics of a run of [`latlab_rt::periodic`], as C sees them (`hybrid`:
-    /// whether it waited with the hybrid method, whose margin is then known).
-    pub fn from_summary(summary: &Summary, hybrid: bool) -> latlab_stats {
-        latlab_stats::of(&summary.snapshot, hybrid)
+    /// The statistics of a run of [`latlab_rt::periodic`], as C sees them.
+    pub fn from_summary(summary: &Summary) -> latlab_stats {
+        latlab_stats::of(&summary.snapshot)
     }
 
     /// The statistics of a task's page.
-    pub(crate) fn of(snapshot: &Snapshot, hybrid: bool) -> latlab_stats {
+    pub(crate) fn of(snapshot: &Snapshot) -> latlab_stats {
         let c = &snapshot.counters;
         let known = |v: Option<i64>| v.unwrap_or(LATLAB_UNKNOWN);
         let mean = |sum: i64| match c.cycles {
@@ -87,8 +86,8 @@ impl latlab_stats {
             compute_p50_ns: compute(0.5),
             compute_p99_ns: compute(0.99),
             compute_p999_ns: compute(0.999),
-            // A given margin is above 0; 0 is one not learned yet.
-            hybrid_margin_ns: if hybrid && c.margin_ns > 0 {
+            // A given margin is above 0; 0 is one not learned yet, or another method.
+            hybrid_margin_ns: if c.margin_ns > 0 {
                 c.margin_ns
             } else {
                 LATLAB_UNKNOWN

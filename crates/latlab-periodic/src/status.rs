@@ -101,13 +101,17 @@ fn remember(message: &str) {
     // A message with a NUL in it is cut there rather than lost.
     let text = message.split('\0').next().unwrap_or_default();
     let text = CString::new(text).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    // After the thread's locals are gone (a call from a key destructor) it is lost,
+    // which is better than an abort.
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = text);
 }
 
 /// This thread's last error message; valid until the next call into the library on
 /// this thread.
 pub(crate) fn last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|last| last.borrow().as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
 
 /// Runs an entry point's body: its failure becomes a code and this thread's last

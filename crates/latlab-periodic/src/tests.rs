@@ -152,7 +152,7 @@ fn a_run_counts_its_cycles_and_runs_once() {
         ..config(1_000_000)
     };
     assert_eq!(latlab_periodic_new(&c, &mut task), 0);
-    let mut stats = latlab_stats::of(&Default::default(), false);
+    let mut stats = latlab_stats::of(&Default::default());
     assert_eq!(latlab_periodic_stats(task, &mut stats), STATE);
     assert!(last_error().starts_with("latlab_periodic_stats: the task's run has not ended"));
 
@@ -166,7 +166,9 @@ fn a_run_counts_its_cycles_and_runs_once() {
     assert_eq!(latlab_periodic_stats(task, &mut stats), 0);
     assert_eq!(stats.cycles, 10);
     assert_eq!(count, 10);
-    assert!(stats.wake_min_ns <= stats.wake_p50_ns.max(stats.wake_min_ns));
+    assert!(stats.wake_min_ns <= stats.wake_p50_ns);
+    assert!(stats.wake_p50_ns <= stats.wake_p99_ns);
+    assert!(stats.wake_p99_ns <= stats.wake_p999_ns);
     assert!(stats.wake_min_ns <= stats.wake_max_ns);
     assert!(stats.compute_min_ns <= stats.compute_mean_ns);
     assert!(stats.compute_mean_ns <= stats.compute_max_ns);
@@ -198,7 +200,7 @@ fn stop_from_another_thread_ends_the_run() {
     });
     assert_eq!(latlab_periodic_run(task, Some(forever), null_mut()), 0);
     assert_eq!(stopper.join().unwrap(), 0);
-    let mut stats = latlab_stats::of(&Default::default(), false);
+    let mut stats = latlab_stats::of(&Default::default());
     assert_eq!(latlab_periodic_stats(task, &mut stats), 0);
     assert!(stats.cycles > 0);
     assert_eq!(stats.hybrid_margin_ns, LATLAB_UNKNOWN);
@@ -207,7 +209,7 @@ fn stop_from_another_thread_ends_the_run() {
 
 #[test]
 fn statistics_without_a_cycle_are_unknown_not_zero() {
-    let stats = latlab_stats::of(&Default::default(), true);
+    let stats = latlab_stats::of(&Default::default());
     assert_eq!(stats.cycles, 0);
     for v in [
         stats.hybrid_margin_ns,
@@ -229,4 +231,15 @@ fn signals_that_cannot_be_handled_are_refused() {
         SETTING
     );
     assert!(last_error().starts_with("signals: 9 cannot be handled"));
+}
+
+#[test]
+fn a_panic_becomes_the_internal_error_code_and_its_message() {
+    let code = status::guard(|| panic!("the step's invariant broke"));
+    assert_eq!(code, latlab_status::LATLAB_ERR_INTERNAL as c_int);
+    let message = last_error();
+    assert!(
+        message.contains("the step's invariant broke") && message.contains("please report it"),
+        "{message}"
+    );
 }

@@ -57,7 +57,7 @@ fn compiles(compiler: &str, flags: &[&str], source: &str, dir: &Path) {
         .arg(dir.join("t.o"))
         .output()
         .unwrap_or_else(|e| {
-            panic!("{compiler} is needed for this test ({e}): apt-get install build-essential (scripts/test does)")
+            panic!("{compiler} is needed for this test ({e}): apt-get install gcc g++ (scripts/test does)")
         });
     assert!(
         out.status.success(),
