@@ -70,13 +70,33 @@ pub fn is_alive(pid: u32) -> bool {
     {
         return false;
     }
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = &stat[stat.rfind(')')? + 1..];
-            after.split_whitespace().next().map(str::to_string)
-        });
+    let state = stat_fields(&format!("/proc/{pid}/stat")).and_then(|f| f.into_iter().next());
     !matches!(state.as_deref(), Some("Z" | "X"))
+}
+
+/// True while thread `tid` of process `pid` runs. A process whose main thread has
+/// ended (`pthread_exit` in `main`: a zombie leader) still runs its other threads.
+pub fn is_thread_alive(pid: u32, tid: u32) -> bool {
+    match stat_fields(&format!("/proc/{pid}/task/{tid}/stat")) {
+        Some(fields) => !matches!(fields.first().map(String::as_str), Some("Z" | "X")),
+        None => false,
+    }
+}
+
+/// The nice value of thread `tid` of process `pid` (`stat` field 19), as it is now.
+pub fn thread_nice(pid: u32, tid: u32) -> Option<i32> {
+    stat_fields(&format!("/proc/{pid}/task/{tid}/stat"))?
+        .get(16)?
+        .parse()
+        .ok()
+}
+
+/// The fields of a `/proc/…/stat` file after the command name (which may hold spaces
+/// and parentheses): the state (field 3) first, so field N is at N − 3.
+fn stat_fields(path: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(str::to_string).collect())
 }
 
 /// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`), new at every
@@ -91,17 +111,23 @@ pub fn boot_id() -> Option<String> {
 /// When process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22):
 /// with its pid, it names one process even after the pid is reused.
 pub fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and parentheses); the
-    // state is field 3, the start time field 22.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    stat_fields(&format!("/proc/{pid}/stat"))?
+        .get(19)?
+        .parse()
+        .ok()
 }
 
 /// True while the process that was `pid` and started at `started` (ticks since boot,
 /// [`start_ticks`]; `None`: unknown) runs: a pid reused by another process is not it.
 pub fn is_same_process_alive(pid: u32, started: Option<u64>) -> bool {
     is_alive(pid) && started.is_none_or(|t| start_ticks(pid) == Some(t))
+}
+
+/// True while thread `tid` of the process that was `pid` and started at `started`
+/// runs ([`is_same_process_alive`], judged by the thread: its process may be a zombie
+/// leader whose other threads run on).
+pub fn is_same_thread_alive(pid: u32, tid: u32, started: Option<u64>) -> bool {
+    is_thread_alive(pid, tid) && started.is_none_or(|t| start_ticks(pid) == Some(t))
 }
 
 /// What a latlab process that no longer runs left in a directory: an entry named after
@@ -123,6 +149,17 @@ pub fn leftovers(
     owner_of: impl Fn(&str) -> Option<u32>,
     made: impl Fn(&std::fs::FileType) -> bool,
 ) -> Vec<Leftover> {
+    leftovers_where(dir, owner_of, made, |_, owner| !is_alive(owner))
+}
+
+/// [`leftovers`], with what makes an entry's owner gone given by `gone(path, owner)`
+/// (for entries that name more than a pid).
+pub fn leftovers_where(
+    dir: &std::path::Path,
+    owner_of: impl Fn(&str) -> Option<u32>,
+    made: impl Fn(&std::fs::FileType) -> bool,
+    gone: impl Fn(&std::path::Path, u32) -> bool,
+) -> Vec<Leftover> {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -133,10 +170,9 @@ pub fn leftovers(
         .filter_map(|entry| {
             let owner = entry.file_name().to_str().and_then(&owner_of)?;
             let meta = std::fs::symlink_metadata(entry.path()).ok()?;
-            (made(&meta.file_type()) && meta.uid() == me && !is_alive(owner)).then(|| Leftover {
-                path: entry.path(),
-                owner,
-            })
+            let path = entry.path();
+            (made(&meta.file_type()) && meta.uid() == me && gone(&path, owner))
+                .then_some(Leftover { path, owner })
         })
         .collect()
 }
@@ -254,6 +290,34 @@ pub fn raise_open_files_limit() {
 #[cfg(test)]
 mod identity_tests {
     use super::*;
+
+    #[test]
+    fn a_thread_is_alive_until_it_ends_and_has_its_nice_value() {
+        let me = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let tid = crate::sched::gettid() as u32;
+            // SAFETY: setpriority with PRIO_PROCESS and a tid changes that one thread's
+            // nice value; no memory is passed.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 7) };
+            tx.send(tid).unwrap();
+            end_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        assert!(is_thread_alive(me, tid));
+        assert!(is_same_thread_alive(me, tid, start_ticks(me)));
+        assert!(!is_same_thread_alive(
+            me,
+            tid,
+            start_ticks(me).map(|t| t + 1)
+        ));
+        assert_eq!(thread_nice(me, tid), Some(7));
+        end_tx.send(()).unwrap();
+        thread.join().unwrap();
+        assert!(!is_thread_alive(me, tid));
+        assert_eq!(thread_nice(me, tid), None);
+    }
 
     #[test]
     fn this_process_is_alive_with_its_start_time_and_not_with_another() {

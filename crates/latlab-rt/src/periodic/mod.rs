@@ -50,7 +50,7 @@ mod tests;
 
 use crate::affinity;
 use crate::clock::Clock;
-use crate::memory::{LockRoom, LockScope, MemoryLock};
+use crate::memory::{LockReach, LockRoom, LockScope, MemoryLock};
 use crate::sched::{self, Policy, PolicyGuard};
 use crate::slack::TimerSlackGuard;
 use crate::wake::{Method as SleepMethod, Sleeper, WaitError, WakeSource};
@@ -505,7 +505,18 @@ impl<S: WakeSource> Periodic<S> {
             // Room for the thread stacks and buffers the application maps later.
             let reach = LockRoom::of_this_process().reach(64 << 20);
             match reach.map(|reach| MemoryLock::lock(LockScope::All, reach)) {
-                Some(Ok(lock)) => memory = Some(lock),
+                Some(Ok(lock)) => {
+                    if lock.reach == LockReach::Current {
+                        warnings.push(
+                            "memory locked only as mapped now: RLIMIT_MEMLOCK leaves no room \
+                             for later mappings (this task's page, thread stacks, buffers), \
+                             which can fault; raise it (ulimit -l unlimited) or grant \
+                             CAP_IPC_LOCK"
+                                .to_string(),
+                        );
+                    }
+                    memory = Some(lock);
+                }
                 Some(Err(e)) => warnings.push(format!(
                     "memory not locked ({e}): a page fault can delay the loop; raise the \
                      limit (ulimit -l unlimited) or grant CAP_IPC_LOCK"
@@ -521,7 +532,10 @@ impl<S: WakeSource> Periodic<S> {
         SetUp {
             _policy: policy_guard,
             _slack: slack,
-            memory_locked: memory.is_some(),
+            // Locked as mapped now only, the loop's later mappings are not.
+            memory_locked: memory
+                .as_ref()
+                .is_some_and(|m| m.reach == LockReach::CurrentAndFuture),
             _memory: memory,
             cpu,
             policy,
@@ -670,6 +684,7 @@ impl<S: WakeSource> Periodic<S> {
             }
             let woke = if catch_up > 0 {
                 catch_up -= 1;
+                recorder.caught_up();
                 self.source.now_ns()
             } else if timerfd {
                 let Some(woke) =
@@ -724,7 +739,7 @@ impl<S: WakeSource> Periodic<S> {
                 missed += skipped;
                 due += skipped as i64 * p;
                 catch_up = run;
-                recorder.overrun(skipped, run);
+                recorder.overrun(skipped, due - p);
             }
         }
     }
@@ -757,8 +772,8 @@ impl<S: WakeSource> Periodic<S> {
                 let skipped = ((reported - *due) / p) as u64;
                 *missed += skipped;
                 // Woken more than a period late: the cycle is the latest deadline's.
-                recorder.overrun(skipped, 0);
                 *due = reported;
+                recorder.overrun(skipped, *due - p);
             }
             return Ok(Some(wake.at_ns));
         }
@@ -841,13 +856,26 @@ impl<'a> Recorder<'a> {
         self.end();
     }
 
-    fn overrun(&mut self, skipped: u64, caught_up: u64) {
+    /// An overrun: `skipped` deadlines pass without a cycle, the last of the
+    /// deadlines passed is now `passed_due` (so that cycles + missed counts the periods
+    /// up to it, also before the next cycle).
+    fn overrun(&mut self, skipped: u64, passed_due: i64) {
         let r = Ordering::Relaxed;
         self.begin();
         let c = &self.publisher.header().counters;
         c.overruns.store(c.overruns.load(r) + 1, r);
         c.missed.store(c.missed.load(r) + skipped, r);
-        c.caught_up.store(c.caught_up.load(r) + caught_up, r);
+        c.last_due_ns.store(passed_due, r);
+        self.end();
+    }
+
+    /// A cycle run late, at once, to catch up after an overrun.
+    #[cold]
+    fn caught_up(&mut self) {
+        let r = Ordering::Relaxed;
+        self.begin();
+        let c = &self.publisher.header().counters;
+        c.caught_up.store(c.caught_up.load(r) + 1, r);
         self.end();
     }
 

@@ -11,14 +11,15 @@
 //!   that sees the magic sees the identity;
 //! - the counters and extremes are under a sequence lock: odd while the task writes
 //!   them, so a reader retries a copy taken while it changed;
-//! - the two histograms' counts ([`hdr`] layout) follow the header; each
-//!   count only grows, so a reader needs no lock: a copy is at most a few samples
-//!   behind the counters, and exact once the task has ended.
+//! - the two histograms' counts ([`hdr`] layout) follow the header and change in the
+//!   same updates as the counters, under the same lock: a reader's copy of counters
+//!   and counts is of one cycle, so the counts add up to the cycles.
 
 use crate::periodic::hdr;
 use crate::RtError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// `LATLABPT` as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"LATLABPT");
@@ -63,7 +64,8 @@ pub struct Counters {
     /// The first deadline (CLOCK_MONOTONIC ns), set when the loop starts: periods
     /// count from it, so a first wake-up periods late counts those as missed.
     pub first_due_ns: AtomicI64,
-    /// The last cycle's deadline.
+    /// The last deadline passed: the last cycle's, or after an overrun the last one
+    /// it skipped (cycles + missed counts the periods from the first to it).
     pub last_due_ns: AtomicI64,
     /// When the last step ended.
     pub last_end_ns: AtomicI64,
@@ -321,9 +323,14 @@ impl Publisher {
         Ok(publisher)
     }
 
-    /// A copy of the page, as a reader takes it.
+    /// A copy of the page, as a reader takes it. The task's own thread writes it, so
+    /// when that thread asks, no update is in flight.
     pub fn snapshot(&self) -> Snapshot {
-        snapshot_of(&self.map)
+        loop {
+            if let Some(snapshot) = snapshot_of(&self.map) {
+                return snapshot;
+            }
+        }
     }
 
     fn write_identity(&self, pid: u32, id: &Identity) {
@@ -595,9 +602,10 @@ impl Reader {
         &self.path
     }
 
-    /// A copy of the page: identity, counters (consistent), counts (each at least what
-    /// it was when the counters were copied).
-    pub fn snapshot(&self) -> Snapshot {
+    /// A consistent copy of the page: identity, counters and counts of the same
+    /// cycle. `None` when the page stayed mid-update for [`STALLED`]: its writer
+    /// died or was stopped while updating it.
+    pub fn snapshot(&self) -> Option<Snapshot> {
         snapshot_of(&self.map)
     }
 
@@ -607,91 +615,122 @@ impl Reader {
     }
 }
 
-fn snapshot_of(map: &Mapping) -> Snapshot {
-    {
-        let h = map.header();
-        let r = Ordering::Relaxed;
-        let ended = h.state.load(Ordering::Acquire) == STATE_ENDED;
-        let counters = copy_counters(h);
-        let counts = |which| {
-            map.counts(which)
-                .iter()
-                .map(|c| c.load(r))
-                .collect::<Vec<u64>>()
-        };
-        let cpu = h.cpu.load(r);
-        Snapshot {
-            pid: h.pid.load(r),
-            pid_start_ticks: h.pid_start_ticks.load(r),
-            tid: h.tid.load(r),
-            period_ns: h.period_ns.load(r),
-            cpu: usize::try_from(cpu).ok(),
-            policy: h.policy.load(r),
-            priority: h.priority.load(r),
-            method: h.method.load(r),
-            overrun_policy: h.overrun_policy.load(r),
-            memory_locked: h.memory_locked.load(r) != 0,
-            name: load_text(&h.name),
-            warnings: load_text(&h.warnings)
-                .lines()
-                .map(str::to_string)
-                .filter(|l| !l.is_empty())
-                .collect(),
-            ended,
-            counters,
-            wake_counts: counts(0),
-            compute_counts: counts(1),
-        }
-    }
-}
+/// How long a reader waits for an update in flight to end before it gives up: an
+/// update takes under a microsecond, unless its writer was stopped or killed in it.
+pub const STALLED: Duration = Duration::from_millis(100);
 
-fn copy_counters(h: &Header) -> CountersCopy {
+fn snapshot_of(map: &Mapping) -> Option<Snapshot> {
+    let h = map.header();
     let r = Ordering::Relaxed;
-    loop {
+    let mut wake_counts = vec![0; hdr::LEN];
+    let mut compute_counts = vec![0; hdr::LEN];
+    let began = Instant::now();
+    let counters = loop {
+        if began.elapsed() > STALLED {
+            return None;
+        }
+        wake_counts.fill(0);
+        compute_counts.fill(0);
         let before = h.seq.load(Ordering::Acquire);
         if before % 2 == 1 {
             std::hint::spin_loop();
             continue;
         }
-        let c = &h.counters;
-        let known = |v: i64, none: i64| (v != none).then_some(v);
-        let tops = |entries: &[TopEntry]| {
-            let mut tops: Vec<Top> = entries
-                .iter()
-                .map(|t| Top {
-                    value_ns: t.value_ns.load(r),
-                    cycle: t.cycle.load(r),
-                    due_ns: t.due_ns.load(r),
-                })
-                .filter(|t| t.value_ns != i64::MIN)
-                .collect();
-            tops.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.cycle.cmp(&b.cycle)));
-            tops
-        };
-        let copy = CountersCopy {
-            cycles: c.cycles.load(r),
-            missed: c.missed.load(r),
-            overruns: c.overruns.load(r),
-            caught_up: c.caught_up.load(r),
-            first_due_ns: c.first_due_ns.load(r),
-            last_due_ns: c.last_due_ns.load(r),
-            last_end_ns: c.last_end_ns.load(r),
-            wake_min_ns: known(c.wake_min_ns.load(r), i64::MAX),
-            wake_max_ns: known(c.wake_max_ns.load(r), i64::MIN),
-            wake_sum_ns: c.wake_sum_ns.load(r),
-            compute_min_ns: known(c.compute_min_ns.load(r), i64::MAX),
-            compute_max_ns: known(c.compute_max_ns.load(r), i64::MIN),
-            compute_sum_ns: c.compute_sum_ns.load(r),
-            wake_clamped: c.wake_clamped.load(r),
-            compute_clamped: c.compute_clamped.load(r),
-            margin_ns: c.margin_ns.load(r),
-            wake_top: tops(&c.wake_top),
-            compute_top: tops(&c.compute_top),
-        };
+        let counters = copy_counters(&h.counters);
+        // The counts change in the same updates as the counters, so a copy taken
+        // between two equal even sequence numbers is of one cycle: its total is
+        // the cycles counted. Only the counts from the least to the largest value
+        // can be above 0, so only they are copied (a whole histogram takes
+        // hundreds of µs to copy in a debug build, longer than a short period).
+        let spans = [
+            (counters.wake_min_ns, counters.wake_max_ns),
+            (counters.compute_min_ns, counters.compute_max_ns),
+        ];
+        for (which, (copy, span)) in [&mut wake_counts, &mut compute_counts]
+            .into_iter()
+            .zip(spans)
+            .enumerate()
+        {
+            let (Some(least), Some(largest)) = span else {
+                continue;
+            };
+            // A copy torn by an update may have them the wrong way round; it is
+            // retried below.
+            let first = hdr::index_of(hdr::clamp(least).0);
+            let last = hdr::index_of(hdr::clamp(largest).0).max(first);
+            for (to, from) in copy[first..=last]
+                .iter_mut()
+                .zip(&map.counts(which)[first..])
+            {
+                *to = from.load(r);
+            }
+        }
         fence(Ordering::Acquire);
         if h.seq.load(Ordering::Relaxed) == before {
-            return copy;
+            break counters;
         }
+    };
+    let cpu = h.cpu.load(r);
+    Some(Snapshot {
+        pid: h.pid.load(r),
+        pid_start_ticks: h.pid_start_ticks.load(r),
+        tid: h.tid.load(r),
+        period_ns: h.period_ns.load(r),
+        cpu: usize::try_from(cpu).ok(),
+        policy: h.policy.load(r),
+        priority: h.priority.load(r),
+        method: h.method.load(r),
+        overrun_policy: h.overrun_policy.load(r),
+        memory_locked: h.memory_locked.load(r) != 0,
+        name: load_text(&h.name),
+        warnings: load_text(&h.warnings)
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.is_empty())
+            .collect(),
+        ended: h.state.load(Ordering::Acquire) == STATE_ENDED,
+        counters,
+        wake_counts,
+        compute_counts,
+    })
+}
+
+/// The counters as they are; the caller checks the sequence number around the copy.
+fn copy_counters(c: &Counters) -> CountersCopy {
+    let r = Ordering::Relaxed;
+    let known = |v: i64, none: i64| (v != none).then_some(v);
+    let tops = |entries: &[TopEntry]| {
+        let mut tops: Vec<Top> = entries
+            .iter()
+            .map(|t| Top {
+                value_ns: t.value_ns.load(r),
+                cycle: t.cycle.load(r),
+                due_ns: t.due_ns.load(r),
+            })
+            .filter(|t| t.value_ns != i64::MIN)
+            .collect();
+        tops.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.cycle.cmp(&b.cycle)));
+        tops
+    };
+    CountersCopy {
+        cycles: c.cycles.load(r),
+        missed: c.missed.load(r),
+        overruns: c.overruns.load(r),
+        caught_up: c.caught_up.load(r),
+        first_due_ns: c.first_due_ns.load(r),
+        last_due_ns: c.last_due_ns.load(r),
+        last_end_ns: c.last_end_ns.load(r),
+        wake_min_ns: known(c.wake_min_ns.load(r), i64::MAX),
+        wake_max_ns: known(c.wake_max_ns.load(r), i64::MIN),
+        wake_sum_ns: c.wake_sum_ns.load(r),
+        compute_min_ns: known(c.compute_min_ns.load(r), i64::MAX),
+        compute_max_ns: known(c.compute_max_ns.load(r), i64::MIN),
+        compute_sum_ns: c.compute_sum_ns.load(r),
+        wake_clamped: c.wake_clamped.load(r),
+        compute_clamped: c.compute_clamped.load(r),
+        margin_ns: c.margin_ns.load(r),
+        wake_top: tops(&c.wake_top),
+        compute_top: tops(&c.compute_top),
     }
 }
 
@@ -712,37 +751,33 @@ pub fn pages_of(pid: u32) -> Vec<PathBuf> {
     pages.into_iter().map(|(_, path)| path).collect()
 }
 
-/// Removes the pages whose process is gone (or is another process under a reused
-/// pid); returns the paths removed.
+/// Removes the pages whose thread is gone (or whose process is another under a
+/// reused pid), of this user ([`crate::process::leftovers`]'s rule); returns the paths
+/// removed.
 pub fn sweep() -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    for entry in std::fs::read_dir("/dev/shm")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
+    // latlab-<pid>-<tid>
+    let ids = |name: &str| -> Option<(u32, u32)> {
+        let (pid, tid) = name.strip_prefix("latlab-")?.split_once('-')?;
+        Some((pid.parse().ok()?, tid.parse().ok()?))
+    };
+    let gone = |path: &Path, pid: u32| {
+        let Some((_, tid)) = path.file_name().and_then(|n| n.to_str()).and_then(ids) else {
+            return false;
         };
-        let Some((pid, tid)) = name
-            .strip_prefix("latlab-")
-            .and_then(|rest| rest.split_once('-'))
-        else {
-            continue;
-        };
-        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), tid.parse::<i32>()) else {
-            continue;
-        };
-        let path = entry.path();
-        let started = Reader::open(&path)
+        let started = Reader::open(path)
             .ok()
             .map(|r| r.map.header().pid_start_ticks.load(Ordering::Relaxed))
             .filter(|t| *t != 0);
-        if !crate::process::is_same_process_alive(pid, started)
-            && std::fs::remove_file(&path).is_ok()
-        {
-            removed.push(path);
-        }
-    }
-    removed
+        !crate::process::is_same_thread_alive(pid, tid, started)
+    };
+    crate::process::leftovers_where(
+        Path::new("/dev/shm"),
+        |name| ids(name).map(|(pid, _)| pid),
+        |kind| kind.is_file(),
+        gone,
+    )
+    .into_iter()
+    .filter(|left| std::fs::remove_file(&left.path).is_ok())
+    .map(|left| left.path)
+    .collect()
 }

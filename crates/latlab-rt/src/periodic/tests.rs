@@ -391,7 +391,7 @@ fn a_real_task_publishes_its_page_while_it_runs_and_removes_it() {
         .run(|cycle| {
             if cycle.index == 40 {
                 let reader = shm::Reader::open(&path).unwrap();
-                seen = Some(reader.snapshot());
+                seen = reader.snapshot();
             }
             match cycle.index == 99 {
                 true => ControlFlow::Break(()),
@@ -410,4 +410,72 @@ fn a_real_task_publishes_its_page_while_it_runs_and_removes_it() {
     assert_eq!(c.cycles, 100);
     assert_eq!(c.cycles + c.missed, elapsed_periods(c, 500_000));
     assert!(summary.snapshot.ended);
+}
+
+/// [`overrun_run`]'s loop, stopped (not broken) at the end of cycle `stop_at`'s step:
+/// the loop ends at its next turn, after what the overrun did.
+fn stopped_after(overrun: Overrun, stop_at: u64) -> Summary {
+    let sim = Sim::at(0, |_| 0);
+    let clock = sim.clone();
+    let mut task = quiet(MS).overrun(overrun).build_on(sim).unwrap();
+    let stopper = task.stopper();
+    task.run(|cycle| {
+        clock.advance(if cycle.index == 10 {
+            3 * MS + MS / 2
+        } else {
+            100 * US
+        });
+        if cycle.index == stop_at {
+            stopper.stop();
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_stop_right_after_an_overrun_still_adds_up() {
+    // Skip: the three deadlines the overrun passed are missed, and passed.
+    let c = stopped_after(Overrun::Skip, 10).counters;
+    assert_eq!((c.cycles, c.missed, c.overruns), (11, 3, 1));
+    assert_eq!(c.cycles + c.missed, elapsed_periods(&c, MS));
+    // Catch-up: stopped in the first late cycle, only that one was caught up.
+    let c = stopped_after(Overrun::CatchUp { max: 2 }, 11).counters;
+    assert_eq!((c.cycles, c.missed, c.caught_up), (12, 1, 1));
+    assert_eq!(c.cycles + c.missed, elapsed_periods(&c, MS));
+}
+
+#[test]
+fn a_reader_copies_counters_and_counts_of_one_cycle_while_the_task_writes() {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let task = std::thread::spawn(move || {
+        let mut task = Periodic::builder()
+            .period(Duration::from_micros(100))
+            .lock_memory(false)
+            .quiet(true)
+            .build()
+            .unwrap();
+        tid_tx.send(sched::gettid()).unwrap();
+        task.run(|cycle| match cycle.index == 3_000 {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        })
+        .unwrap()
+    });
+    let path = shm::path_of(std::process::id(), tid_rx.recv().unwrap());
+    let mut copies = 0;
+    while !task.is_finished() {
+        let Ok(reader) = shm::Reader::open(&path) else {
+            std::thread::yield_now();
+            continue;
+        };
+        while let Some(copy) = reader.snapshot().filter(|s| !s.ended) {
+            let c = &copy.counters;
+            assert_eq!(copy.wake_counts.iter().sum::<u64>(), c.cycles);
+            assert_eq!(copy.compute_counts.iter().sum::<u64>(), c.cycles);
+            copies += 1;
+        }
+    }
+    assert!(task.join().unwrap().counters.cycles > 0);
+    assert!(copies > 10, "{copies} copies taken while the task ran");
 }
