@@ -59,7 +59,23 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
     let reader = shm::Reader::open(&path).map_err(|e| CliError::runtime(e.to_string()))?;
     let command_line = command_line_of(args.pid);
-    let first = reader.snapshot();
+    let first = reader.snapshot().ok_or_else(|| {
+        CliError::runtime(format!(
+            "{} stayed mid-update for {} ms: the task is stopped (SIGSTOP, a debugger) or \
+             died while writing it; attach again once it runs",
+            path.display(),
+            shm::STALLED.as_millis()
+        ))
+    })?;
+    // Whose the task is (the Run's euid): the owner of its process.
+    let euid = std::fs::metadata(format!("/proc/{}", first.pid))
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .map_err(|_| {
+            CliError::usage(
+                "PID",
+                format!("process {} ended as latlab attached to it", first.pid),
+            )
+        })?;
     let mut store = store_location
         .as_ref()
         .map(crate::store::open_writable)
@@ -74,23 +90,32 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
     }
+    // Until the Run is kept, a display that cannot be written is not worth losing it.
     if !args.quiet {
-        output::ignore_closed(human.write(&format!(
+        let _ = human.write(&format!(
             "latlab: attached to {} (pid {}, tid {}): {}\n",
             display_name(&first),
             first.pid,
             first.tid,
             setting_line(&first)
-        )))?;
+        ));
         for warning in &first.warnings {
-            output::ignore_closed(human.write(&format!("DEGRADED: {warning}\n")))?;
+            let _ = human.write(&format!("DEGRADED: {warning}\n"));
         }
     }
     let began = Instant::now();
+    let mut snapshot = first;
     let (last, end) = loop {
-        let snapshot = reader.snapshot();
-        let gone = !latlab_rt::process::is_same_process_alive(
+        // A page mid-update for long: the task is stopped, or died writing it (then
+        // it is gone, below); its last whole copy stands.
+        let fresh = reader.snapshot();
+        let stalled = fresh.is_none();
+        if let Some(fresh) = fresh {
+            snapshot = fresh;
+        }
+        let gone = !latlab_rt::process::is_same_thread_alive(
             snapshot.pid,
+            snapshot.tid,
             Some(snapshot.pid_start_ticks).filter(|t| *t != 0),
         );
         let end = if snapshot.ended {
@@ -108,11 +133,19 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
             break (snapshot, end);
         }
         if !args.quiet {
-            output::ignore_closed(human.write(&format!("{}\n", live_line(&snapshot))))?;
+            let line = match stalled {
+                false => live_line(&snapshot),
+                true => format!(
+                    "the task's page stays mid-update: it is stopped (SIGSTOP, a debugger?); \
+                     last figures: {}",
+                    live_line(&snapshot)
+                ),
+            };
+            let _ = human.write(&format!("{line}\n"));
         }
         nap_until(every, &stop, &reader);
     };
-    let mut run = assemble(&last, end, command_line);
+    let mut run = assemble(&last, end, command_line, euid);
     run.id = run_id(SystemTime::now());
     labels.apply(&mut run);
     let code = run.exit_status().code();
@@ -185,7 +218,9 @@ fn page_of(pid: u32, task: Option<&str>) -> Result<PathBuf, CliError> {
                 .unwrap_or("")
                 .to_string();
             let name = shm::Reader::open(path)
-                .map(|r| r.snapshot().name)
+                .ok()
+                .and_then(|r| r.snapshot())
+                .map(|s| s.name)
                 .unwrap_or_default();
             (path.clone(), tid, name)
         })
@@ -255,7 +290,8 @@ fn method_name(code: u32) -> &'static str {
     match code {
         0 => "abs",
         1 => "timerfd",
-        _ => "hybrid",
+        2 => "hybrid",
+        _ => "unknown",
     }
 }
 
@@ -267,8 +303,13 @@ fn policy_of(s: &shm::Snapshot) -> Option<SchedSpec> {
         libc::SCHED_RR => Some(SchedSpec::Rr {
             priority: s.priority as i32,
         }),
-        libc::SCHED_OTHER => Some(SchedSpec::Other { nice: 0 }),
-        libc::SCHED_BATCH => Some(SchedSpec::Batch { nice: 0 }),
+        // The page has no nice value: it is the thread's now, unknown once it is gone.
+        libc::SCHED_OTHER => {
+            latlab_rt::process::thread_nice(s.pid, s.tid).map(|nice| SchedSpec::Other { nice })
+        }
+        libc::SCHED_BATCH => {
+            latlab_rt::process::thread_nice(s.pid, s.tid).map(|nice| SchedSpec::Batch { nice })
+        }
         libc::SCHED_IDLE => Some(SchedSpec::Idle),
         // The deadline parameters are not published.
         _ => None,
@@ -279,11 +320,18 @@ fn setting_line(s: &shm::Snapshot) -> String {
     let cpu = s
         .cpu
         .map_or("not pinned".to_string(), |c| format!("CPU {c}"));
-    let policy = policy_of(s).map_or("deadline".to_string(), |p| p.to_string());
+    let policy = policy_of(s).map_or_else(
+        || match s.policy as i32 {
+            libc::SCHED_DEADLINE => "deadline".to_string(),
+            code => format!("policy {code}"),
+        },
+        |p| p.to_string(),
+    );
     let overrun = match s.overrun_policy {
         0 => "skip",
         1 => "catch up",
-        _ => "handler",
+        2 => "handler",
+        _ => "unknown",
     };
     format!(
         "period {}, {cpu}, {policy}, {} wake-up, on overrun {overrun}, memory {}",
@@ -339,7 +387,7 @@ fn histograms(s: &shm::Snapshot) -> (LatencyHistogram, LatencyHistogram) {
 }
 
 /// The Run of the task as `last` shows it.
-fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>) -> Run {
+fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>, euid: u32) -> Run {
     let c = &last.counters;
     let now_wall = SystemTime::now();
     let now_mono = latlab_rt::clock::Clock::Monotonic.now_ns();
@@ -357,7 +405,10 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>) -
     let (wake, compute) = histograms(last);
     let host = FactReader::system().gather();
     let policy = policy_of(last);
-    let realtime = matches!(last.policy as i32, libc::SCHED_FIFO | libc::SCHED_RR | 6);
+    let realtime = matches!(
+        last.policy as i32,
+        libc::SCHED_FIFO | libc::SCHED_RR | libc::SCHED_DEADLINE
+    );
     let mut warnings: Vec<Warning> = last
         .warnings
         .iter()
@@ -499,7 +550,7 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>) -
             realtime_policy: realtime,
             dma_latency_us: None,
             breaktrace_armed: false,
-            euid: latlab_rt::process::effective_uid(),
+            euid,
         }),
         degraded,
         interrupted: matches!(end, End::Stopped | End::Duration | End::ProcessGone),

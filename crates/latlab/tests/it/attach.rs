@@ -110,8 +110,14 @@ impl Drop for App {
     }
 }
 
+/// The Run at `path`, as JSON, once latlab's own reader has taken it (its counts add
+/// up: samples against histogram totals, and the rest of its checks).
 fn read_run(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    let text = std::fs::read_to_string(path).unwrap();
+    if let Err(e) = latlab_model::run::Run::from_json(&text) {
+        panic!("latlab cannot read the Run it wrote: {e}");
+    }
+    serde_json::from_str(&text).unwrap()
 }
 
 #[test]
@@ -174,6 +180,9 @@ fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
         "{}",
         text(&reported.stderr)
     );
+    // Its exports, by their real consumers.
+    let run = latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    crate::consumer_prometheus::assert_consumers_accept(&store, &run, "attach");
 }
 
 #[test]
@@ -306,6 +315,10 @@ fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
     );
     let run = read_run(&json);
     assert_eq!(run["degraded"], true);
+    // The Run is the application's: its user, not latlab's.
+    let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
+    let nobody: u64 = text(&nobody.stdout).trim().parse().unwrap();
+    assert_eq!(run["conditions"]["euid"], nobody);
     let codes: Vec<&str> = run["warnings"]
         .as_array()
         .unwrap()

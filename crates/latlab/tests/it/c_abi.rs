@@ -358,6 +358,93 @@ fn bad_input_through_the_c_abi_returns_the_documented_codes_naming_the_field() {
     ");
 }
 
+/// A task on a thread of a process whose main thread has ended (`pthread_exit` in
+/// `main`): the process is a zombie leader whose other threads run on.
+const ORPHAN_THREAD: &str = r#"
+#include <latlab/periodic.h>
+#include <pthread.h>
+
+static int step(const latlab_cycle *cycle, void *data) { (void)data; return cycle->index >= 3000; }
+
+static void *loop(void *arg) {
+    (void)arg;
+    latlab_periodic_config config;
+    latlab_periodic_config_default(&config);
+    config.period_ns = 1000000;
+    config.lock_memory = false;
+    config.quiet = true;
+    latlab_periodic *task;
+    if (latlab_periodic_new(&config, &task) == LATLAB_OK) {
+        latlab_periodic_run(task, step, NULL);
+        latlab_periodic_free(task);
+    }
+    return NULL;
+}
+
+int main(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, loop, NULL) != 0)
+        return 1;
+    pthread_exit(NULL);
+}
+"#;
+
+#[test]
+fn a_task_outliving_its_main_thread_is_attached_to_not_swept() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    install(&prefix);
+    let source = dir.path().join("orphan.c");
+    std::fs::write(&source, ORPHAN_THREAD).unwrap();
+    let exe = dir.path().join("orphan");
+    compile(&prefix, &source, &exe, Linking::Static);
+    let app = Reap(Some(
+        Command::new(&exe)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the program"),
+    ));
+    let pid = app.pid();
+    let page = page_of(pid).expect("a page while the task runs");
+    // The main thread is gone: the leader is a zombie.
+    let until = Instant::now() + Duration::from_secs(5);
+    while latlab_rt::process::is_alive(pid) {
+        assert!(
+            Instant::now() < until,
+            "the main thread of {pid} did not end"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = crate::common::latlab()
+        .args([
+            "attach",
+            &pid.to_string(),
+            "-d",
+            "300ms",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Detached while the task runs"),
+        "{out:?}"
+    );
+    assert!(page.exists(), "the live task's page was swept");
+    let out = app.wait();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!page.exists(), "the page outlives the task");
+}
+
 /// The `latlab_*` functions `nm` finds defined in `library`.
 fn exported(library: &Path, dynamic: bool) -> Vec<String> {
     needs("nm", "binutils");
