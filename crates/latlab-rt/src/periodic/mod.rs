@@ -626,19 +626,23 @@ impl<S: WakeSource> Periodic<S> {
         let stop = &*self.stop;
         let result = if margin > 0 {
             match self.source.wait(due - margin, stop) {
-                Ok(_) => loop {
-                    let now = self.source.now_ns();
-                    if now >= due {
-                        break Ok(crate::wake::Wake {
-                            at_ns: now,
-                            expirations: None,
-                        });
+                // The wake-up's own clock read is the spin's first.
+                Ok(woke) => {
+                    let mut now = woke.at_ns;
+                    loop {
+                        if now >= due {
+                            break Ok(crate::wake::Wake {
+                                at_ns: now,
+                                expirations: None,
+                            });
+                        }
+                        if stop.load(Ordering::Relaxed) {
+                            break Err(WaitError::Interrupted);
+                        }
+                        std::hint::spin_loop();
+                        now = self.source.now_ns();
                     }
-                    if stop.load(Ordering::Relaxed) {
-                        break Err(WaitError::Interrupted);
-                    }
-                    std::hint::spin_loop();
-                },
+                }
                 Err(e) => Err(e),
             }
         } else {
