@@ -118,7 +118,8 @@ pub fn open_writable(location: &StoreLocation) -> Result<Store, CliError> {
     Ok(store)
 }
 
-/// Opens the store for `latlab run`: a SQLite store as [`open_writable`] does; a
+/// Opens the store for a command that makes a Run (`run`, `attach`): a SQLite store
+/// as [`open_writable`] does; a
 /// PostgreSQL one behind a [`FarmStore`] with the default local store (or
 /// `LATLAB_OUTBOX`) to fall back on, after pushing the runs owed to it (one line each
 /// on standard error).
@@ -287,21 +288,18 @@ impl RunStore for DeadInMemory {
 }
 
 /// Opens where a command writes its Run as JSON (`--json FILE`, `-` for standard
-/// output), refusing a path that is the default store or the command's `store`; with
-/// the stream people read: standard error when the JSON takes standard output.
+/// output) as every output flag is ([`OutputTarget::checked`](crate::output::OutputTarget::checked):
+/// the default store and the command's `store` refused, a killed latlab's temporary
+/// files beside it swept); with the stream people read: standard error when the JSON
+/// takes standard output.
 pub fn open_run_json(
     json: Option<&std::path::Path>,
     store: Option<&StoreLocation>,
 ) -> Result<(Option<crate::output::OutputTarget>, crate::output::Human), CliError> {
-    use crate::output::{refuse_store_path, Human, OutputTarget};
-    if let Some(target) = json {
-        // The default store too: --no-store does not make overwriting it harmless.
-        let default_store = latlab_store::default_path();
-        let mut stores = vec![default_store.as_path()];
-        stores.extend(store.and_then(StoreLocation::path));
-        refuse_store_path("--json", target, &stores)?;
-    }
-    let json = json.map(|p| OutputTarget::open("--json", p)).transpose()?;
+    use crate::output::{Human, OutputTarget};
+    let json = json
+        .map(|p| OutputTarget::checked("--json", p, store.and_then(StoreLocation::path)))
+        .transpose()?;
     let human = match json {
         Some(OutputTarget::Stdout) => Human::Stderr,
         _ => Human::Stdout,

@@ -61,7 +61,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         true => None,
         false => Some(StoreLocation::resolve(args.store.as_ref())?),
     };
-    sweep_leftovers(&plan, args.json.as_deref());
+    sweep_leftovers(&plan);
     let (mut json, human) =
         crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
     let mut store = store_location
@@ -74,16 +74,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     // Where the store is when the journal did not take it.
     let mut store_after: Option<Box<dyn RunStore + Send>> = None;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Ctrl-C, Ctrl-\, `kill`, and the hang-up of a dropped ssh session only ask to
-    // stop: exiting at once would lose the run and skip the clean-up of the loads and
-    // partners (processes, files, IPC objects), and stopping takes well under a second.
-    // SIGPIPE stays ignored (Rust's default): a display nobody reads is no reason to stop.
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
-    }
+    let stop = crate::stop::flag_on(&crate::stop::ENDING)?;
 
     let host = FactReader::system().gather();
     // The run's id is stamped now: the store holds the run from its start, and the
@@ -294,9 +285,9 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
 
 /// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
 /// killer, a power cut) left behind — load directories, SysV objects, tracefs
-/// instances, a half-written --json file — and says what was removed. Only what
-/// processes that no longer run owned is touched.
-fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
+/// instances — and says what was removed (a half-written --json file goes as the
+/// flag is opened). Only what processes that no longer run owned is touched.
+fn sweep_leftovers(plan: &RunPlan) {
     let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
         .iter()
@@ -310,9 +301,6 @@ fn sweep_leftovers(plan: &RunPlan, json: Option<&std::path::Path>) {
             .iter()
             .map(|p| p.display().to_string()),
     );
-    if let Some(json) = json {
-        removed.extend(output::sweep_beside(json));
-    }
     output::say_removed(&removed);
 }
 

@@ -190,6 +190,11 @@ fn detaching_leaves_the_task_running_and_says_the_figures_are_so_far() {
     let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("app.json");
+    // What an attach killed while writing its --json left: swept by the next.
+    let mut dead = Command::new("true").spawn().unwrap();
+    dead.wait().unwrap();
+    let left = dir.path().join(format!(".app.json.latlab-{}.tmp", dead.id()));
+    std::fs::write(&left, "{").unwrap();
     let app = App::start(30);
     let page = wait_for_page(app.pid());
     let out = latlab()
@@ -207,6 +212,7 @@ fn detaching_leaves_the_task_running_and_says_the_figures_are_so_far() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Detached while the task runs"));
+    assert!(!left.exists(), "{} not swept", left.display());
     assert!(page.exists(), "the task goes on");
     let run = read_run(&json);
     assert_eq!(run["interrupted"], true);
