@@ -29,6 +29,12 @@ pub const SCHEMA: &str = "latlab.run/2";
 /// `import.unknown_fields` lists them.
 pub const SCHEMA_V1: &str = "latlab.run/1";
 
+/// The probe of an application's own periodic loop (`latlab attach`): its wake-up
+/// latency.
+pub const PROBE_APPLICATION: &str = "application";
+/// The same loop's compute time (wake-up to the end of its step).
+pub const PROBE_APPLICATION_COMPUTE: &str = "application-compute";
+
 /// The percentiles every stream reports.
 pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 
@@ -482,7 +488,9 @@ impl Stream {
     /// probe's, and those imported from rtla timerlat; not a primitive probe's, whose
     /// samples are what its own definition says.
     pub fn measures_wake_ups(&self) -> bool {
-        self.probe == "timer" || self.probe == "application" || self.probe.starts_with("timerlat")
+        self.probe == "timer"
+            || self.probe == PROBE_APPLICATION
+            || self.probe.starts_with("timerlat")
     }
 
     /// A short label, e.g. `cpu 1` or `thread 0`.

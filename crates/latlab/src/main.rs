@@ -11,6 +11,7 @@ mod keep;
 mod labels;
 mod listen;
 mod output;
+mod stop;
 mod store;
 mod terminal;
 

@@ -25,13 +25,11 @@ use latlab_rt::periodic::{hdr, shm};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-/// The probe name of an application's wake-up latency stream.
-pub const PROBE_WAKE: &str = "application";
-/// The probe name of its compute time stream.
-pub const PROBE_COMPUTE: &str = "application-compute";
+use latlab_model::run::{
+    PROBE_APPLICATION as PROBE_WAKE, PROBE_APPLICATION_COMPUTE as PROBE_COMPUTE,
+};
 
 /// Runs `latlab attach`.
 pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
@@ -78,18 +76,13 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         })?;
     let mut store = store_location
         .as_ref()
-        .map(crate::store::open_writable)
+        .map(crate::store::open_for_run)
         .transpose()?;
     if let Some(store) = &store {
         labels.check_name_is_free(&**store)?;
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
-    }
+    let stop = crate::stop::flag_on(&crate::stop::ENDING)?;
     // Until the Run is kept, a display that cannot be written is not worth losing it.
     if !args.quiet {
         let _ = human.write(&format!(

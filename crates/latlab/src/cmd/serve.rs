@@ -20,7 +20,7 @@ use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
 use latlab_store::{RunStore, StoreError};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,12 +53,7 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
     socket
         .set_nonblocking(true)
         .map_err(|e| CliError::runtime(format!("cannot serve {bound}: {e}")))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
-    }
+    let stop = crate::stop::flag_on(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     ignore_closed(Human::Stdout.write(&format!(
         "Serving the runs of {location} at http://{bound}/ (read-only; Ctrl-C stops)\n"
     )))?;
