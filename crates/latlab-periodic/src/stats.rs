@@ -86,12 +86,7 @@ impl latlab_stats {
             compute_p50_ns: compute(0.5),
             compute_p99_ns: compute(0.99),
             compute_p999_ns: compute(0.999),
-            // A given margin is above 0; 0 is one not learned yet, or another method.
-            hybrid_margin_ns: if c.margin_ns > 0 {
-                c.margin_ns
-            } else {
-                LATLAB_UNKNOWN
-            },
+            hybrid_margin_ns: known(c.margin_ns),
         }
     }
 }

@@ -472,7 +472,7 @@ fn real_span(side: Side, s: &Settings) -> Result<Span, String> {
         .map_err(|e| e.to_string())?;
     let summary = task.run(recording.step()).map_err(|e| e.to_string())?;
     let c = &summary.counters;
-    let margin = matches!(method, Method::Hybrid { .. }).then_some(c.margin_ns);
+    let margin = c.margin_ns;
     Ok(recording.span(c.missed, margin))
 }
 

@@ -51,6 +51,18 @@ fn two_seconds(method: Method) {
     assert_eq!(summary.snapshot.compute_counts.iter().sum::<u64>(), steps);
     assert!(c.compute_min_ns.unwrap() >= 0);
     assert!(c.wake_min_ns.unwrap() >= 0);
+    // A margin given is in use; one to learn is learned within the first second; the
+    // other methods have none.
+    match method {
+        Method::Hybrid {
+            margin: Some(given),
+        } => assert_eq!(c.margin_ns, Some(given.as_nanos() as i64)),
+        Method::Hybrid { margin: None } => {
+            let learned = c.margin_ns.expect("a margin learned in 2 s");
+            assert!((1_000..=PERIOD / 10).contains(&learned), "{learned} ns");
+        }
+        _ => assert_eq!(c.margin_ns, None),
+    }
     assert!(page_seen, "the page was not published while the task ran");
     assert!(!page.exists(), "{} left behind", page.display());
 }

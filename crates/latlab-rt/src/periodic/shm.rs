@@ -85,7 +85,8 @@ pub struct Counters {
     pub wake_clamped: AtomicU64,
     /// See `wake_clamped`.
     pub compute_clamped: AtomicU64,
-    /// The hybrid method's spin margin in use (ns; 0 for the other methods).
+    /// The hybrid method's spin margin in use (ns); 0 for the other methods, and for a
+    /// margin to be learned until it is.
     pub margin_ns: AtomicI64,
     /// The largest wake-up latencies.
     pub wake_top: [TopEntry; TOP],
@@ -484,8 +485,9 @@ pub struct CountersCopy {
     pub wake_clamped: u64,
     /// See [`Counters::compute_clamped`].
     pub compute_clamped: u64,
-    /// See [`Counters::margin_ns`].
-    pub margin_ns: i64,
+    /// The hybrid method's spin margin in use; `None` for the other methods and for
+    /// a margin to be learned that is not learned yet (the page's 0).
+    pub margin_ns: Option<i64>,
     /// The largest wake-up latencies, largest first.
     pub wake_top: Vec<Top>,
     /// The largest compute times, largest first.
@@ -728,7 +730,7 @@ fn copy_counters(c: &Counters) -> CountersCopy {
         compute_sum_ns: c.compute_sum_ns.load(r),
         wake_clamped: c.wake_clamped.load(r),
         compute_clamped: c.compute_clamped.load(r),
-        margin_ns: c.margin_ns.load(r),
+        margin_ns: Some(c.margin_ns.load(r)).filter(|m| *m > 0),
         wake_top: tops(&c.wake_top),
         compute_top: tops(&c.compute_top),
     }
