@@ -202,6 +202,9 @@ pub enum PeriodicError {
     /// The wait failed (a timerfd that cannot be created or read).
     #[error(transparent)]
     Wait(#[from] RtError),
+    /// [`Periodic::run`] was called again: a task runs once.
+    #[error("this task has run already: build a new one to run again")]
+    RanAlready,
 }
 
 /// How a task ended.
@@ -350,6 +353,12 @@ impl Builder {
                     "the spin margin must be shorter than the period",
                 ));
             }
+            if margin.is_zero() {
+                return Err(setting(
+                    "hybrid margin",
+                    "give a margin above 0, or none to learn it",
+                ));
+            }
         }
         if let Some(cpu) = self.cpu {
             let allowed = affinity::allowed_cpus().unwrap_or_default();
@@ -359,6 +368,15 @@ impl Builder {
                     &format!("CPU {cpu} is not one this process may run on ({allowed:?})"),
                 ));
             }
+        }
+        if self.cpu.is_some() && matches!(self.policy, Some(Policy::Deadline { .. })) {
+            // The kernel refuses SCHED_DEADLINE to a thread whose affinity does not
+            // span its root domain, so a pinned deadline task would always degrade.
+            return Err(setting(
+                "cpu",
+                "a deadline task cannot be pinned to one CPU: leave the CPU unset, or use \
+                 fifo to pin it",
+            ));
         }
         match self.policy {
             Some(Policy::Fifo { priority } | Policy::RoundRobin { priority })
@@ -381,6 +399,7 @@ impl Builder {
             builder: self,
             source,
             stop: Arc::new(AtomicBool::new(false)),
+            ran: false,
         })
     }
 }
@@ -391,6 +410,8 @@ pub struct Periodic<S: WakeSource = Sleeper> {
     builder: Builder,
     source: S,
     stop: Arc<AtomicBool>,
+    /// Whether it has run (a timer armed, a stop taken: a task runs once).
+    ran: bool,
 }
 
 /// Stops a task from another thread (or a signal handler: [`Stopper::stop`] only
@@ -549,6 +570,9 @@ impl<S: WakeSource> Periodic<S> {
     where
         F: FnMut(&Cycle) -> ControlFlow<()>,
     {
+        if std::mem::replace(&mut self.ran, true) {
+            return Err(PeriodicError::RanAlready);
+        }
         let set_up = self.set_up();
         let mut warnings = set_up.warnings.clone();
         let (policy, priority) = policy_code(set_up.policy);

@@ -374,6 +374,30 @@ fn settings_out_of_range_name_the_setting() {
         field(quiet(MS).overrun(Overrun::CatchUp { max: 0 })),
         "overrun"
     );
+    assert_eq!(
+        field(quiet(MS).method(Method::Hybrid {
+            margin: Some(Duration::ZERO)
+        })),
+        "hybrid margin"
+    );
+    let deadline = sched::Policy::Deadline {
+        runtime_ns: 100_000,
+        deadline_ns: MS as u64,
+        period_ns: MS as u64,
+    };
+    assert_eq!(field(quiet(MS).policy(deadline).cpu(0)), "cpu");
+}
+
+#[test]
+fn a_task_runs_once() {
+    let sim = Sim::at(0, |_| 0);
+    let mut task = quiet(MS).build_on(sim).unwrap();
+    let once = |cycle: &Cycle| match cycle.index == 2 {
+        true => ControlFlow::Break(()),
+        false => ControlFlow::Continue(()),
+    };
+    assert_eq!(task.run(once).unwrap().counters.cycles, 3);
+    assert!(matches!(task.run(once), Err(PeriodicError::RanAlready)));
 }
 
 #[test]
