@@ -187,6 +187,31 @@ fn concurrent_writers_do_not_corrupt_the_store() {
 }
 
 #[test]
+fn a_new_store_opened_by_several_at_once_opens_for_each() {
+    // Creating the file, switching it to WAL and its first recovery return BUSY at once
+    // (without SQLite's busy handler) to the others opening it at the same moment.
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..40 {
+        let path = dir.path().join(format!("runs-{round}.sqlite"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let openers: Vec<_> = (0..4)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    SqliteStore::open(&path).map(|_| ())
+                })
+            })
+            .collect();
+        for opener in openers {
+            if let Err(e) = opener.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn references_resolve_to_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
