@@ -260,15 +260,6 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
             scene_taken = true;
         }
         let current = match state.current {
-            // Still idle: the switch to the task woken there was guessed too early.
-            Current::Known { pid, .. }
-                if record.pid == 0 && state.woken_on_idle.is_some_and(|w| w.pid == pid) =>
-            {
-                Current::Known {
-                    pid: 0,
-                    since: None,
-                }
-            }
             Current::Known { pid, .. } if pid != record.pid => Current::Changed {
                 from: pid,
                 to: record.pid,
@@ -285,7 +276,7 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
             tid,
             due,
         );
-        infer_switch_from_idle(&mut state, &from_start, index, ts, record.pid);
+        infer_switch_from_idle(&mut state, &from_start, index, ts);
         at = ts;
     }
     if !scene_taken {
@@ -305,49 +296,36 @@ pub(super) fn replay(records: &[Record], tid: i32, start: u64, due: u64, wake: u
 
 /// The switch away from the idle task that this kernel does not record: when the
 /// interrupts that woke a task onto the idle CPU have ended, the most urgent task woken
-/// runs — if the next record of a task other than idle is that task's, which proves it.
-/// The guess stands until a record of that task confirms it: a record of the idle task
-/// before then (an interrupt that came while the CPU was still leaving idle) shows the
-/// switch came later, after the interrupts that record is in.
-fn infer_switch_from_idle(
-    state: &mut State,
-    records: &[(usize, &Record)],
-    index: usize,
-    ts: u64,
-    record_pid: i32,
-) {
+/// runs — if the next record is that task's, which proves it. A next record of the idle
+/// task (an interrupt that came while the CPU was still leaving idle, or its exit from
+/// idle) shows the switch comes later: the guess waits until that record's interrupts
+/// have ended too.
+fn infer_switch_from_idle(state: &mut State, records: &[(usize, &Record)], index: usize, ts: u64) {
     let Some(woken) = state.woken_on_idle else {
         return;
     };
-    match state.current {
-        Current::Known { pid, .. } if pid == woken.pid => {
-            if record_pid == woken.pid {
-                state.woken_on_idle = None;
-            }
-            return;
-        }
-        Current::Known { pid: 0, .. } => {}
-        _ => {
-            state.woken_on_idle = None;
-            return;
-        }
+    if !matches!(state.current, Current::Known { pid: 0, .. }) {
+        state.woken_on_idle = None;
+        return;
     }
     if !state.stack.is_empty() {
         return;
     }
-    let next_task = records
+    let next = records
         .iter()
-        .filter(|(i, _)| *i > index)
-        .map(|(_, record)| record.pid)
-        .find(|&pid| pid != 0);
-    if next_task == Some(woken.pid) {
-        state.current = Current::Known {
-            pid: woken.pid,
-            since: Some(ts),
-        };
-        state.work_function = None;
-    } else {
-        state.woken_on_idle = None;
+        .find(|(i, _)| *i > index)
+        .map(|(_, record)| record.pid);
+    match next {
+        Some(0) => {}
+        Some(pid) if pid == woken.pid => {
+            state.current = Current::Known {
+                pid,
+                since: Some(ts),
+            };
+            state.work_function = None;
+            state.woken_on_idle = None;
+        }
+        _ => state.woken_on_idle = None,
     }
 }
 
