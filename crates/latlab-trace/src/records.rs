@@ -310,6 +310,16 @@ impl Record {
     }
 }
 
+/// The task states `sched_switch` reports in `prev_state`'s low byte; none is set for
+/// a task that left runnable (preempted).
+const REPORTED_STATES: i64 = 0xff;
+
+/// Whether a task switched out with `prev_state` was still runnable (preempted), not
+/// going to sleep.
+pub fn left_runnable(prev_state: i64) -> bool {
+    prev_state & REPORTED_STATES == 0
+}
+
 /// `prev_state` as the kernel prints it: `R`, `S`, `D|K`…, `+` when preempted
 /// (`TASK_REPORT_MAX`, the bit above the reported states).
 fn task_state(state: i64) -> String {
@@ -323,8 +333,8 @@ fn task_state(state: i64) -> String {
         (0x40, "P"),
         (0x80, "I"),
     ];
-    let reported = state & 0xff;
-    let mut text = if reported == 0 {
+    let reported = state & REPORTED_STATES;
+    let mut text = if left_runnable(state) {
         "R".to_owned()
     } else {
         LETTERS

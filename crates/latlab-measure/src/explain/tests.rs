@@ -284,9 +284,16 @@ fn deep_mode_adds_hrtimers_and_a_stack_at_each_wake_of_a_measuring_thread() {
     // The kernel records no stack at a wake-up that interrupts the idle task (RCU is
     // not watching there): a task spinning on the CPU gives every wake-up code to
     // interrupt, as a loaded machine does.
-    let spinning = Arc::new(AtomicBool::new(true));
+    /// Ends the spinner when dropped, also when the test fails first.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Relaxed);
+        }
+    }
+    let spinning = StopOnDrop(Arc::new(AtomicBool::new(true)));
     let spinner = {
-        let spinning = spinning.clone();
+        let spinning = spinning.0.clone();
         std::thread::spawn(move || {
             latlab_rt::affinity::pin_current_thread(TRACED).unwrap();
             while spinning.load(Ordering::Relaxed) {
@@ -300,7 +307,7 @@ fn deep_mode_adds_hrtimers_and_a_stack_at_each_wake_of_a_measuring_thread() {
     // The reader sets the trigger at one of its drains, late on a busy machine.
     std::thread::sleep(Duration::from_millis(1000));
     sleeper.stop();
-    spinning.store(false, Ordering::Relaxed);
+    drop(spinning);
     spinner.join().unwrap();
     let finished = session.finish().expect("the reader thread ran to the end");
     assert!(finished.problems.is_empty(), "{:?}", finished.problems);

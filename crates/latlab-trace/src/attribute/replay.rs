@@ -394,9 +394,8 @@ fn apply(
             next,
         } => {
             state.woken_on_idle = None;
-            // Runnable when it left: no sleeping state among the reported bits.
             if prev.pid == tid {
-                state.measuring_preempted = prev_state & 0xff == 0;
+                state.measuring_preempted = crate::records::left_runnable(*prev_state);
             }
             if next.pid == tid {
                 state.measuring_preempted = false;
