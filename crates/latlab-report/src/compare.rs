@@ -24,7 +24,9 @@ pub use judged::{Judged, Tolerance};
 pub use likeness::{differences, Difference};
 pub use loads::{compare_loads, LoadComparison, LoadFigures, ThroughputChange};
 #[cfg(test)]
-pub(crate) use periods::tests::sweep as periods_tests_sweep;
+pub(crate) use periods::tests::{
+    phases_at as periods_tests_phases_at, sweep as periods_tests_sweep,
+};
 pub use periods::{by_period, PeriodRow, PeriodTable, PhaseFigures, TickModel};
 pub use runs::{
     compare_runs, run_label, run_name, CompareError, Comparisons, Outcome, RunComparison, RunRef,

@@ -115,8 +115,8 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
     table
 }
 
-/// The runs period by period: for each run its minimum, mean and maximum at each
-/// period, then the tick model's expectation, and what the columns mean.
+/// The runs period by period: for each run its phase at each period (a row per phase
+/// where a run has several there), its minimum, mean and maximum, then the tick model's expectation, and what the columns mean.
 fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     let mut titles = vec!["period".to_string()];
     let runs = periods
@@ -131,23 +131,30 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
             true => format!("{run}, published"),
             false => run.to_string(),
         };
+        titles.push(format!("{run}: phase"));
         titles.extend(["min", "mean", "max"].map(|f| format!("{run}: {f} (µs)")));
     }
     if let Some(t) = &periods.tick_model {
         titles.push(format!("expected without hrtimers, HZ={} (µs)", t.hz));
     }
-    let columns: Vec<(&str, bool)> = titles.iter().map(|t| (t.as_str(), true)).collect();
+    // Every column right-aligned but the phases'.
+    let columns: Vec<(&str, bool)> = titles
+        .iter()
+        .map(|t| (t.as_str(), !t.ends_with(": phase")))
+        .collect();
     let mut table = Table::new(&columns).captioned("Period by period");
     for row in &periods.rows {
         let mut cells = vec![row.period_ns.to_string()];
         for figures in &row.runs {
             match figures {
                 Some(f) => cells.extend([
+                    f.phase.clone(),
                     figures::stat(f.samples, figures::us(f.min_ns), f.min_ns.is_some()),
                     figures::stat(f.samples, figures::us_f64(f.mean_ns), f.mean_ns.is_some()),
                     figures::stat(f.samples, figures::us(f.max_ns), f.max_ns.is_some()),
                 ]),
                 None => cells.extend([
+                    figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
@@ -174,8 +181,8 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     vec![
         Block::Table(table),
         Block::Paragraph(format!(
-            "Phases matched by period; {} = the run has no phase at that period, {} = not in \
-             the published table. Published figures are the paper's, as printed, converted \
+            "Phases matched by period, a row per phase where a run has several at one period; \
+             {} = the run has no phase there, {} = not in the published table. Published figures are the paper's, as printed, converted \
              to µs.",
             figures::MISSING,
             figures::NOT_IN_SOURCE
@@ -386,6 +393,17 @@ mod tests {
         let runs = [sweep, reference_run("rr-table4").unwrap()];
         let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
         assert_eq!((compared.failures, compared.undecided), (0, 0));
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn six_rows_at_one_period_are_six_rows_labelled_with_their_phases() {
+        let mut run =
+            crate::compare::periods_tests_phases_at(&[("idle", 50_000_000), ("disk", 50_000_000)]);
+        run.name = Some("two".to_string());
+        let runs = [run, reference_run("rr-table1").unwrap()];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
     }
