@@ -15,6 +15,7 @@ impl Exporter for Csv {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
+        let streams = super::streams_to_export(run, self.name())?;
         let mut out = String::from(
             "run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,\
              early_wakes,min_ns,mean_ns,stddev_ns",
@@ -32,7 +33,7 @@ impl Exporter for Csv {
             Some(Percentile::Exact(n)) => n.0.to_string(),
             Some(Percentile::AtLeast { at_least_ns }) => format!(">={}", at_least_ns.0),
         };
-        for s in &run.streams {
+        for s in streams {
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 run.id,

@@ -44,6 +44,7 @@ impl Exporter for OpenMetrics {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
+        super::streams_to_export(run, self.name())?;
         Ok(write(&families(run)?, Dialect::OpenMetrics))
     }
 }
@@ -58,6 +59,7 @@ impl Exporter for PrometheusText {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
+        super::streams_to_export(run, self.name())?;
         Ok(write(&families(run)?, Dialect::Prometheus))
     }
 }

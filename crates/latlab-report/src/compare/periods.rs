@@ -56,8 +56,8 @@ pub struct PeriodRow {
 pub struct PhaseFigures {
     /// The phase (or published row).
     pub phase: String,
-    /// Samples.
-    pub samples: u64,
+    /// Samples (`None`: the source did not count them).
+    pub samples: Option<u64>,
     /// Smallest sample.
     pub min_ns: Option<Nanos>,
     /// Mean.
@@ -66,8 +66,20 @@ pub struct PhaseFigures {
     pub max_ns: Option<Nanos>,
 }
 
-/// The period of each phase that measured at one period only, in phase order.
+/// The period of each phase that measured at one period only, in phase order; a
+/// published run's from its rows as printed (a row without a sample count is no
+/// stream, but its period and figures are the paper's all the same).
 fn phase_periods(run: &Run) -> Vec<(String, Nanos)> {
+    if let Some(published) = &run.published {
+        return published
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let period = published.figures(row).ok()?.period?;
+                Some((row.label.clone(), period))
+            })
+            .collect();
+    }
     run.phases
         .iter()
         .filter_map(|phase| {
@@ -85,8 +97,23 @@ fn phase_periods(run: &Run) -> Vec<(String, Nanos)> {
         .collect()
 }
 
-/// A run's figures in its phase `name`.
+/// A run's figures in its phase `name`; a published run's are its row's as printed.
 fn phase_figures(run: &Run, name: &str) -> Result<PhaseFigures, HistogramError> {
+    let row = run
+        .published
+        .as_ref()
+        .and_then(|p| Some((p, p.rows.iter().find(|r| r.label == name)?)));
+    if let Some((published, row)) = row {
+        // The rows were read when the run was made: a row that does not read has none.
+        let f = published.figures(row).unwrap_or_default();
+        return Ok(PhaseFigures {
+            phase: name.to_string(),
+            samples: row.samples,
+            min_ns: f.min,
+            mean_ns: f.mean,
+            max_ns: f.max,
+        });
+    }
     let f = RunFigures::of_phase(run, name)?;
     Ok(PhaseFigures {
         phase: name.to_string(),

@@ -66,8 +66,9 @@ pub struct RunRef {
     pub host: Option<String>,
     /// Kernel release, when known.
     pub kernel: Option<String>,
-    /// Samples over all streams.
-    pub samples: u64,
+    /// Samples over all streams (`None`: not counted by its source,
+    /// [`Run::total_samples`]).
+    pub samples: Option<u64>,
     /// Missed periods over all streams (`None`: not counted by its source).
     pub missed_periods: Option<u64>,
     /// Its figures are published ones (a reference run), not measured here.
@@ -81,8 +82,8 @@ impl RunRef {
             name: run_name(run),
             host: run.host.as_ref().map(|h| h.hostname.clone()),
             kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
-            samples: run.streams.iter().map(|s| s.samples).sum(),
-            missed_periods: run.streams.iter().map(|s| s.missed_periods).sum(),
+            samples: run.total_samples(),
+            missed_periods: run.total_missed_periods(),
             published: run.published.is_some(),
         }
     }

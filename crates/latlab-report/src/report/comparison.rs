@@ -99,7 +99,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
                 figures::fact(f.host.clone(), |h| h),
                 figures::fact(f.kernel.clone(), |k| k),
                 verdict,
-                f.samples.to_string(),
+                figures::cell(f.samples, |n| n.to_string()),
                 figures::cell(f.missed_periods, |m| m.to_string()),
                 stat(figures::us(f.min), f.min.is_some()),
                 stat(figures::us_f64(f.mean), f.mean.is_some()),
@@ -404,6 +404,22 @@ mod tests {
         run.name = Some("two".to_string());
         let runs = [run, reference_run("rr-table1").unwrap()];
         let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
+
+    /// Table 5 gives no sample counts: its samples and missed periods are unknown, not
+    /// 0, and its rows at 50 ms stand beside Table 3's from its published rows.
+    #[test]
+    fn a_table_without_counts_has_unknown_samples_and_its_periods_still() {
+        let runs = [
+            reference_run("rr-table3").unwrap(),
+            reference_run("rr-table5").unwrap(),
+        ];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let new = &compared.comparisons[0].new;
+        assert_eq!((new.samples, new.missed_periods), (None, None));
+        assert_eq!(compared.base.samples, Some(8000));
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
     }

@@ -184,3 +184,43 @@ fn a_reference_is_marked_as_published_and_lacks_what_its_table_lacks() {
         "{stderr}"
     );
 }
+
+/// Table 5 gives no sample counts, so its Run has no streams: a format of stream rows
+/// would be an empty file that reads as a run that measured nothing; each refuses and
+/// names the format that holds the figures.
+#[test]
+fn a_reference_without_streams_is_refused_by_the_formats_of_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    for format in [
+        "csv",
+        "prometheus",
+        "openmetrics",
+        "cyclictest-json",
+        "cyclictest",
+    ] {
+        let (code, out, stderr) =
+            with_store(&store, &["export", "ref:rr-table5", "--format", format]);
+        assert_eq!((code, out.as_str()), (2, ""), "{format}: {stderr}");
+        assert!(stderr.contains("--format json"), "{format}: {stderr}");
+    }
+    let (code, json, stderr) = with_store(&store, &["export", "ref:rr-table5", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        Run::from_json(&json).unwrap(),
+        reference_run("rr-table5").unwrap()
+    );
+    // Compared, its samples and missed periods are unknown, not 0.
+    let (code, json, stderr) = with_store(
+        &store,
+        &["compare", "ref:rr-table3", "ref:rr-table5", "--json", "-"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let compared: Value = serde_json::from_str(&json).unwrap();
+    let new = &compared["comparisons"][0]["new"];
+    assert_eq!(
+        (&new["samples"], &new["missed_periods"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert!(!store.exists());
+}
