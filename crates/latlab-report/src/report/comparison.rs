@@ -9,7 +9,7 @@ use crate::compare::{
     run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
     PeriodTable, RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
 };
-use latlab_model::run::Run;
+use latlab_model::run::{Phase, PublishedRecord, Run};
 use latlab_model::threshold::Metric;
 
 /// The comparison's blocks: the table, then per later run what differs, the verdicts
@@ -191,8 +191,12 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     ]
 }
 
-/// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`.
+/// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`;
+/// a published run's as its paper gives them.
 fn loads_cell(run: &Run) -> String {
+    if let Some(published) = &run.published {
+        return published_loads(published, &run.phases);
+    }
     let several = run.phases.len() > 1;
     let loads: Vec<String> = run
         .phases
@@ -216,6 +220,27 @@ fn loads_cell(run: &Run) -> String {
         "none".to_string()
     } else {
         loads.join("; ")
+    }
+}
+
+/// The loads of a published run's rows in the paper's words, once when all its rows
+/// share one, else row by row (`unknown` where the paper does not say).
+fn published_loads(published: &PublishedRecord, phases: &[Phase]) -> String {
+    let loads: Vec<(&str, &str)> = phases
+        .iter()
+        .map(|p| {
+            let load = published.load_of(&p.name).unwrap_or(figures::UNKNOWN);
+            (p.name.as_str(), load)
+        })
+        .collect();
+    match loads.as_slice() {
+        [] => figures::UNKNOWN.to_string(),
+        [(_, first), rest @ ..] if rest.iter().all(|(_, l)| l == first) => first.to_string(),
+        several => several
+            .iter()
+            .map(|(phase, load)| format!("{phase}: {load}"))
+            .collect::<Vec<_>>()
+            .join("; "),
     }
 }
 
@@ -422,6 +447,19 @@ mod tests {
         assert_eq!(compared.base.samples, Some(8000));
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
+    }
+
+    /// Table 1 was measured under disk stress: its loads are the paper's, not "none";
+    /// Loongson's differ row by row.
+    #[test]
+    fn a_published_runs_loads_are_its_papers() {
+        let table1 = reference_run("rr-table1").unwrap();
+        assert_eq!(loads_cell(&table1), table1.published.as_ref().unwrap().load);
+        let mut loongson = reference_run("loongson-table2").unwrap();
+        let cell = loads_cell(&loongson);
+        assert!(cell.starts_with("idle: idle; ping: ping; "), "{cell}");
+        loongson.published.as_mut().unwrap().rows[0].load = None;
+        assert!(loads_cell(&loongson).starts_with("idle: unknown; "));
     }
 
     #[test]

@@ -297,7 +297,11 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
             streams.len(),
         )),
     ];
-    if phase.loads.is_empty() {
+    if let Some(published) = &decoded.run.published {
+        // A published row's load is the paper's words; latlab ran none.
+        let load = published.load_of(&phase.name).unwrap_or(figures::UNKNOWN);
+        blocks.push(Block::Paragraph(format!("Load, as published: {load}.")));
+    } else if phase.loads.is_empty() {
         blocks.push(Block::Paragraph("No background load.".to_string()));
     } else {
         blocks.push(Block::Table(loads_table(phase)));
