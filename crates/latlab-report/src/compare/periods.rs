@@ -1,7 +1,8 @@
 //! Runs side by side period by period, as Rapid Reaction Linux's Tables 3 and 4 sweep
 //! periods: each run's phases matched by their period (a period-sweep run's `3.25ms`
-//! phase and a published table's `3.250 ms` row), with the tick model's expectation
-//! for a kernel without high-resolution timers beside them.
+//! phase and a published table's `3.250 ms` row), with the tick model beside them:
+//! how late Linux 2.4's jiffies `nanosleep` wakes at each period (the papers' kernel,
+//! not this one).
 
 use super::{run_label, run_name, RunFigures};
 use latlab_model::hist::HistogramError;
@@ -20,7 +21,7 @@ pub struct PeriodTable {
     pub names: Vec<Option<String>>,
     /// Which runs are published figures, not measured here (same order).
     pub published: Vec<bool>,
-    /// The tick rate the expectation is computed for, and where it came from; `None`
+    /// The tick rate the tick model is computed for, and where it came from; `None`
     /// when not known (no measured run read its kernel's `CONFIG_HZ`).
     pub tick_model: Option<TickModel>,
     /// One row per period and phase, shortest period first: where a run has several
@@ -29,7 +30,7 @@ pub struct PeriodTable {
     pub rows: Vec<PeriodRow>,
 }
 
-/// The tick rate of the expectation without high-resolution timers.
+/// The tick rate of the tick model (Linux 2.4's jiffies `nanosleep`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TickModel {
     /// `CONFIG_HZ`.
@@ -46,8 +47,10 @@ pub struct PeriodRow {
     /// Per run, in order: its phase in this row (`None`: it has no phase at this period,
     /// or fewer than this row's).
     pub runs: Vec<Option<PhaseFigures>>,
-    /// The tick model's delay of a relative sleep at this period (`None`: the tick rate
-    /// is not known).
+    /// The tick model's delay of a relative sleep at this period: Linux 2.4's jiffies
+    /// `nanosleep` at the model's HZ, not an expectation for the measured kernel
+    /// (`None`: the tick rate is not known). Its JSON name is the one the comparison
+    /// schema was published with.
     pub expected_without_hrtimers_ns: Option<Nanos>,
 }
 

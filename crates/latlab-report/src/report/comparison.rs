@@ -116,7 +116,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
 }
 
 /// The runs period by period: for each run its phase at each period (a row per phase
-/// where a run has several there), its minimum, mean and maximum, then the tick model's expectation, and what the columns mean.
+/// where a run has several there), its minimum, mean and maximum, then the tick model (Linux 2.4's jiffies nanosleep), and what the columns mean.
 fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     let mut titles = vec!["period".to_string()];
     let runs = periods
@@ -135,7 +135,7 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
         titles.extend(["min", "mean", "max"].map(|f| format!("{run}: {f} (µs)")));
     }
     if let Some(t) = &periods.tick_model {
-        titles.push(format!("expected without hrtimers, HZ={} (µs)", t.hz));
+        titles.push(format!("Linux 2.4 jiffies nanosleep at HZ={} (µs)", t.hz));
     }
     // Every column right-aligned but the phases'.
     let columns: Vec<(&str, bool)> = titles
@@ -168,13 +168,14 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     }
     let model = match &periods.tick_model {
         Some(t) => format!(
-            "Expected without hrtimers: the tick model's delay of a relative sleep of P on a \
-             kernel whose timers expire at ticks only (booted with highres=off), tick·(⌈P/tick⌉ \
-             + 1) − P with tick = 1/HZ; HZ={} from {}; the first period may be up to a tick \
-             shorter.",
+            "Linux 2.4 jiffies nanosleep: the tick model's delay of a relative sleep of P on \
+             Linux 2.4, which sleeps ⌈P/tick⌉ + 1 jiffies, tick·(⌈P/tick⌉ + 1) − P with tick = \
+             1/HZ, the papers' kernel; HZ={} from {}; the first period may be up to a tick \
+             shorter. It is not what a current kernel without high-resolution timers \
+             (highres=off) shows: that one adds no jiffy.",
             t.hz, t.from
         ),
-        None => "Expected without hrtimers: unknown, as the tick rate is: no measured run \
+        None => "Linux 2.4 jiffies nanosleep: unknown, as the tick rate is: no measured run \
                  read its kernel's CONFIG_HZ; give it with --hz."
             .to_string(),
     };
