@@ -224,3 +224,52 @@ fn a_reference_without_streams_is_refused_by_the_formats_of_streams() {
     );
     assert!(!store.exists());
 }
+
+/// A reference's JUnit says it is published (a `published` property, the measurement
+/// skipped as such, no exit status) and is what Jenkins' schema and junitparser read;
+/// its csv says so before its header.
+#[test]
+fn a_references_exports_say_it_is_published_and_their_readers_accept_them() {
+    use crate::consumer_ci::{consumer, python, tool};
+    use std::path::{Path, PathBuf};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let xsd = consumer("junit-10.xsd");
+    let mut pairs: Vec<PathBuf> = Vec::new();
+    for name in ["rr-table3", "rr-table5"] {
+        let id = format!("ref:{name}");
+        let (code, junit, stderr) = with_store(&store, &["export", &id, "--format", "junit"]);
+        assert_eq!(code, 0, "{stderr}");
+        let properties: Vec<&str> = junit
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("<property name=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        assert_eq!(properties, ["run", "published", "verdict"], "{junit}");
+        let file = dir.path().join(format!("{name}.xml"));
+        std::fs::write(&file, &junit).unwrap();
+        let (code, said) = tool(
+            "xmllint",
+            &[Path::new("--noout"), Path::new("--schema"), &xsd, &file],
+            "apt-get install libxml2-utils (scripts/test does)",
+        );
+        assert_eq!(code, 0, "{id}: xmllint: {said}");
+        let json = dir.path().join(format!("{name}.json"));
+        let (code, text, _) = with_store(&store, &["export", &id, "--format", "json"]);
+        assert_eq!(code, 0);
+        std::fs::write(&json, text).unwrap();
+        pairs.extend([file, json]);
+    }
+    let args: Vec<&Path> = pairs.iter().map(PathBuf::as_path).collect();
+    let (code, said) = python("junit_check.py", &args);
+    assert_eq!(code, 0, "junitparser: {said}");
+
+    let (code, csv, stderr) = with_store(&store, &["export", "ref:rr-table3", "--format", "csv"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first = csv.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("# {NOT_MEASURED_HERE}: ")),
+        "{first}"
+    );
+    assert!(!store.exists());
+}
