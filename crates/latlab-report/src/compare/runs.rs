@@ -256,11 +256,13 @@ fn phases(base: &Run, new: &Run) -> Vec<Option<String>> {
 }
 
 /// Compares every later run of `runs` with the first on `metrics`, allowing
-/// `tolerance`.
+/// `tolerance`; beside published figures, the tick model at `hz` (`None`: the measured
+/// runs' kernels' [`by_period`]).
 pub fn compare_runs(
     runs: &[Run],
     metrics: &[Judged],
     tolerance: Tolerance,
+    hz: Option<u32>,
 ) -> Result<Comparisons, CompareError> {
     let [base, later @ ..] = runs else {
         return Err(CompareError::TooFewRuns);
@@ -312,7 +314,7 @@ pub fn compare_runs(
         failures: outcomes().filter(|o| o.fails()).count(),
         undecided: outcomes().filter(|o| o.undecided()).count(),
         comparisons,
-        periods: by_period(runs, None).map_err(|source| CompareError::Histogram {
+        periods: by_period(runs, hz).map_err(|source| CompareError::Histogram {
             run: runs
                 .iter()
                 .map(|r| r.id.as_str())

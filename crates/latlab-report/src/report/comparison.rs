@@ -417,7 +417,7 @@ mod tests {
         let mut sweep = crate::compare::periods_tests_sweep();
         sweep.name = Some("sweep".to_string());
         let runs = [sweep, reference_run("rr-table4").unwrap()];
-        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
         assert_eq!((compared.failures, compared.undecided), (0, 0));
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
@@ -429,7 +429,7 @@ mod tests {
             crate::compare::periods_tests_phases_at(&[("idle", 50_000_000), ("disk", 50_000_000)]);
         run.name = Some("two".to_string());
         let runs = [run, reference_run("rr-table1").unwrap()];
-        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
     }
@@ -442,7 +442,7 @@ mod tests {
             reference_run("rr-table3").unwrap(),
             reference_run("rr-table5").unwrap(),
         ];
-        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
         let new = &compared.comparisons[0].new;
         assert_eq!((new.samples, new.missed_periods), (None, None));
         assert_eq!(compared.base.samples, Some(8000));
