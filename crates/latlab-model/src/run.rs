@@ -149,6 +149,36 @@ impl Run {
         }
     }
 
+    /// The samples over all streams; `None` when some of its figures have no count: a
+    /// published row without a sample count is no stream, so a sum would leave its
+    /// samples out (and a reference without a counted row would have 0).
+    pub fn total_samples(&self) -> Option<u64> {
+        let uncounted = self
+            .published
+            .as_ref()
+            .is_some_and(|p| p.rows.iter().any(|r| r.samples.is_none()));
+        (!uncounted).then(|| self.streams.iter().map(|s| s.samples).sum())
+    }
+
+    /// The samples of the streams of phase `phase`; `None` when the phase is a
+    /// published row without a sample count.
+    pub fn phase_samples(&self, phase: &str) -> Option<u64> {
+        let uncounted = self.published.as_ref().is_some_and(|p| {
+            p.rows
+                .iter()
+                .any(|r| r.label == phase && r.samples.is_none())
+        });
+        let streams = self.streams.iter().filter(|s| s.phase == phase);
+        (!uncounted).then(|| streams.map(|s| s.samples).sum())
+    }
+
+    /// The missed periods over all streams; `None` when a stream did not count them or
+    /// the samples are not all counted ([`total_samples`](Run::total_samples)).
+    pub fn total_missed_periods(&self) -> Option<u64> {
+        self.total_samples()?;
+        self.streams.iter().map(|s| s.missed_periods).sum()
+    }
+
     /// Pretty JSON.
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).expect("a Run always serialises")

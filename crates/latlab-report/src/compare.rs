@@ -24,7 +24,9 @@ pub use judged::{Judged, Tolerance};
 pub use likeness::{differences, Difference};
 pub use loads::{compare_loads, LoadComparison, LoadFigures, ThroughputChange};
 #[cfg(test)]
-pub(crate) use periods::tests::sweep as periods_tests_sweep;
+pub(crate) use periods::tests::{
+    phases_at as periods_tests_phases_at, sweep as periods_tests_sweep,
+};
 pub use periods::{by_period, PeriodRow, PeriodTable, PhaseFigures, TickModel};
 pub use runs::{
     compare_runs, run_label, run_name, CompareError, Comparisons, Outcome, RunComparison, RunRef,
@@ -53,9 +55,10 @@ pub struct RunFigures {
     pub kernel: Option<String>,
     /// Scenario, if any.
     pub scenario: Option<String>,
-    /// Samples over all streams.
-    pub samples: u64,
-    /// Missed periods over all streams.
+    /// Samples over all streams (`None`: not counted, as in a published table without
+    /// sample counts).
+    pub samples: Option<u64>,
+    /// Missed periods over all streams (`None`: not counted).
     pub missed_periods: Option<u64>,
     /// Smallest sample.
     pub min: Option<Nanos>,
@@ -80,12 +83,30 @@ fn total<T: std::iter::Sum<T>>(figures: impl Iterator<Item = Option<T>>) -> Opti
 impl RunFigures {
     /// Merges a run's streams.
     pub fn of(run: &Run) -> Result<RunFigures, HistogramError> {
-        RunFigures::of_streams(run, |_| true)
+        let figures = RunFigures::of_streams(run, |_| true)?;
+        Ok(match run.total_samples() {
+            Some(_) => figures,
+            None => figures.uncounted(),
+        })
     }
 
     /// Merges the streams of one phase of a run.
     pub fn of_phase(run: &Run, phase: &str) -> Result<RunFigures, HistogramError> {
-        RunFigures::of_streams(run, |s| s.phase == phase)
+        let figures = RunFigures::of_streams(run, |s| s.phase == phase)?;
+        // A published row without a sample count is no stream: its samples are not 0.
+        Ok(match run.phase_samples(phase) {
+            Some(_) => figures,
+            None => figures.uncounted(),
+        })
+    }
+
+    /// The figures with their counts unknown.
+    fn uncounted(self) -> RunFigures {
+        RunFigures {
+            samples: None,
+            missed_periods: None,
+            ..self
+        }
     }
 
     fn of_streams(run: &Run, keep: impl Fn(&Stream) -> bool) -> Result<RunFigures, HistogramError> {
@@ -125,7 +146,7 @@ impl RunFigures {
             host: run.host.as_ref().map(|h| h.hostname.clone()),
             kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
             scenario: run.scenario.clone(),
-            samples,
+            samples: Some(samples),
             missed_periods: total(streams.iter().map(|s| s.missed_periods)),
             min: extreme(|st| st.min_ns).and_then(|v| v.into_iter().min()),
             mean,
@@ -152,12 +173,14 @@ impl RunFigures {
     /// The figure's value and its 95 % interval (`None` interval for the maximum, for
     /// a mean without a known deviation, and for a bound); `Err` says why there is none.
     pub fn estimate(&self, judged: Judged) -> Result<Estimate, Unknown> {
-        if self.samples == 0 {
-            return Err(Unknown::NoSamples);
-        }
+        let n = match self.samples {
+            Some(0) => return Err(Unknown::NoSamples),
+            None => return Err(Unknown::Uncounted),
+            Some(n) => n,
+        };
         match judged {
-            Judged::Latency(metric) => self.latency(metric),
-            Judged::MissedRate => self.missed_rate(),
+            Judged::Latency(metric) => self.latency(metric, n),
+            Judged::MissedRate => self.missed_rate(n),
         }
     }
 
@@ -165,11 +188,11 @@ impl RunFigures {
     /// "Probable inference, the law of succession, and statistical inference", JASA 22,
     /// 1927): for x missed of n periods, p = x/n,
     /// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n).
-    fn missed_rate(&self) -> Result<Estimate, Unknown> {
+    fn missed_rate(&self, samples: u64) -> Result<Estimate, Unknown> {
         let missed = self
             .missed_periods
             .ok_or(Unknown::NotInSource(Judged::MissedRate))?;
-        let n = (self.samples + missed) as f64;
+        let n = (samples + missed) as f64;
         let p = missed as f64 / n;
         let z2 = Z95 * Z95;
         let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
@@ -180,8 +203,7 @@ impl RunFigures {
         })
     }
 
-    fn latency(&self, metric: Metric) -> Result<Estimate, Unknown> {
-        let n = self.samples;
+    fn latency(&self, metric: Metric, n: u64) -> Result<Estimate, Unknown> {
         let missing = || Unknown::NotInSource(Judged::Latency(metric));
         match metric {
             Metric::Max => self
@@ -238,6 +260,8 @@ impl RunFigures {
 pub enum Unknown {
     /// It has no samples.
     NoSamples,
+    /// Its source did not count its samples (a published table without counts).
+    Uncounted,
     /// Its source did not have the figure (an imported Run), or its probe does not
     /// count it.
     NotInSource(Judged),
@@ -247,6 +271,7 @@ impl std::fmt::Display for Unknown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unknown::NoSamples => f.write_str("it has no samples"),
+            Unknown::Uncounted => f.write_str("its source did not count its samples"),
             Unknown::NotInSource(Judged::MissedRate) => f.write_str(
                 "the missed-period rate is unknown: its source did not count missed periods",
             ),
@@ -425,7 +450,7 @@ mod tests {
             host: Some("h".into()),
             kernel: Some("k".into()),
             scenario: None,
-            samples: n,
+            samples: Some(n),
             missed_periods: Some(missed),
             min: Some(Nanos(min)),
             mean: Some(mean),

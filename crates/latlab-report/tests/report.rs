@@ -457,7 +457,7 @@ fn the_comparison_of_two_runs() {
         Judged::MissedRate,
     ];
     let runs = [base, narrower];
-    let compared = compare_runs(&runs, &metrics, Tolerance::Relative(0.05)).unwrap();
+    let compared = compare_runs(&runs, &metrics, Tolerance::Relative(0.05), None).unwrap();
     insta::assert_snapshot!(render_comparison(&runs, &compared).unwrap());
     assert_eq!((compared.failures, compared.undecided), (0, 0));
     // One CPU left out: said, as a difference in what was measured.

@@ -476,8 +476,8 @@ pub struct CompareArgs {
     /// CPUs, clock, phases); without it such runs are refused.
     #[arg(long)]
     pub force: bool,
-    /// The kernel tick rate (CONFIG_HZ) of the expectation without high-resolution
-    /// timers shown beside published periods [default: the measured run's kernel's].
+    /// The tick rate (CONFIG_HZ) of the tick model, Linux 2.4's jiffies nanosleep, shown
+    /// beside published periods [default: the measured run's kernel's].
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub hz: Option<u32>,
     /// Write the comparison as JSON: to standard output without FILE (no table then),

@@ -15,7 +15,17 @@ impl Exporter for Csv {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
-        let mut out = String::from(
+        let streams = super::streams_to_export(run, self.name())?;
+        // Published figures say so before the header: a reader skipping `#` lines
+        // (pandas' comment='#', R's comment.char) keeps the rows.
+        let mut out = match &run.published {
+            Some(p) => {
+                let said = format!("{}: {}, {}", p.note, p.source, p.table);
+                format!("# {}\n", said.replace(['\n', '\r'], " "))
+            }
+            None => String::new(),
+        };
+        out.push_str(
             "run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,\
              early_wakes,min_ns,mean_ns,stddev_ns",
         );
@@ -32,7 +42,7 @@ impl Exporter for Csv {
             Some(Percentile::Exact(n)) => n.0.to_string(),
             Some(Percentile::AtLeast { at_least_ns }) => format!(">={}", at_least_ns.0),
         };
-        for s in &run.streams {
+        for s in streams {
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 run.id,
@@ -72,6 +82,16 @@ pub(super) fn quote(field: &str) -> String {
 mod tests {
     use super::*;
     use crate::export::fixture;
+
+    #[test]
+    fn published_figures_say_so_before_the_header() {
+        let run = crate::published::reference_run("rr-table3").unwrap();
+        let text = Csv.export(&run).unwrap();
+        let mut lines = text.lines();
+        insta::assert_snapshot!(lines.next().unwrap(), @"# published figures, not measured here: A. C. Heursch, H. Rzehak: Rapid Reaction Linux, Proceedings of the 5th Annual Linux Showcase & Conference (ALS 2001), Oakland, CA, Table 3");
+        assert!(lines.next().unwrap().starts_with("run,phase,"));
+        assert_eq!(lines.count(), run.streams.len());
+    }
 
     #[test]
     fn one_row_per_stream_with_every_statistic() {

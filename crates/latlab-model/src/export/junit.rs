@@ -16,6 +16,11 @@
 //!   still exits 0 when its thresholds held), skipped when the source of an imported Run
 //!   did not record them.
 //!
+//! A published reference Run (`ref:NAME`) was not measured by latlab: its `measurement`
+//! and `conditions` are skipped (type `published`), its suite has a `published`
+//! property (the paper and table) and no exit status, degraded or interrupted property
+//! (it had none), and `system-out` says what its table lacks.
+//!
 //! The suite's `time` is the measured span (the phases' sum), left out when not known.
 
 use super::{ExportError, Exporter};
@@ -166,7 +171,10 @@ fn threshold_cases(run: &Run) -> Result<Vec<Case>, ExportError> {
             name: "no thresholds".to_string(),
             outcome: Outcome::Skipped {
                 kind: "no-thresholds",
-                message: "the run set no thresholds (latlab run --max, --p99, ...)".to_string(),
+                message: match run.published {
+                    Some(_) => "published figures are put beside runs, not judged".to_string(),
+                    None => "the run set no thresholds (latlab run --max, --p99, ...)".to_string(),
+                },
             },
         }]);
     }
@@ -192,6 +200,32 @@ fn threshold_cases(run: &Run) -> Result<Vec<Case>, ExportError> {
 
 /// The `measurement` and `conditions` test cases.
 fn run_cases(run: &Run) -> [Case; 2] {
+    let class = format!("latlab.{}", run.id);
+    if let Some(published) = &run.published {
+        // latlab neither measured nor checked conditions: the paper did.
+        let skipped = |name: &str, message: String| Case {
+            classname: class.clone(),
+            name: name.to_string(),
+            outcome: Outcome::Skipped {
+                kind: "published",
+                message,
+            },
+        };
+        return [
+            skipped(
+                "measurement",
+                format!(
+                    "{}: {}, {}",
+                    published.note, published.source, published.table
+                ),
+            ),
+            skipped(
+                "conditions",
+                "published figures: the paper did not record the conditions latlab checks"
+                    .to_string(),
+            ),
+        ];
+    }
     let failures: Vec<&str> = run
         .warnings
         .iter()
@@ -228,7 +262,6 @@ fn run_cases(run: &Run) -> [Case; 2] {
     } else {
         Outcome::Passed
     };
-    let class = format!("latlab.{}", run.id);
     [
         Case {
             classname: class.clone(),
@@ -245,17 +278,29 @@ fn run_cases(run: &Run) -> [Case; 2] {
 
 /// The suite's properties: what identifies the run, and its exit status.
 fn properties(run: &Run) -> Vec<(&'static str, String)> {
-    let status = run.exit_status();
-    let mut props = vec![
-        ("run", run.id.clone()),
-        (
-            "exit_status",
-            format!("{} ({})", status.code(), status.describe()),
-        ),
-        ("verdict", run.verdict.status.word().to_string()),
-        ("degraded", run.degraded.to_string()),
-        ("interrupted", run.interrupted.to_string()),
-    ];
+    let mut props = vec![("run", run.id.clone())];
+    match &run.published {
+        // Published figures: no latlab process ran, so none exited, degraded or stopped.
+        Some(published) => props.extend([
+            (
+                "published",
+                format!("{}, {}", published.source, published.table),
+            ),
+            ("verdict", run.verdict.status.word().to_string()),
+        ]),
+        None => {
+            let status = run.exit_status();
+            props.extend([
+                (
+                    "exit_status",
+                    format!("{} ({})", status.code(), status.describe()),
+                ),
+                ("verdict", run.verdict.status.word().to_string()),
+                ("degraded", run.degraded.to_string()),
+                ("interrupted", run.interrupted.to_string()),
+            ]);
+        }
+    }
     if let Some(scenario) = &run.scenario {
         props.push(("scenario", scenario.clone()));
     }
@@ -274,7 +319,8 @@ fn properties(run: &Run) -> Vec<(&'static str, String)> {
     props
 }
 
-/// What the suite's `system-out` says: the warnings, and what an import lacked.
+/// What the suite's `system-out` says: the warnings, and what an import or a published
+/// table lacked.
 fn system_out(run: &Run) -> String {
     let mut out = String::new();
     if run.interrupted {
@@ -290,6 +336,16 @@ fn system_out(run: &Run) -> String {
     }
     if let Some(import) = &run.import {
         for lack in &import.lacks {
+            let _ = writeln!(out, "the source lacks: {lack}");
+        }
+    }
+    if let Some(published) = &run.published {
+        let _ = writeln!(
+            out,
+            "{}: {} ({}, {})",
+            published.note, published.title, published.source, published.table
+        );
+        for lack in &published.lacks {
             let _ = writeln!(out, "the source lacks: {lack}");
         }
     }
@@ -416,6 +472,14 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("failures=\"0\" errors=\"2\""), "{text}");
+    }
+
+    /// A reference run was not measured here: its measurement and conditions are
+    /// skipped as published, it has no exit status, and it says what its table lacks.
+    #[test]
+    fn a_published_run_says_so_and_passes_nothing() {
+        let run = crate::published::reference_run("rr-table3").unwrap();
+        insta::assert_snapshot!(Junit.export(&run).unwrap());
     }
 
     #[test]

@@ -55,6 +55,26 @@ pub fn exporter(name: &str) -> Option<&'static dyn Exporter> {
     exporters().into_iter().find(|e| e.name() == name)
 }
 
+/// The Run's streams, refused when it has none: a file of no rows would read as a run
+/// that measured nothing. `format` names the format in the refusal, which names the fix.
+fn streams_to_export<'a>(run: &'a Run, format: &str) -> Result<&'a [Stream], ExportError> {
+    if !run.streams.is_empty() {
+        return Ok(&run.streams);
+    }
+    let why = match &run.published {
+        Some(_) => {
+            "its published rows give no sample count, so its figures are in its \
+                    published record only"
+        }
+        None => "it measured nothing",
+    };
+    Err(ExportError(format!(
+        "{} has no streams to export as {format}: {why}; export --format json writes all \
+         it holds",
+        run.id
+    )))
+}
+
 /// A stream's histogram, decoded (`None` when its source kept none), or an export
 /// error naming the stream.
 fn histogram_of(stream: &Stream) -> Result<Option<LatencyHistogram>, ExportError> {

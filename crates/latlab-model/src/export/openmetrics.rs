@@ -11,8 +11,9 @@
 //! Each stream's series carry `run`, `host` (when known), `probe`, `method` (when
 //! known), `phase`, `stream` (its index among the Run's streams: unique, so streams
 //! without a CPU, as SCHED_DEADLINE runs and most imports have, never collide) and
-//! `cpu` (when the thread was pinned). A fact the Run lacks is an absent label or an
-//! absent sample, never a 0.
+//! `cpu` (when the thread was pinned); a published reference Run's (`ref:NAME`) also
+//! `published`, the paper and table its figures come from. A fact the Run lacks is an
+//! absent label or an absent sample, never a 0.
 //!
 //! A Run measured with `--explain` adds counters per cause (`openmetrics/causes.rs`):
 //! `latlab_spike_cause_seconds_total` and `latlab_spike_cause_spikes_total`, labelled
@@ -44,6 +45,7 @@ impl Exporter for OpenMetrics {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
+        super::streams_to_export(run, self.name())?;
         Ok(write(&families(run)?, Dialect::OpenMetrics))
     }
 }
@@ -58,6 +60,7 @@ impl Exporter for PrometheusText {
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
+        super::streams_to_export(run, self.name())?;
         Ok(write(&families(run)?, Dialect::Prometheus))
     }
 }
@@ -216,6 +219,10 @@ fn families(run: &Run) -> Result<Vec<Family>, ExportError> {
 /// The labels that tell a stream apart, as `name="value",...`.
 fn stream_labels(run: &Run, index: usize, s: &Stream) -> String {
     let mut labels = vec![("run", run.id.clone())];
+    // Published figures, not measured here: every series says whose they are.
+    if let Some(p) = &run.published {
+        labels.push(("published", format!("{}, {}", p.source, p.table)));
+    }
     if let Some(host) = &run.host {
         labels.push(("host", host.hostname.clone()));
     }
@@ -415,6 +422,24 @@ mod tests {
     #[test]
     fn prometheus_text_names_counters_with_total_and_has_no_units_or_eof() {
         insta::assert_snapshot!(PrometheusText.export(&fixture::run()).unwrap());
+    }
+
+    /// Every series of a published reference names the paper and table.
+    #[test]
+    fn every_series_of_published_figures_says_whose_they_are() {
+        let run = crate::published::reference_run("rr-table3").unwrap();
+        let label = "published=\"A. C. Heursch, H. Rzehak: Rapid Reaction Linux, Proceedings of \
+                     the 5th Annual Linux Showcase & Conference (ALS 2001), Oakland, CA, Table 3\"";
+        for text in [
+            OpenMetrics.export(&run).unwrap(),
+            PrometheusText.export(&run).unwrap(),
+        ] {
+            let series: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+            assert!(!series.is_empty());
+            for line in series {
+                assert!(line.contains(label), "{line}");
+            }
+        }
     }
 
     #[test]

@@ -47,10 +47,7 @@ pub fn narrow(run: &Run, phase: Option<&str>, probe: Option<&str>) -> Result<Run
 /// one probe, and that probe's samples wake-up latencies. `format` names the format in
 /// the refusal.
 pub(super) fn wake_up_series<'a>(run: &'a Run, format: &str) -> Result<&'a [Stream], ExportError> {
-    let streams = &run.streams;
-    if streams.is_empty() {
-        return Err(ExportError("the run has no streams to export".into()));
-    }
+    let streams = super::streams_to_export(run, format)?;
     let why = "its readers (OSADL's plots, rteval, LAVA) take every column as one CPU's \
                wake-up latency";
     let phases = names(streams.iter().map(|s| s.phase.as_str()));

@@ -183,6 +183,14 @@ mod tests {
     fn rows_without_a_count_are_no_streams_and_say_so() {
         let run = reference_run("loongson-table2").unwrap();
         assert!(run.streams.is_empty());
+        // Their samples and missed periods are not counted: unknown, not 0.
+        assert_eq!(
+            (run.total_samples(), run.total_missed_periods()),
+            (None, None)
+        );
+        let table3 = reference_run("rr-table3").unwrap();
+        assert_eq!(table3.total_samples(), Some(8000));
+        assert_eq!(table3.total_missed_periods(), None);
         let lacks = &run.published.as_ref().unwrap().lacks;
         assert!(
             lacks

@@ -1,6 +1,7 @@
 //! A published table as shipped in `references/*.toml`: its figures as printed (text, in
 //! the table's unit), read into exact nanoseconds.
 
+use crate::run::PublishedRecord;
 pub use crate::run::PublishedRow;
 use crate::units::parse_duration;
 use crate::Nanos;
@@ -75,54 +76,69 @@ pub struct RowFigures {
 impl PublishedTable {
     /// Nanoseconds per unit of the table's figures.
     pub fn unit_ns(&self) -> Option<i64> {
-        match self.unit.as_str() {
-            "ms" => Some(1_000_000),
-            "us" => Some(1_000),
-            _ => None,
-        }
+        unit_ns(&self.unit)
     }
 
     /// A row's figures in nanoseconds, each checked.
     pub fn figures(&self, row: &PublishedRow) -> Result<RowFigures, TableError> {
-        let error = |field: &'static str, problem: String| TableError {
-            table: self.name.clone(),
-            row: row.label.clone(),
-            field,
-            problem,
-        };
-        let unit = self
-            .unit_ns()
-            .ok_or_else(|| error("unit", format!("'{}' is not ms or us", self.unit)))?;
-        let exact = |field: &'static str, text: &Option<String>| {
-            text.as_deref()
-                .map(|t| decimal_ns(t, unit).map_err(|p| error(field, p)))
-                .transpose()
-        };
-        let real = |field: &'static str, text: &Option<String>| {
-            text.as_deref()
-                // Exact where the printed digits are whole nanoseconds (16.6 ms is
-                // 16600000 ns, not 16.6 × 10⁶ in floating point).
-                .map(|t| match (decimal_ns(t, unit), t.parse::<f64>()) {
-                    (Ok(ns), _) => Ok(ns.0 as f64),
-                    (_, Ok(v)) if v.is_finite() => Ok(v * unit as f64),
-                    _ => Err(error(field, format!("'{t}' is not a number"))),
-                })
-                .transpose()
-        };
-        let period = row
-            .period
-            .as_deref()
-            .map(|p| parse_duration(p).map_err(|e| error("period", e.to_string())))
-            .transpose()?;
-        Ok(RowFigures {
-            period,
-            min: exact("min", &row.min)?,
-            mean: real("mean", &row.mean)?,
-            max: exact("max", &row.max)?,
-            stddev: real("stddev", &row.stddev)?,
-            p99_999: exact("p99_999", &row.p99_999)?,
-        })
+        row_figures(&self.name, &self.unit, row)
     }
+}
+
+impl PublishedRecord {
+    /// A row's figures in nanoseconds, each checked, as [`PublishedTable::figures`].
+    pub fn figures(&self, row: &PublishedRow) -> Result<RowFigures, TableError> {
+        row_figures(&self.name, &self.unit, row)
+    }
+}
+
+/// Nanoseconds per `unit` (`ms`, `us`).
+fn unit_ns(unit: &str) -> Option<i64> {
+    match unit {
+        "ms" => Some(1_000_000),
+        "us" => Some(1_000),
+        _ => None,
+    }
+}
+
+/// The figures of `row` of the table `table`, printed in `unit`, in nanoseconds.
+fn row_figures(table: &str, unit: &str, row: &PublishedRow) -> Result<RowFigures, TableError> {
+    let error = |field: &'static str, problem: String| TableError {
+        table: table.to_string(),
+        row: row.label.clone(),
+        field,
+        problem,
+    };
+    let unit = unit_ns(unit).ok_or_else(|| error("unit", format!("'{unit}' is not ms or us")))?;
+    let exact = |field: &'static str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| decimal_ns(t, unit).map_err(|p| error(field, p)))
+            .transpose()
+    };
+    let real = |field: &'static str, text: &Option<String>| {
+        text.as_deref()
+            // Exact where the printed digits are whole nanoseconds (16.6 ms is
+            // 16600000 ns, not 16.6 × 10⁶ in floating point).
+            .map(|t| match (decimal_ns(t, unit), t.parse::<f64>()) {
+                (Ok(ns), _) => Ok(ns.0 as f64),
+                (_, Ok(v)) if v.is_finite() => Ok(v * unit as f64),
+                _ => Err(error(field, format!("'{t}' is not a number"))),
+            })
+            .transpose()
+    };
+    let period = row
+        .period
+        .as_deref()
+        .map(|p| parse_duration(p).map_err(|e| error("period", e.to_string())))
+        .transpose()?;
+    Ok(RowFigures {
+        period,
+        min: exact("min", &row.min)?,
+        mean: real("mean", &row.mean)?,
+        max: exact("max", &row.max)?,
+        stddev: real("stddev", &row.stddev)?,
+        p99_999: exact("p99_999", &row.p99_999)?,
+    })
 }
 
 /// A printed decimal (`-0.0046`) in a unit of `unit` ns, as whole nanoseconds; refused

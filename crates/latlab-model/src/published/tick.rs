@@ -1,23 +1,26 @@
-//! The tick model: how late a relative sleep wakes on a kernel without high-resolution
-//! timers, which explains Rapid Reaction Linux's Table 4.
+//! The tick model: how late a relative sleep wakes on Linux 2.4, whose `nanosleep`
+//! counts in jiffies, which explains Rapid Reaction Linux's Table 4.
 //!
-//! Without hrtimers, a timer expires only at a tick (every 1/HZ s). A relative sleep of
-//! P is rounded up to whole ticks and one tick is added, because the sleep starts
-//! somewhere inside the current tick (Linux 2.4 `nanosleep`: ⌈P/tick⌉ + 1 jiffies). A
+//! On 2.4 a timer expires only at a tick (every 1/HZ s). A relative sleep of P is
+//! rounded up to whole ticks and one tick is added, because the sleep starts somewhere
+//! inside the current tick (2.4's `sys_nanosleep`: `timespec_to_jiffies` + 1). A
 //! periodic loop of such sleeps wakes just after a tick each time, so from the second
 //! period on it starts at a tick and wakes tick·(⌈P/tick⌉ + 1) after it: late by
 //! tick·(⌈P/tick⌉ + 1) − P. On the 100 Hz 2.4 kernel that is 10·(⌈P/10⌉+1) − P ms. The
 //! first period starts anywhere inside a tick, so it is up to one tick shorter, which is
-//! the minimum the paper's tables show. A kernel booted with `highres=off` (or built
-//! without `CONFIG_HIGH_RES_TIMERS`) is such a kernel at its `CONFIG_HZ`.
+//! the minimum the paper's tables show.
+//!
+//! This is 2.4's sleep only. A current kernel booted with `highres=off` (or built
+//! without `CONFIG_HIGH_RES_TIMERS`) sleeps on hrtimers expired from the tick, without
+//! the added jiffy: the model is not what such a kernel should show, and latlab has no
+//! model of it.
 
 use crate::Nanos;
 
 /// Nanoseconds per second.
 const SECOND_NS: i128 = 1_000_000_000;
 
-/// The steady-state delay of a relative sleep of `period` on a tick-based kernel at
-/// `hz`: tick·(⌈period/tick⌉ + 1) − period, rounded to the nanosecond; `None` for a
+/// The steady-state delay of a relative sleep of `period` on Linux 2.4 at `hz`: tick·(⌈period/tick⌉ + 1) − period, rounded to the nanosecond; `None` for a
 /// period or tick rate of 0 or less.
 pub fn tick_delay(period: Nanos, hz: u32) -> Option<Nanos> {
     if period.0 <= 0 || hz == 0 {

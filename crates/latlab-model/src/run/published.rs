@@ -42,6 +42,20 @@ pub struct PublishedRecord {
     pub rows: Vec<PublishedRow>,
 }
 
+impl PublishedRecord {
+    /// The load the row labelled `label` was measured under, in the paper's words: the
+    /// row's own, else the table's unless the table gives it per row; `None` when the
+    /// paper does not say (never "none" in its stead).
+    pub fn load_of(&self, label: &str) -> Option<&str> {
+        let row = self.rows.iter().find(|r| r.label == label)?;
+        match &row.load {
+            Some(load) => Some(load),
+            None if self.load.starts_with("per row") => None,
+            None => Some(&self.load),
+        }
+    }
+}
+
 /// One row (or column) of a published table, its figures as printed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,4 +99,23 @@ pub fn is_reference_id(id: &str, name: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     plain && id.strip_prefix(REFERENCE_PREFIX) == Some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::published::reference_run;
+
+    #[test]
+    fn a_rows_load_is_its_own_else_the_tables_else_unknown() {
+        let table1 = reference_run("rr-table1").unwrap();
+        let record = table1.published.unwrap();
+        assert_eq!(record.load_of("A Linux 2.2.13"), Some(record.load.as_str()));
+        let loongson = reference_run("loongson-table2").unwrap();
+        let mut record = loongson.published.unwrap();
+        assert_eq!(record.load_of("ping"), Some("ping"));
+        // A table that gives the load per row, and a row that does not say.
+        record.rows[1].load = None;
+        assert_eq!(record.load_of("ping"), None);
+        assert_eq!(record.load_of("no such row"), None);
+    }
 }

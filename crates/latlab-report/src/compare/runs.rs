@@ -66,8 +66,9 @@ pub struct RunRef {
     pub host: Option<String>,
     /// Kernel release, when known.
     pub kernel: Option<String>,
-    /// Samples over all streams.
-    pub samples: u64,
+    /// Samples over all streams (`None`: not counted by its source,
+    /// [`Run::total_samples`]).
+    pub samples: Option<u64>,
     /// Missed periods over all streams (`None`: not counted by its source).
     pub missed_periods: Option<u64>,
     /// Its figures are published ones (a reference run), not measured here.
@@ -81,8 +82,8 @@ impl RunRef {
             name: run_name(run),
             host: run.host.as_ref().map(|h| h.hostname.clone()),
             kernel: run.host.as_ref().map(|h| h.kernel_release.clone()),
-            samples: run.streams.iter().map(|s| s.samples).sum(),
-            missed_periods: run.streams.iter().map(|s| s.missed_periods).sum(),
+            samples: run.total_samples(),
+            missed_periods: run.total_missed_periods(),
             published: run.published.is_some(),
         }
     }
@@ -255,11 +256,13 @@ fn phases(base: &Run, new: &Run) -> Vec<Option<String>> {
 }
 
 /// Compares every later run of `runs` with the first on `metrics`, allowing
-/// `tolerance`.
+/// `tolerance`; beside published figures, the tick model at `hz` (`None`: the measured
+/// runs' kernels' [`by_period`]).
 pub fn compare_runs(
     runs: &[Run],
     metrics: &[Judged],
     tolerance: Tolerance,
+    hz: Option<u32>,
 ) -> Result<Comparisons, CompareError> {
     let [base, later @ ..] = runs else {
         return Err(CompareError::TooFewRuns);
@@ -311,7 +314,7 @@ pub fn compare_runs(
         failures: outcomes().filter(|o| o.fails()).count(),
         undecided: outcomes().filter(|o| o.undecided()).count(),
         comparisons,
-        periods: by_period(runs, None).map_err(|source| CompareError::Histogram {
+        periods: by_period(runs, hz).map_err(|source| CompareError::Histogram {
             run: runs
                 .iter()
                 .map(|r| r.id.as_str())

@@ -51,7 +51,8 @@ pub(crate) fn report(runs: &[Run], plots: Option<LatencyAxis>) -> Result<Documen
         text: "Comparison".to_string(),
     });
     let metrics = [99.0, 99.9].map(|p| Judged::Latency(Metric::Percentile(p)));
-    let compared = compare_runs(runs, &metrics, Tolerance::NONE).map_err(ReportError::from)?;
+    let compared =
+        compare_runs(runs, &metrics, Tolerance::NONE, None).map_err(ReportError::from)?;
     blocks.extend(comparison::blocks(runs, &merged, &compared));
     if let Some(axis) = plots {
         blocks.push(Block::Heading {

@@ -9,7 +9,7 @@ use crate::compare::{
     run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
     PeriodTable, RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
 };
-use latlab_model::run::Run;
+use latlab_model::run::{Phase, PublishedRecord, Run};
 use latlab_model::threshold::Metric;
 
 /// The comparison's blocks: the table, then per later run what differs, the verdicts
@@ -99,7 +99,7 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
                 figures::fact(f.host.clone(), |h| h),
                 figures::fact(f.kernel.clone(), |k| k),
                 verdict,
-                f.samples.to_string(),
+                figures::cell(f.samples, |n| n.to_string()),
                 figures::cell(f.missed_periods, |m| m.to_string()),
                 stat(figures::us(f.min), f.min.is_some()),
                 stat(figures::us_f64(f.mean), f.mean.is_some()),
@@ -115,8 +115,8 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
     table
 }
 
-/// The runs period by period: for each run its minimum, mean and maximum at each
-/// period, then the tick model's expectation, and what the columns mean.
+/// The runs period by period: for each run its phase at each period (a row per phase
+/// where a run has several there), its minimum, mean and maximum, then the tick model (Linux 2.4's jiffies nanosleep), and what the columns mean.
 fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     let mut titles = vec!["period".to_string()];
     let runs = periods
@@ -131,23 +131,30 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
             true => format!("{run}, published"),
             false => run.to_string(),
         };
+        titles.push(format!("{run}: phase"));
         titles.extend(["min", "mean", "max"].map(|f| format!("{run}: {f} (µs)")));
     }
     if let Some(t) = &periods.tick_model {
-        titles.push(format!("expected without hrtimers, HZ={} (µs)", t.hz));
+        titles.push(format!("Linux 2.4 jiffies nanosleep at HZ={} (µs)", t.hz));
     }
-    let columns: Vec<(&str, bool)> = titles.iter().map(|t| (t.as_str(), true)).collect();
+    // Every column right-aligned but the phases'.
+    let columns: Vec<(&str, bool)> = titles
+        .iter()
+        .map(|t| (t.as_str(), !t.ends_with(": phase")))
+        .collect();
     let mut table = Table::new(&columns).captioned("Period by period");
     for row in &periods.rows {
         let mut cells = vec![row.period_ns.to_string()];
         for figures in &row.runs {
             match figures {
                 Some(f) => cells.extend([
+                    f.phase.clone(),
                     figures::stat(f.samples, figures::us(f.min_ns), f.min_ns.is_some()),
                     figures::stat(f.samples, figures::us_f64(f.mean_ns), f.mean_ns.is_some()),
                     figures::stat(f.samples, figures::us(f.max_ns), f.max_ns.is_some()),
                 ]),
                 None => cells.extend([
+                    figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
                     figures::MISSING.to_string(),
@@ -161,21 +168,22 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     }
     let model = match &periods.tick_model {
         Some(t) => format!(
-            "Expected without hrtimers: the tick model's delay of a relative sleep of P on a \
-             kernel whose timers expire at ticks only (booted with highres=off), tick·(⌈P/tick⌉ \
-             + 1) − P with tick = 1/HZ; HZ={} from {}; the first period may be up to a tick \
-             shorter.",
+            "Linux 2.4 jiffies nanosleep: the tick model's delay of a relative sleep of P on \
+             Linux 2.4, which sleeps ⌈P/tick⌉ + 1 jiffies, tick·(⌈P/tick⌉ + 1) − P with tick = \
+             1/HZ, the papers' kernel; HZ={} from {}; the first period may be up to a tick \
+             shorter. It is not what a current kernel without high-resolution timers \
+             (highres=off) shows: that one adds no jiffy.",
             t.hz, t.from
         ),
-        None => "Expected without hrtimers: unknown, as the tick rate is: no measured run \
+        None => "Linux 2.4 jiffies nanosleep: unknown, as the tick rate is: no measured run \
                  read its kernel's CONFIG_HZ; give it with --hz."
             .to_string(),
     };
     vec![
         Block::Table(table),
         Block::Paragraph(format!(
-            "Phases matched by period; {} = the run has no phase at that period, {} = not in \
-             the published table. Published figures are the paper's, as printed, converted \
+            "Phases matched by period, a row per phase where a run has several at one period; \
+             {} = the run has no phase there, {} = not in the published table. Published figures are the paper's, as printed, converted \
              to µs.",
             figures::MISSING,
             figures::NOT_IN_SOURCE
@@ -184,8 +192,12 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     ]
 }
 
-/// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`.
+/// A run's loads and their rates, phase by phase: `load: hackbench 1.23e4 messages/s`;
+/// a published run's as its paper gives them.
 fn loads_cell(run: &Run) -> String {
+    if let Some(published) = &run.published {
+        return published_loads(published, &run.phases);
+    }
     let several = run.phases.len() > 1;
     let loads: Vec<String> = run
         .phases
@@ -209,6 +221,27 @@ fn loads_cell(run: &Run) -> String {
         "none".to_string()
     } else {
         loads.join("; ")
+    }
+}
+
+/// The loads of a published run's rows in the paper's words, once when all its rows
+/// share one, else row by row (`unknown` where the paper does not say).
+fn published_loads(published: &PublishedRecord, phases: &[Phase]) -> String {
+    let loads: Vec<(&str, &str)> = phases
+        .iter()
+        .map(|p| {
+            let load = published.load_of(&p.name).unwrap_or(figures::UNKNOWN);
+            (p.name.as_str(), load)
+        })
+        .collect();
+    match loads.as_slice() {
+        [] => figures::UNKNOWN.to_string(),
+        [(_, first), rest @ ..] if rest.iter().all(|(_, l)| l == first) => first.to_string(),
+        several => several
+            .iter()
+            .map(|(phase, load)| format!("{phase}: {load}"))
+            .collect::<Vec<_>>()
+            .join("; "),
     }
 }
 
@@ -384,10 +417,50 @@ mod tests {
         let mut sweep = crate::compare::periods_tests_sweep();
         sweep.name = Some("sweep".to_string());
         let runs = [sweep, reference_run("rr-table4").unwrap()];
-        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE).unwrap();
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
         assert_eq!((compared.failures, compared.undecided), (0, 0));
         let text = crate::report::render_comparison(&runs, &compared).unwrap();
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn six_rows_at_one_period_are_six_rows_labelled_with_their_phases() {
+        let mut run =
+            crate::compare::periods_tests_phases_at(&[("idle", 50_000_000), ("disk", 50_000_000)]);
+        run.name = Some("two".to_string());
+        let runs = [run, reference_run("rr-table1").unwrap()];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
+
+    /// Table 5 gives no sample counts: its samples and missed periods are unknown, not
+    /// 0, and its rows at 50 ms stand beside Table 3's from its published rows.
+    #[test]
+    fn a_table_without_counts_has_unknown_samples_and_its_periods_still() {
+        let runs = [
+            reference_run("rr-table3").unwrap(),
+            reference_run("rr-table5").unwrap(),
+        ];
+        let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
+        let new = &compared.comparisons[0].new;
+        assert_eq!((new.samples, new.missed_periods), (None, None));
+        assert_eq!(compared.base.samples, Some(8000));
+        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        insta::assert_snapshot!(text);
+    }
+
+    /// Table 1 was measured under disk stress: its loads are the paper's, not "none";
+    /// Loongson's differ row by row.
+    #[test]
+    fn a_published_runs_loads_are_its_papers() {
+        let table1 = reference_run("rr-table1").unwrap();
+        assert_eq!(loads_cell(&table1), table1.published.as_ref().unwrap().load);
+        let mut loongson = reference_run("loongson-table2").unwrap();
+        let cell = loads_cell(&loongson);
+        assert!(cell.starts_with("idle: idle; ping: ping; "), "{cell}");
+        loongson.published.as_mut().unwrap().rows[0].load = None;
+        assert!(loads_cell(&loongson).starts_with("idle: unknown; "));
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub(crate) fn overlay(
         axis,
         merged
             .iter()
-            .filter(|f| f.samples > 0)
+            .filter(|f| f.samples.is_some_and(|n| n > 0))
             .map(|f| (f.max, f.percentile(99.0).map(|p| p.value()))),
     );
     match plot {
@@ -118,7 +118,7 @@ pub(crate) fn overlay(
                 .iter()
                 .zip(merged)
                 .enumerate()
-                .filter(|(_, (_, f))| f.samples > 0)
+                .filter(|(_, (_, f))| f.samples.is_some_and(|n| n > 0))
                 .filter_map(|(colour, (run, f))| {
                     Some(HistogramLine {
                         name: figures::run_label(run.run),

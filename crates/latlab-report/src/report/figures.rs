@@ -104,11 +104,12 @@ pub(crate) fn cell<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> Strin
     value.map_or_else(|| NOT_IN_SOURCE.to_string(), show)
 }
 
-/// A statistic's cell for figures of `samples` samples: `value`; `–` without samples
-/// (the statistic does not exist); `?` when it is not `known` (the source lacked it).
-pub(crate) fn stat(samples: u64, value: String, known: bool) -> String {
+/// A statistic's cell for figures of `samples` samples (`None`: not counted): `value`;
+/// `–` without samples (the statistic does not exist); `?` when it is not `known` (the
+/// source lacked it).
+pub(crate) fn stat(samples: Option<u64>, value: String, known: bool) -> String {
     match (samples, known) {
-        (0, _) => MISSING.to_string(),
+        (Some(0), _) => MISSING.to_string(),
         (_, false) => NOT_IN_SOURCE.to_string(),
         (_, true) => value,
     }

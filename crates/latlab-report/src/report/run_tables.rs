@@ -12,7 +12,8 @@ use latlab_model::Nanos;
 /// drift of relative schedules.
 pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     let run = decoded.run;
-    let total: u64 = run.streams.iter().map(|s| s.samples).sum();
+    // Unknown, not 0, where a published table gave no sample count.
+    let total = figures::cell(run.total_samples(), |n| n.to_string());
     // How exact the figures are: latlab's own are; an import's are its source's.
     let precision = match (&run.import, &run.published) {
         (_, Some(published)) => format!(
@@ -141,7 +142,7 @@ fn statistics_table(decoded: &DecodedRun) -> Table {
     let mut table = Table::new(&columns).captioned("Latency statistics per stream");
     for s in &decoded.streams {
         let (stream, st) = (s.stream, &s.stream.stats);
-        let stat = |value: String, known: bool| figures::stat(stream.samples, value, known);
+        let stat = |value: String, known: bool| figures::stat(Some(stream.samples), value, known);
         let mut cells = vec![s.name.clone()];
         if probes_differ {
             cells.push(stream.probe.clone());
@@ -258,7 +259,7 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
         .iter()
         .filter(|s| s.stream.phase == phase.name)
         .collect();
-    let samples: u64 = streams.iter().map(|s| s.stream.samples).sum();
+    let samples = figures::cell(decoded.run.phase_samples(&phase.name), |n| n.to_string());
     // Every stream's histogram, or none when one lacks it.
     let merged = streams
         .iter()
@@ -296,7 +297,11 @@ pub(crate) fn phase_blocks(decoded: &DecodedRun, phase: &Phase, level: usize) ->
             streams.len(),
         )),
     ];
-    if phase.loads.is_empty() {
+    if let Some(published) = &decoded.run.published {
+        // A published row's load is the paper's words; latlab ran none.
+        let load = published.load_of(&phase.name).unwrap_or(figures::UNKNOWN);
+        blocks.push(Block::Paragraph(format!("Load, as published: {load}.")));
+    } else if phase.loads.is_empty() {
         blocks.push(Block::Paragraph("No background load.".to_string()));
     } else {
         blocks.push(Block::Table(loads_table(phase)));
@@ -474,4 +479,18 @@ pub(crate) fn events_table(decoded: &DecodedRun) -> Table {
         );
     }
     table
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::{render, ReportKind};
+    use latlab_model::published::reference_run;
+
+    /// Table 5 gives no sample counts: its rows are no streams, and how many samples
+    /// they had is unknown, not 0.
+    #[test]
+    fn a_table_without_counts_reports_its_samples_unknown() {
+        let run = reference_run("rr-table5").unwrap();
+        insta::assert_snapshot!(render(&[run], ReportKind::Text).unwrap());
+    }
 }

@@ -6,7 +6,7 @@ use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{ignore_closed, Human, OutputTarget};
 use crate::store::StoreLocation;
-use latlab_report::compare::{by_period, compare_runs, Comparisons, Judged, Tolerance};
+use latlab_report::compare::{compare_runs, Comparisons, Judged, Tolerance};
 use latlab_report::report::render_comparison;
 
 /// Compares the runs and prints the table and the verdicts.
@@ -30,10 +30,7 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
         .map(|p| OutputTarget::checked("--json", p, store.path()))
         .transpose()?;
     let runs = find_runs(&store, &args.runs)?;
-    let mut compared = compare_runs(&runs, &metrics, tolerance).map_err(CliError::runtime)?;
-    if args.hz.is_some() {
-        compared.periods = by_period(&runs, args.hz).map_err(CliError::runtime)?;
-    }
+    let compared = compare_runs(&runs, &metrics, tolerance, args.hz).map_err(CliError::runtime)?;
     if compared.unlike() && !args.force {
         return Err(unlike(&compared));
     }

@@ -3,7 +3,7 @@
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
 use comfy_table::{presets, Table};
-use latlab_model::published::{self, PublishedTable};
+use latlab_model::published::{self, PublishedTable, REFERENCE_PREFIX};
 use latlab_model::text::counted;
 use serde_json::json;
 use std::path::Path;
@@ -26,7 +26,7 @@ pub fn execute(json: Option<&Path>) -> Result<u8, CliError> {
     table.set_header(["reference", "rows", "unit", "what", "source"]);
     for t in &tables {
         table.add_row([
-            format!("ref:{}", t.name),
+            format!("{REFERENCE_PREFIX}{}", t.name),
             t.row.len().to_string(),
             t.unit.clone(),
             t.title.clone(),
@@ -44,7 +44,7 @@ pub fn execute(json: Option<&Path>) -> Result<u8, CliError> {
 
 fn as_json(t: &PublishedTable) -> serde_json::Value {
     json!({
-        "reference": format!("ref:{}", t.name),
+        "reference": format!("{REFERENCE_PREFIX}{}", t.name),
         "title": t.title,
         "source": t.source,
         "table": t.table,

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// A file of `tests/consumers/`.
-fn consumer(name: &str) -> PathBuf {
+pub(crate) fn consumer(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/consumers")
         .join(name)
 }
 
 /// Runs a program the test needs, which must be installed: its exit code and output.
-fn tool(program: &str, args: &[&Path], install: &str) -> (i32, String) {
+pub(crate) fn tool(program: &str, args: &[&Path], install: &str) -> (i32, String) {
     let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -32,7 +32,7 @@ fn tool(program: &str, args: &[&Path], install: &str) -> (i32, String) {
 }
 
 /// `python3 tests/consumers/SCRIPT ARGS`.
-fn python(script: &str, args: &[&Path]) -> (i32, String) {
+pub(crate) fn python(script: &str, args: &[&Path]) -> (i32, String) {
     let script = consumer(script);
     let mut all = vec![script.as_path()];
     all.extend_from_slice(args);

@@ -184,3 +184,92 @@ fn a_reference_is_marked_as_published_and_lacks_what_its_table_lacks() {
         "{stderr}"
     );
 }
+
+/// Table 5 gives no sample counts, so its Run has no streams: a format of stream rows
+/// would be an empty file that reads as a run that measured nothing; each refuses and
+/// names the format that holds the figures.
+#[test]
+fn a_reference_without_streams_is_refused_by_the_formats_of_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    for format in [
+        "csv",
+        "prometheus",
+        "openmetrics",
+        "cyclictest-json",
+        "cyclictest",
+    ] {
+        let (code, out, stderr) =
+            with_store(&store, &["export", "ref:rr-table5", "--format", format]);
+        assert_eq!((code, out.as_str()), (2, ""), "{format}: {stderr}");
+        assert!(stderr.contains("--format json"), "{format}: {stderr}");
+    }
+    let (code, json, stderr) = with_store(&store, &["export", "ref:rr-table5", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        Run::from_json(&json).unwrap(),
+        reference_run("rr-table5").unwrap()
+    );
+    // Compared, its samples and missed periods are unknown, not 0.
+    let (code, json, stderr) = with_store(
+        &store,
+        &["compare", "ref:rr-table3", "ref:rr-table5", "--json", "-"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let compared: Value = serde_json::from_str(&json).unwrap();
+    let new = &compared["comparisons"][0]["new"];
+    assert_eq!(
+        (&new["samples"], &new["missed_periods"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert!(!store.exists());
+}
+
+/// A reference's JUnit says it is published (a `published` property, the measurement
+/// skipped as such, no exit status) and is what Jenkins' schema and junitparser read;
+/// its csv says so before its header.
+#[test]
+fn a_references_exports_say_it_is_published_and_their_readers_accept_them() {
+    use crate::consumer_ci::{consumer, python, tool};
+    use std::path::{Path, PathBuf};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let xsd = consumer("junit-10.xsd");
+    let mut pairs: Vec<PathBuf> = Vec::new();
+    for name in ["rr-table3", "rr-table5"] {
+        let id = format!("ref:{name}");
+        let (code, junit, stderr) = with_store(&store, &["export", &id, "--format", "junit"]);
+        assert_eq!(code, 0, "{stderr}");
+        let properties: Vec<&str> = junit
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("<property name=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        assert_eq!(properties, ["run", "published", "verdict"], "{junit}");
+        let file = dir.path().join(format!("{name}.xml"));
+        std::fs::write(&file, &junit).unwrap();
+        let (code, said) = tool(
+            "xmllint",
+            &[Path::new("--noout"), Path::new("--schema"), &xsd, &file],
+            "apt-get install libxml2-utils (scripts/test does)",
+        );
+        assert_eq!(code, 0, "{id}: xmllint: {said}");
+        let json = dir.path().join(format!("{name}.json"));
+        let (code, text, _) = with_store(&store, &["export", &id, "--format", "json"]);
+        assert_eq!(code, 0);
+        std::fs::write(&json, text).unwrap();
+        pairs.extend([file, json]);
+    }
+    let args: Vec<&Path> = pairs.iter().map(PathBuf::as_path).collect();
+    let (code, said) = python("junit_check.py", &args);
+    assert_eq!(code, 0, "junitparser: {said}");
+
+    let (code, csv, stderr) = with_store(&store, &["export", "ref:rr-table3", "--format", "csv"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first = csv.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("# {NOT_MEASURED_HERE}: ")),
+        "{first}"
+    );
+    assert!(!store.exists());
+}
