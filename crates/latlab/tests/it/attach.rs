@@ -193,7 +193,9 @@ fn detaching_leaves_the_task_running_and_says_the_figures_are_so_far() {
     // What an attach killed while writing its --json left: swept by the next.
     let mut dead = Command::new("true").spawn().unwrap();
     dead.wait().unwrap();
-    let left = dir.path().join(format!(".app.json.latlab-{}.tmp", dead.id()));
+    let left = dir
+        .path()
+        .join(format!(".app.json.latlab-{}.tmp", dead.id()));
     std::fs::write(&left, "{").unwrap();
     let app = App::start(30);
     let page = wait_for_page(app.pid());
