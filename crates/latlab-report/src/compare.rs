@@ -81,9 +81,21 @@ fn total<T: std::iter::Sum<T>>(figures: impl Iterator<Item = Option<T>>) -> Opti
 }
 
 impl RunFigures {
-    /// Merges a run's streams.
+    /// Merges a run's streams. A published table of several rows has no figure over
+    /// them all (its rows are different kernels, loads or periods, and no paper
+    /// printed one): its minimum, mean, deviation and maximum are its rows' only.
     pub fn of(run: &Run) -> Result<RunFigures, HistogramError> {
-        let figures = RunFigures::of_streams(run, |_| true)?;
+        let mut figures = RunFigures::of_streams(run, |_| true)?;
+        if run.published.is_some() && run.phases.len() > 1 {
+            figures = RunFigures {
+                min: None,
+                mean: None,
+                stddev: None,
+                max: None,
+                histogram: None,
+                ..figures
+            };
+        }
         Ok(match run.total_samples() {
             Some(_) => figures,
             None => figures.uncounted(),

@@ -33,7 +33,9 @@ pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons
         if c.new.published || compared.base.published {
             blocks.push(Block::Paragraph(format!(
                 "{} beside {}: published figures, not measured here, are put side by side \
-                 (period by period below, when the runs share periods), not judged.",
+                 (period by period below, when the runs share periods), not judged. A \
+                 table of several rows has its figures row by row only: no paper printed \
+                 one over them all.",
                 c.new.label(),
                 compared.base.label()
             )));
