@@ -82,6 +82,19 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
 
 /// What was measured, where and when, in one line.
 pub(crate) fn subtitle(run: &Run) -> String {
+    // A reference's facts are the paper's, not a measurement's.
+    if let Some(p) = &run.published {
+        return format!(
+            "{} · {}, {} · {} on {}, kernel {} · {} row(s)",
+            p.note,
+            p.source,
+            p.table,
+            p.tool,
+            p.machine,
+            p.kernel,
+            p.rows.len()
+        );
+    }
     let probes = figures::distinct(run.streams.iter().map(|s| s.probe.clone()));
     // A figure unknown for one stream is unknown for the run.
     let distinct_known = |values: Vec<Option<String>>| {

@@ -17,8 +17,8 @@ pub(crate) fn statistics(decoded: &DecodedRun) -> Vec<Block> {
     // How exact the figures are: latlab's own are; an import's are its source's.
     let precision = match (&run.import, &run.published) {
         (_, Some(published)) => format!(
-            "min, mean and max are the figures {} printed (in {}): no histogram, no \
-             percentiles",
+            "the figures are those {} printed (in {}), nothing derived: no histogram, no \
+             percentiles, and ? where it printed none",
             published.table, published.unit
         ),
         (None, None) => "min, max, mean and stddev are exact, percentiles come from the \
