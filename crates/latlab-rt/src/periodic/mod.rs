@@ -122,6 +122,10 @@ pub struct OverrunInfo {
 pub type OverrunHandler = Box<dyn FnMut(&OverrunInfo) -> OverrunAction + Send>;
 
 /// What the loop does when a step ends after the next deadline.
+///
+/// With [`Method::Timerfd`], deadlines the kernel's timer passed before it woke the
+/// loop (a wake-up more than a period late) are skipped whatever the policy: the cycle
+/// is the latest deadline's, and the others count as missed and as one overrun.
 pub enum Overrun {
     /// Skip to the next deadline ahead, counting the periods passed as missed (the
     /// default).
@@ -159,8 +163,8 @@ impl Overrun {
 /// Where the first deadline lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
-    /// The next multiple of the period on CLOCK_MONOTONIC, at least one period ahead
-    /// (the default): tasks with related periods start in phase.
+    /// The next multiple of the period on CLOCK_MONOTONIC after now (the default):
+    /// tasks with related periods start in phase.
     Aligned,
     /// The first instant of `at + n·period` (CLOCK_MONOTONIC ns) ahead of now.
     At(i64),

@@ -363,9 +363,12 @@ impl Publisher {
         for top in c.wake_top.iter().chain(&c.compute_top) {
             top.value_ns.store(i64::MIN, r);
         }
-        // Touch every page of the histograms: the loop must not fault on them.
+        // Touch every page of the histograms: the loop must not fault on them. They do
+        // not start on a page boundary, so one count in every 512 (a page's worth) can
+        // miss the last page: its last count is touched too.
         for which in 0..2 {
-            for count in self.map.counts(which).iter().step_by(512) {
+            let counts = self.map.counts(which);
+            for count in counts.iter().step_by(512).chain(counts.last()) {
                 count.store(0, r);
             }
         }

@@ -564,3 +564,26 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>, e
         published: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The page's histogram layout is latlab-rt's own copy of the recording
+    /// histogram's: a count at index i must be the value the Run's histogram holds.
+    #[test]
+    fn the_pages_histogram_layout_is_the_runs() {
+        use latlab_model::hist::{LatencyHistogram, HIGHEST_NS, SIGNIFICANT_DIGITS};
+        use latlab_rt::periodic::hdr;
+        assert_eq!(hdr::HIGHEST_NS, HIGHEST_NS);
+        assert_eq!(hdr::SIGNIFICANT_DIGITS, u32::from(SIGNIFICANT_DIGITS));
+        for value in [0, 1, 2_047, 2_048, 123_456, 9_999_999, HIGHEST_NS] {
+            let mut h = LatencyHistogram::new();
+            h.record(value as i64);
+            // The Run's histogram reports it in the bucket the page counts it in.
+            assert_eq!(
+                hdr::index_of(h.percentile(100.0) as u64),
+                hdr::index_of(value),
+                "{value}"
+            );
+        }
+    }
+}
