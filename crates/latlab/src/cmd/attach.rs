@@ -580,7 +580,7 @@ mod tests {
             h.record(value as i64);
             // The Run's histogram reports it in the bucket the page counts it in.
             assert_eq!(
-                hdr::index_of(h.percentile(100.0) as u64),
+                hdr::index_of(h.percentile(100.0)),
                 hdr::index_of(value),
                 "{value}"
             );
