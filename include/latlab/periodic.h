@@ -393,8 +393,10 @@ int latlab_periodic_stop(const struct latlab_periodic *task);
 /**
  * Ends every task of the process at its next wake-up when one of the `count`
  * `signals` arrives (typically SIGINT, SIGTERM and SIGHUP, so that a closed terminal
- * ends the task cleanly too). It installs a handler that only
- * stores a flag, without SA_RESTART, so a sleep it interrupts ends at once.
+ * ends the task cleanly too). It installs a handler that only stores a flag, without
+ * SA_RESTART, so a sleep it interrupts ends at once. Each signal is handled once: the
+ * same signal again has its default effect, so a second Ctrl-C still ends an
+ * application whose step hangs. Calling it again arms it anew for the tasks run after.
  */
 int latlab_periodic_stop_on_signals(const int *signals, size_t count);
 

@@ -521,8 +521,10 @@ pub extern "C" fn latlab_periodic_stop(task: *const latlab_periodic) -> c_int {
 
 /// Ends every task of the process at its next wake-up when one of the `count`
 /// `signals` arrives (typically SIGINT, SIGTERM and SIGHUP, so that a closed terminal
-/// ends the task cleanly too). It installs a handler that only
-/// stores a flag, without SA_RESTART, so a sleep it interrupts ends at once.
+/// ends the task cleanly too). It installs a handler that only stores a flag, without
+/// SA_RESTART, so a sleep it interrupts ends at once. Each signal is handled once: the
+/// same signal again has its default effect, so a second Ctrl-C still ends an
+/// application whose step hangs. Calling it again arms it anew for the tasks run after.
 #[no_mangle]
 pub extern "C" fn latlab_periodic_stop_on_signals(signals: *const c_int, count: usize) -> c_int {
     guard(|| {

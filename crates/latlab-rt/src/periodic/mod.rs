@@ -438,15 +438,20 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 }
 
 /// Ends every task of this process at its next wake-up when one of `signals`
-/// arrives (SIGINT and SIGTERM, typically). The handler only stores a flag, and a sleep
-/// it interrupts ends at once.
+/// arrives (SIGINT, SIGTERM and SIGHUP, typically). The handler only stores a flag, and
+/// a sleep it interrupts ends at once. It handles each signal once: the same signal
+/// again has its default effect, so a second Ctrl-C still ends an application whose
+/// step hangs. Calling it again arms it anew, for the tasks run after.
 pub fn stop_on_signals(signals: &[i32]) -> Result<(), RtError> {
+    SIGNALLED.store(false, Ordering::Relaxed);
     for &signal in signals {
         // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic,
-        // which is async-signal-safe; no SA_RESTART, so a sleep returns EINTR.
+        // which is async-signal-safe; no SA_RESTART, so a sleep returns EINTR;
+        // SA_RESETHAND restores the default once the handler has run.
         let rc = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut())
         };
