@@ -16,6 +16,7 @@ use crate::process;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The prefix of every instance latlab makes; the owner's pid follows.
 const PREFIX: &str = "latlab-";
@@ -319,8 +320,9 @@ impl TraceInstance {
 
     /// Stops tracing, turns every event of the instance off and removes it, saying
     /// what failed. Every reader of its files must be closed first ([`TraceError::Busy`]);
-    /// after an error, the instance is still held, and removing it may be tried again
-    /// (dropping it tries once more, silently).
+    /// a hold that ends by itself within a quarter of a second is waited out. After an error,
+    /// the instance is still held, and removing it may be tried again (dropping it tries
+    /// once more, silently).
     pub fn remove(&mut self) -> Result<(), TraceError> {
         if self.removed {
             return Ok(());
@@ -329,19 +331,101 @@ impl TraceInstance {
         // that matters.
         let _ = self.set_tracing(false);
         let _ = self.write("events/enable", "0", "disable the instance's events");
-        match fs::remove_dir(&self.dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                return Err(TraceError::Busy {
-                    path: self.dir.clone(),
-                })
+        // A process forked by another thread while a file of the instance was open holds
+        // a copy of it until it closes it (`close_inherited_trace_files`) or execs; such
+        // a hold ends by itself, a reader's does not.
+        let until = Instant::now() + BUSY_PATIENCE;
+        loop {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    if Instant::now() >= until {
+                        return Err(TraceError::Busy {
+                            path: self.dir.clone(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(TraceError::io("remove the tracefs instance", &self.dir, e)),
             }
-            Err(e) => return Err(TraceError::io("remove the tracefs instance", &self.dir, e)),
         }
         self.removed = true;
         Ok(())
     }
+}
+
+/// How long [`TraceInstance::remove`] waits out a transient hold on the instance.
+const BUSY_PATIENCE: Duration = Duration::from_millis(250);
+
+/// tracefs's `f_type` (`TRACEFS_MAGIC` of `<linux/magic.h>`, "trac").
+const TRACEFS_MAGIC: i64 = 0x7472_6163;
+
+/// Closes every descriptor on tracefs that a child just forked inherited, so that the
+/// child does not keep a trace instance from being removed (the kernel refuses to
+/// remove one while any of its files is open, and another thread may have had one open
+/// at the fork). Descriptors are found in `/proc/self/fd`; without procfs nothing is
+/// closed.
+///
+/// Async-signal-safe, for a child forked from a process with other threads: raw system
+/// calls on a buffer on the stack, nothing allocated, no lock taken.
+pub(crate) fn close_inherited_trace_files() {
+    // SAFETY: a NUL-terminated path and plain flags.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return;
+    }
+    let mut buf = [0u8; 2048];
+    loop {
+        // SAFETY: the buffer is writable for its length; the kernel fills it with
+        // whole `linux_dirent64` records and returns the bytes used.
+        let got = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
+        let Ok(got) = usize::try_from(got) else { break };
+        if got == 0 {
+            break;
+        }
+        // linux_dirent64: u64 d_ino, i64 d_off, u16 d_reclen, u8 d_type, then the name.
+        let mut at = 0;
+        while at + 19 <= got {
+            let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+            if reclen == 0 || at + reclen > got {
+                break;
+            }
+            if let Some(fd) = fd_number(&buf[at + 19..at + reclen]) {
+                if fd != dir && on_tracefs(fd) {
+                    // SAFETY: closing a descriptor this child owns and will not use.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            at += reclen;
+        }
+    }
+    // SAFETY: the directory descriptor opened above.
+    unsafe { libc::close(dir) };
+}
+
+/// The descriptor a `/proc/self/fd` entry names (its NUL-padded decimal name).
+fn fd_number(name: &[u8]) -> Option<i32> {
+    let digits = name.split(|&b| b == 0).next()?;
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0i32, |fd, &b| {
+        let digit = (b as char).to_digit(10)?;
+        fd.checked_mul(10)?.checked_add(digit as i32)
+    })
+}
+
+fn on_tracefs(fd: i32) -> bool {
+    // SAFETY: statfs is plain data, filled by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to it.
+    unsafe { libc::fstatfs(fd, &mut st) == 0 && st.f_type as i64 == TRACEFS_MAGIC }
 }
 
 impl Drop for TraceInstance {

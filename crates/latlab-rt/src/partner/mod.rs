@@ -301,10 +301,10 @@ fn spawn_process<B: PartnerBody>(
     let parent = unsafe { libc::getpid() };
     let state: &B = body;
     // SAFETY: the child runs only async-signal-safe code — raw system calls (prctl,
-    // getppid, signal, mlockall), the sealed body's atomics, clock reads, futexes,
-    // pipes, sched_yield and the objects it measures, and _exit — so no lock held by
-    // another thread at the fork can be needed, and nothing is allocated. The body's
-    // state is in a MAP_SHARED mapping.
+    // getppid, signal, mlockall, those closing inherited trace files), the sealed
+    // body's atomics, clock reads, futexes, pipes, sched_yield and the objects it
+    // measures, and _exit — so no lock held by another thread at the fork can be
+    // needed, and nothing is allocated. The body's state is in a MAP_SHARED mapping.
     let pid = unsafe { libc::fork() };
     if pid == -1 {
         return Err(RtError::last("fork a partner process"));
@@ -331,6 +331,8 @@ fn spawn_process<B: PartnerBody>(
             }
             libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT);
         }
+        // Another thread's open trace file must not keep its instance from removal.
+        crate::tracefs::close_inherited_trace_files();
         state.run(index);
         // SAFETY: _exit ends the child at once, without the parent's exit handlers.
         unsafe { libc::_exit(0) }
@@ -514,5 +516,39 @@ mod tests {
             let err = spawn(kind, &spinner, 0, nowhere).unwrap_err().to_string();
             assert!(err.contains("pin a partner to CPU"), "{kind:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_partner_forked_while_a_trace_file_is_open_does_not_hold_the_instance() {
+        use crate::tracefs::TraceInstance;
+
+        let mut instance = TraceInstance::create_tagged("forked").unwrap();
+        let dir = instance.dir().to_path_buf();
+        let reader = std::fs::File::open(instance.trace_pipe_raw(0).unwrap()).unwrap();
+        let spinner = Arc::new(SharedRegion::new(Spinner::default()).unwrap());
+        let anywhere = PartnerPlace {
+            cpu: None,
+            policy: None,
+        };
+        let mut child = spawn(TaskKind::Process, &spinner, 0, anywhere).unwrap();
+        // A stamp means the child runs its body: past the closing of what it inherited.
+        let armed = spinner.open_window();
+        let begun = Instant::now();
+        while spinner.last_stamp() < armed && begun.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        spinner.close_window();
+        assert!(spinner.last_stamp() >= armed, "the child never ran");
+
+        drop(reader);
+        let removed = instance.remove();
+        assert!(
+            child.alive(),
+            "the child still runs, with what it inherited"
+        );
+        spinner.stop();
+        drop(child);
+        removed.unwrap();
+        assert!(!dir.exists());
     }
 }

@@ -217,3 +217,13 @@ fn the_instance_of_a_killed_process_is_swept_and_a_live_ones_kept() {
     assert!(!live.dir.exists());
     assert_eq!(global_state(), before);
 }
+
+#[test]
+fn proc_fd_names_give_their_descriptor() {
+    assert_eq!(fd_number(b"0\0\0\0\0"), Some(0));
+    assert_eq!(fd_number(b"1023\0"), Some(1023));
+    assert_eq!(fd_number(b".\0\0\0\0"), None);
+    assert_eq!(fd_number(b"..\0\0\0"), None);
+    assert_eq!(fd_number(b"\0"), None);
+    assert_eq!(fd_number(b"99999999999\0"), None);
+}
