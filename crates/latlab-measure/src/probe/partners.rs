@@ -72,9 +72,19 @@ pub(super) fn sleep_until(at: i64) -> Result<bool, RtError> {
     }
 }
 
-/// The period boundaries after `due` that [`next_due`] passed over to reach `next`.
-pub(super) fn skipped(due: i64, next: i64, period: i64) -> u64 {
-    ((next - due) / period.max(1) - 1).max(0) as u64
+/// The period boundaries after `due` that [`next_due`] passed over to reach `next`,
+/// counting only those in the measured span of `window` (after its warm-up, up to its
+/// end): an overrun of the last cycle past the window's end misses no period of it.
+pub(super) fn skipped(due: i64, next: i64, period: i64, window: &Window) -> u64 {
+    let period = period.max(1);
+    // Boundaries due + k·period for k in 1..n are skipped; keep those in (from, to].
+    let n = (next - due) / period;
+    let first = ((window.warm_up_end - due).div_euclid(period) + 1).max(1);
+    let last = match window.end {
+        Some(end) => (n - 1).min((end - due).div_euclid(period)),
+        None => n - 1,
+    };
+    (last - first + 1).max(0) as u64
 }
 
 /// The next cycle's due instant after `due`: one period on, or the first period
@@ -215,7 +225,7 @@ pub(super) fn measure_periodic(
         let next = next_due(due, period, last + lead);
         worker
             .tally()
-            .skip(skipped(due, next, period), measured, live);
+            .skip(skipped(due, next, period, window), true, live);
         due = next;
     };
     let account = &mut worker.tally().account;
@@ -255,8 +265,28 @@ mod tests {
         assert_eq!(next_due(1_000, 100, 1_050), 1_100);
         assert_eq!(next_due(1_000, 100, 1_100), 1_200);
         assert_eq!(next_due(1_000, 100, 1_350), 1_400);
-        assert_eq!(skipped(1_000, 1_100, 100), 0);
-        assert_eq!(skipped(1_000, 1_400, 100), 3);
+        let open = Window {
+            start: 0,
+            warm_up_end: 0,
+            end: None,
+        };
+        assert_eq!(skipped(1_000, 1_100, 100, &open), 0);
+        assert_eq!(skipped(1_000, 1_400, 100, &open), 3);
+    }
+
+    #[test]
+    fn only_boundaries_in_the_measured_span_count_as_skipped() {
+        let window = Window {
+            start: 0,
+            warm_up_end: 1_150,
+            end: Some(1_300),
+        };
+        // 1_100 is warm-up, 1_200 and 1_300 are measured, 1_400… are past the end.
+        assert_eq!(skipped(1_000, 1_600, 100, &window), 2);
+        assert_eq!(skipped(1_200, 1_900, 100, &window), 1);
+        assert_eq!(skipped(1_300, 1_900, 100, &window), 0);
+        assert_eq!(skipped(900, 1_200, 100, &window), 0);
+        assert_eq!(skipped(900, 1_300, 100, &window), 1);
     }
 
     #[test]
