@@ -9,7 +9,7 @@
  * margin (default 0: learned from the first second's wake-ups).
  *
  * At the end it prints one line of key=value pairs: its own count of the cycles it
- * ran, then the library's statistics, times in nanoseconds ("unknown" where the run
+ * ran and of the periods it spanned, then the library's statistics, times in nanoseconds ("unknown" where the run
  * measured none). Build: see README.md beside this file. */
 
 #define _GNU_SOURCE
@@ -29,7 +29,7 @@
 struct control {
     double x, setpoint, integral, previous_error, output;
     int64_t duration_ns; /* 0: until a signal */
-    int64_t first_due_ns;
+    int64_t first_due_ns, last_due_ns;
     uint64_t cycles;     /* the example's own count, made in the step */
 };
 
@@ -42,6 +42,7 @@ static int step(const latlab_cycle *cycle, void *data)
     if (c->cycles == 0)
         c->first_due_ns = cycle->due_ns;
     c->cycles++;
+    c->last_due_ns = cycle->due_ns;
 
     double error = c->setpoint - c->x;
     c->integral += error * dt;
@@ -56,7 +57,8 @@ static int step(const latlab_cycle *cycle, void *data)
     if ((cycle->index + 1) % 500 == 0)
         c->setpoint = c->setpoint > 0.5 ? 0.0 : 1.0; /* a square wave, 0.5 s a level */
     /* The last period of the duration: its cycle is the last (the library counts a
-     * cycle whose step stops the loop), so cycles + missed = duration / period. */
+     * cycle whose step stops the loop). A wake-up late across it skips to a later
+     * period, so cycles + missed = the periods from the first due to the last. */
     return c->duration_ns != 0 && cycle->due_ns - c->first_due_ns >= c->duration_ns - PERIOD_NS;
 }
 
@@ -127,9 +129,11 @@ int main(int argc, char **argv)
     rc = latlab_periodic_stats(task, &s);
     if (rc != LATLAB_OK)
         return fail("stats", rc);
-    printf("loop: own_cycles=%" PRIu64 " cycles=%" PRIu64 " missed=%" PRIu64
+    /* The periods the loop spanned, each run or missed. */
+    int64_t periods = control.cycles ? (control.last_due_ns - control.first_due_ns) / PERIOD_NS + 1 : 0;
+    printf("loop: own_cycles=%" PRIu64 " periods=%" PRId64 " cycles=%" PRIu64 " missed=%" PRIu64
            " overruns=%" PRIu64,
-           control.cycles, s.cycles, s.missed, s.overruns);
+           control.cycles, periods, s.cycles, s.missed, s.overruns);
     print_ns("wake_p50_ns", s.wake_p50_ns);
     print_ns("wake_p99_ns", s.wake_p99_ns);
     print_ns("wake_max_ns", s.wake_max_ns);

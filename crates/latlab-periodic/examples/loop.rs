@@ -99,12 +99,13 @@ fn main() -> ExitCode {
         ..Control::default()
     };
     let mut own_cycles: u64 = 0;
-    let mut first_due = 0;
+    let (mut first_due, mut last_due) = (0, 0);
     let summary = task.run(|cycle| {
         if own_cycles == 0 {
             first_due = cycle.due_ns;
         }
         own_cycles += 1;
+        last_due = cycle.due_ns;
         control.step(cycle.index);
         // The last period of the duration runs the last cycle.
         let last = cycle.due_ns - first_due >= duration_ns - PERIOD.as_nanos() as i64;
@@ -125,8 +126,13 @@ fn main() -> ExitCode {
         latlab_periodic::LATLAB_UNKNOWN => "unknown".to_string(),
         v => v.to_string(),
     };
+    // The periods the loop spanned, each run or missed.
+    let periods = match own_cycles {
+        0 => 0,
+        _ => (last_due - first_due) / PERIOD.as_nanos() as i64 + 1,
+    };
     println!(
-        "loop: own_cycles={own_cycles} cycles={} missed={} overruns={} wake_p50_ns={} \
+        "loop: own_cycles={own_cycles} periods={periods} cycles={} missed={} overruns={} wake_p50_ns={} \
          wake_p99_ns={} wake_max_ns={} compute_p50_ns={} compute_p99_ns={} compute_max_ns={} \
          margin_ns={} plant_x={:.3}",
         stats.cycles,
