@@ -254,6 +254,7 @@ fn stops_on(signal: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    crate::common::await_handler(child.id(), signal);
     std::thread::sleep(Duration::from_millis(1200));
     let sent = Instant::now();
     // Signal the process we started, by its pid.
@@ -642,6 +643,7 @@ fn loads_stop_on(signal: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    crate::common::await_handler(child.id(), signal);
     std::thread::sleep(Duration::from_millis(1500));
     let groups = process_groups_under(dir.path());
     assert_eq!(
@@ -727,7 +729,8 @@ fn a_load_that_dies_early_is_reported_with_its_status() {
         "-d",
         "1s",
         "--load",
-        "exec:sleep 0.2; exit 3",
+        // Well past the 200 ms within which a command that ends counts as not started.
+        "exec:sleep 0.6; exit 3",
         "--load-dir",
         dir.path().to_str().unwrap(),
     ]);

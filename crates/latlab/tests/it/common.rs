@@ -54,6 +54,30 @@ pub fn latlab_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("latlab")
 }
 
+/// Waits until process `pid` catches `signal` (its `SigCgt` in `/proc` has the bit), so
+/// that the signal reaches latlab's handler rather than the default action: a run
+/// installs its handlers just before it measures. Panics after 20 s, or if it ended.
+pub fn await_handler(pid: u32, signal: i32) {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_else(|e| panic!("process {pid} ended before catching signal {signal}: {e}"));
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .expect("a SigCgt line");
+        if caught & (1 << (signal - 1)) != 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "process {pid} never caught signal {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// `program` is on the PATH, or the test panics with the command that installs it.
 pub fn needs(program: &str, package: &str) {
     let found = std::env::var_os("PATH")

@@ -572,7 +572,8 @@ fn ends_without_a_trace(how: End) {
     let mut running = RunningLatlab(Some(child));
     running.wait_for_its_instance();
     if let End::Signal(signal) = how {
-        // Measuring by now: set-up takes well under a second.
+        // Its stop handlers go in together, just before it measures.
+        crate::common::await_handler(pid, libc::SIGINT);
         std::thread::sleep(Duration::from_millis(1500));
         let sent = Command::new("kill")
             .arg(format!("-{signal}"))

@@ -133,6 +133,7 @@ fn stopping_a_run_stops_and_reaps_the_partner_process() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        crate::common::await_handler(child.id(), libc::SIGINT);
         std::thread::sleep(Duration::from_millis(700));
         let sent = std::process::Command::new("kill")
             .args(["-INT", &child.id().to_string()])

@@ -225,6 +225,7 @@ fn an_interrupted_signal_run_stops_its_sender_process() {
         .spawn()
         .unwrap();
     let leader = child.id();
+    crate::common::await_handler(leader, libc::SIGINT);
     std::thread::sleep(Duration::from_millis(1200));
     assert!(
         processes_in_group(leader).len() >= 2,

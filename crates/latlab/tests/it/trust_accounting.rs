@@ -39,7 +39,9 @@ fn interrupt(args: &[&str], after: Duration, signal: i32) -> Interrupted {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(after);
+    // `after` from the start, but never before latlab handles the signal.
+    crate::common::await_handler(child.id(), signal);
+    std::thread::sleep(after.saturating_sub(spawned.elapsed()));
     let sent = Instant::now();
     let rc = std::process::Command::new("kill")
         .arg(format!("-{signal}"))

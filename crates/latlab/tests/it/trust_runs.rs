@@ -284,6 +284,7 @@ fn hang_up_a_run_with(probe: &str) {
         .unwrap();
     cleanup.0.push(grandchild);
     // Loads run; give the probe's partner a second of messages.
+    crate::common::await_handler(latlab_pid, libc::SIGHUP);
     std::thread::sleep(Duration::from_millis(1200));
     let mut observed = process_tree(latlab_pid);
     observed.extend(observe(grandchild));
@@ -366,6 +367,7 @@ fn sigquit_stops_cleanly_and_keeps_the_run() {
         .spawn()
         .unwrap();
     let _cleanup = KillOnDrop(vec![child.id()]);
+    crate::common::await_handler(child.id(), libc::SIGQUIT);
     std::thread::sleep(Duration::from_millis(1000));
     let rc = std::process::Command::new("kill")
         .args(["-QUIT", &child.id().to_string()])
