@@ -434,14 +434,18 @@ mod tests {
     }
 
     /// A CPU this process may use, the second one when there are two.
-    fn measured_cpu() -> usize {
+    /// The CPU the tests measure on, held by one test at a time: one's measuring or
+    /// competing thread would delay the other's wake-ups.
+    fn measured_cpu() -> (std::sync::MutexGuard<'static, ()>, usize) {
+        static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let held = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
         let allowed = latlab_rt::affinity::allowed_cpus().unwrap();
-        *allowed.get(1).unwrap_or(&allowed[0])
+        (held, *allowed.get(1).unwrap_or(&allowed[0]))
     }
 
     #[test]
     fn a_toggle_that_does_nothing_gives_both_sides_their_samples() {
-        let cpu = measured_cpu();
+        let (_serial, cpu) = measured_cpu();
         let period = Nanos(200_000);
         let tally = measure_ab_tally(
             Some(cpu),
@@ -507,7 +511,7 @@ mod tests {
 
     #[test]
     fn a_competitor_running_only_while_on_shows_on_the_on_side() {
-        let cpu = measured_cpu();
+        let (_serial, cpu) = measured_cpu();
         let mut competitor: Option<Competitor> = None;
         let mut toggle = |on: bool| {
             match (on, competitor.is_some()) {
@@ -556,7 +560,7 @@ mod tests {
     #[test]
     fn a_tracefs_instance_switched_by_the_toggle_records_only_while_on() {
         use latlab_rt::tracefs::TraceInstance;
-        let cpu = measured_cpu();
+        let (_serial, cpu) = measured_cpu();
         let instance = TraceInstance::create_tagged("observer-test")
             .expect("a tracefs instance: run the tests as root with tracefs mounted");
         instance.set_cpus(&[cpu]).unwrap();

@@ -200,6 +200,8 @@ mod tests {
 
     #[test]
     fn only_objects_still_as_recorded_of_ended_processes_are_swept() {
+        // A sweep of another test would take this one's record of a dead pid.
+        let _serial = crate::ipc::tests::serial();
         let owner = dead_pid();
         let (left, reused) = (new_queue(), new_queue());
         let (_, _, ctime) = identity(Kind::Queue, left).unwrap();
@@ -236,6 +238,8 @@ mod tests {
 
     #[test]
     fn a_live_process_keeps_its_objects_and_its_record() {
+        // Another test's objects recorded under this pid would be this record.
+        let _serial = crate::ipc::tests::serial();
         let id = new_queue();
         record(Kind::Queue, id);
         let mine = record_dir().join(format!("{PREFIX}{}", std::process::id()));

@@ -3,10 +3,10 @@ use crate::partner::{PartnerPlace, TaskKind};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Tests that create SysV objects, or count them, run one at a time.
+/// Tests that create SysV objects, or count them, or sweep them, run one at a time.
 static SYSV: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+pub(super) fn serial() -> std::sync::MutexGuard<'static, ()> {
     SYSV.lock().unwrap_or_else(|e| e.into_inner())
 }
 

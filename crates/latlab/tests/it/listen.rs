@@ -227,6 +227,8 @@ fn a_real_prometheus_scrapes_the_live_endpoint() {
 
 #[test]
 fn listen_refuses_other_addresses_than_loopback_unless_asked_and_a_taken_port() {
+    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
+    let _serial = crate::common::serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let json = json.to_str().unwrap();

@@ -301,7 +301,13 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Once the store holds its start (its row, as running), the server goes.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'") != "1"
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     pg.stop_server();
     let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);

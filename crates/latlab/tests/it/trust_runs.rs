@@ -449,6 +449,8 @@ fn stored_ids(store: &Path) -> Vec<String> {
 
 #[test]
 fn an_output_path_that_is_the_store_is_refused() {
+    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
+    let _serial = crate::common::serial();
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_a_run(dir.path());
     let before = stored_ids(&store);
@@ -675,6 +677,8 @@ fn effective_uid() -> u32 {
 
 #[test]
 fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
+    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
+    let _serial = crate::common::serial();
     let dir = tempfile::tempdir().unwrap();
     // Owned by root, readable by all: nobody may read it, not write it, nor its directory.
     std::fs::set_permissions(
