@@ -185,20 +185,33 @@ fn a_run_counts_its_cycles_and_runs_once() {
     latlab_periodic_free(task);
 }
 
-extern "C" fn forever(_: *const latlab_cycle, _: *mut c_void) -> c_int {
+/// Counts its cycles into the `AtomicU64` at `data`, and never stops the run.
+extern "C" fn forever(_: *const latlab_cycle, data: *mut c_void) -> c_int {
+    // SAFETY: the test passes a pointer to an AtomicU64 that outlives the run.
+    let ran = unsafe { &*(data as *const std::sync::atomic::AtomicU64) };
+    ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     0
 }
 
 #[test]
 fn stop_from_another_thread_ends_the_run() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
     let mut task = null_mut();
     assert_eq!(latlab_periodic_new(&config(1_000_000), &mut task), 0);
     let shared = task as usize;
+    let ran = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&ran);
     let stopper = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        // Once the run has cycled: a stop before its first cycle is a run of none.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while seen.load(Ordering::Relaxed) < 5 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         latlab_periodic_stop(shared as *const latlab_periodic)
     });
-    assert_eq!(latlab_periodic_run(task, Some(forever), null_mut()), 0);
+    let data = Arc::as_ptr(&ran) as *mut c_void;
+    assert_eq!(latlab_periodic_run(task, Some(forever), data), 0);
     assert_eq!(stopper.join().unwrap(), 0);
     let mut stats = latlab_stats::of(&Default::default());
     assert_eq!(latlab_periodic_stats(task, &mut stats), 0);

@@ -131,11 +131,19 @@ mod tests {
         // The writer keeps an array whose elements are all equal; every copy taken
         // must be too.
         let h = Arc::new(Handover::new([0u64; 64]));
+        // The writer writes until the reader has taken enough copies (or for 10 s):
+        // neither's thread may get the CPU for a while.
+        let enough = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writer = {
-            let h = h.clone();
+            let (h, enough) = (h.clone(), enough.clone());
             std::thread::spawn(move || {
+                let began = std::time::Instant::now();
                 let mut state = [0u64; 64];
-                for i in 1..=200_000u64 {
+                let mut i = 0u64;
+                while !enough.load(std::sync::atomic::Ordering::Relaxed)
+                    && began.elapsed() < std::time::Duration::from_secs(10)
+                {
+                    i += 1;
                     state.iter_mut().for_each(|v| *v = i);
                     if h.asked() {
                         h.fill(|slot| slot.copy_from_slice(&state));
@@ -152,10 +160,13 @@ mod tests {
                 assert!(first >= last, "copies go forward");
                 last = first;
                 taken += 1;
+                if taken == 1_000 {
+                    enough.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             std::hint::spin_loop();
         }
         writer.join().unwrap();
-        assert!(taken > 0);
+        assert!(taken >= 1_000, "{taken} copies taken");
     }
 }

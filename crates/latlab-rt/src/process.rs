@@ -315,6 +315,12 @@ mod identity_tests {
         assert_eq!(thread_nice(me, tid), Some(7));
         end_tx.send(()).unwrap();
         thread.join().unwrap();
+        // join returns once the kernel clears the thread's id, a moment before its
+        // /proc entry goes.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while is_thread_alive(me, tid) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert!(!is_thread_alive(me, tid));
         assert_eq!(thread_nice(me, tid), None);
     }

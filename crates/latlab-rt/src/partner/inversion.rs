@@ -241,7 +241,8 @@ mod tests {
             policy: Some(sched::current_thread().unwrap()),
         };
         for protocol in [Protocol::Inherit, Protocol::None] {
-            let state = Arc::new(Inversion::create(protocol, true, 20_000_000, 0).unwrap());
+            // A hold long beside a preemption of this thread between the two checks.
+            let state = Arc::new(Inversion::create(protocol, true, 300_000_000, 0).unwrap());
             let holder = spawn(TaskKind::Process, &state, 0, place).unwrap();
             state.start_low(1);
             assert!(
