@@ -119,6 +119,25 @@ pub struct Window {
     pub end: Option<i64>,
 }
 
+impl Window {
+    /// How many of the period boundaries `due + k·period`, for `k` in `1..=count`, lie
+    /// in the measured span (after the warm-up, up to the end): of the periods a late
+    /// wake-up passed over, those that are missed periods of the run. One past the end
+    /// is no period of it, though the wake-up that passed it may come late enough to.
+    #[inline]
+    pub(crate) fn boundaries_measured(&self, due: i64, period: i64, count: u64) -> u64 {
+        let period = period.max(1);
+        // The first k past the warm-up, and the last one at or before the end.
+        let first = ((self.warm_up_end - due).div_euclid(period) + 1).max(1);
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        let last = match self.end {
+            Some(end) => count.min((end - due).div_euclid(period)),
+            None => count,
+        };
+        (last - first + 1).max(0) as u64
+    }
+}
+
 /// A measurement method.
 pub trait Probe: Sync {
     /// The probe's name in results (`timer`).
@@ -164,4 +183,43 @@ pub trait Worker: Send {
     /// what does not change while measuring — probe, method, CPU, policy, period and
     /// which counts the probe keeps.
     fn describe(&mut self, phase: &str) -> Stream;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Window;
+
+    const P: i64 = 1_000_000;
+
+    #[test]
+    fn only_boundaries_in_the_measured_span_are_missed_periods() {
+        let open = |warm_up_end| Window {
+            start: 0,
+            warm_up_end,
+            end: None,
+        };
+        // A wake 5 periods late passed over +1..+4 P.
+        assert_eq!(open(0).boundaries_measured(10 * P, P, 4), 4);
+        // The window ends at +2 P: only +1 P and +2 P count.
+        let ending = Window {
+            end: Some(12 * P),
+            ..open(0)
+        };
+        assert_eq!(ending.boundaries_measured(10 * P, P, 4), 2);
+        // A warm-up wake: only boundaries after the warm-up's end (at +3 P) count.
+        assert_eq!(open(13 * P).boundaries_measured(10 * P, P, 4), 1);
+        assert_eq!(open(0).boundaries_measured(10 * P, P, 0), 0);
+
+        // Periods due at 10, 20, ... 100; warm-up up to 15. 99 expiries passed after
+        // the one at 20 (30 to 1010): 30..=100 are missed, 8 of them.
+        let window = Window {
+            start: 0,
+            warm_up_end: 15,
+            end: Some(100),
+        };
+        assert_eq!(window.boundaries_measured(20, 10, 99), 8);
+        // In the warm-up none counts; until stopped every later one does.
+        assert_eq!(window.boundaries_measured(0, 5, 2), 0);
+        assert_eq!(open(15).boundaries_measured(20, 10, 99), 99);
+    }
 }

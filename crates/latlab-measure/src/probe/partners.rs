@@ -76,15 +76,8 @@ pub(super) fn sleep_until(at: i64) -> Result<bool, RtError> {
 /// counting only those in the measured span of `window` (after its warm-up, up to its
 /// end): an overrun of the last cycle past the window's end misses no period of it.
 pub(super) fn skipped(due: i64, next: i64, period: i64, window: &Window) -> u64 {
-    let period = period.max(1);
-    // Boundaries due + k·period for k in 1..n are skipped; keep those in (from, to].
-    let n = (next - due) / period;
-    let first = ((window.warm_up_end - due).div_euclid(period) + 1).max(1);
-    let last = match window.end {
-        Some(end) => (n - 1).min((end - due).div_euclid(period)),
-        None => n - 1,
-    };
-    (last - first + 1).max(0) as u64
+    let passed_over = ((next - due) / period.max(1) - 1).max(0) as u64;
+    window.boundaries_measured(due, period, passed_over)
 }
 
 /// The next cycle's due instant after `due`: one period on, or the first period

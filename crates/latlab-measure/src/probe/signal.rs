@@ -216,17 +216,6 @@ fn periods_due(start: i64, period: i64, from: i64, until: i64) -> u64 {
     (index(until) - index(from)).max(0) as u64
 }
 
-/// Expiries of a timer due at `due` every `period` that passed while its signal was
-/// pending (`overrun` of them): those in the measured span are missed periods. One
-/// that fell after the window's end is no period of the run, though the signal that
-/// reports it may come late enough to count it.
-fn expiries_missed(due: i64, period: i64, overrun: i64, window: &Window) -> u64 {
-    (1..=overrun)
-        .map(|k| due + k * period)
-        .filter(|&at| at > window.warm_up_end && window.end.is_none_or(|end| at <= end))
-        .count() as u64
-}
-
 /// What one pass of the receiving loop saw.
 #[derive(Debug, Default, Clone, Copy)]
 struct Pass {
@@ -281,7 +270,7 @@ impl SignalWorker {
                 pass.measured += 1;
             }
             let overrun = r.overrun as i64;
-            let lost_measured = expiries_missed(due, period, overrun, window);
+            let lost_measured = window.boundaries_measured(due, period, overrun.max(0) as u64);
             pass.missed += lost_measured;
             self.recorder.count_missed(lost_measured);
             live.publish_missed(lost_measured);
@@ -484,25 +473,6 @@ mod tests {
         assert!(err.contains("kind=queue only"));
         assert!(build(&setup(&[("kind", "timer"), ("cpu", "cross")])).is_err());
         assert!(build(&setup(&[("task", "process"), ("cpu", "cross")])).is_ok());
-    }
-
-    #[test]
-    fn expiries_missed_after_the_window_are_no_periods_of_the_run() {
-        // Periods due at 10, 20, ... 100; warm-up up to 15. A signal for the expiry at 20
-        // arrives with 99 overruns (30 to 1010): 30..=100 are missed, 8 of them.
-        let window = Window {
-            start: 0,
-            warm_up_end: 15,
-            end: Some(100),
-        };
-        assert_eq!(expiries_missed(20, 10, 99, &window), 8);
-        // In the warm-up none counts; until stopped every later one does.
-        assert_eq!(expiries_missed(0, 5, 2, &window), 0);
-        let open = Window {
-            end: None,
-            ..window
-        };
-        assert_eq!(expiries_missed(20, 10, 99, &open), 99);
     }
 
     #[test]

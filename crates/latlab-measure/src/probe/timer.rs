@@ -453,7 +453,7 @@ pub fn measure_loop<S: WakeSource>(
         let missed = match config.relative {
             true if warm_up => 0,
             true => consumed - 1,
-            false => missed_in_window(expected, consumed, period, warm_up_end, end),
+            false => window.boundaries_measured(expected, period, consumed - 1),
         };
         if summary.first_sample.is_none() {
             summary.first_sample = Some(sample);
@@ -478,22 +478,6 @@ pub fn measure_loop<S: WakeSource>(
         recorder.count_missed(missed);
         live.publish(sample, missed);
     }
-}
-
-/// How many of the deadlines skipped by a wake that consumed `consumed` periods
-/// (`expected + k·period` for `k` in `1..consumed`) lie in the span `(from, to]`.
-#[inline]
-fn missed_in_window(expected: i64, consumed: u64, period: i64, from: i64, to: i64) -> u64 {
-    if consumed <= 1 {
-        return 0;
-    }
-    let first = if expected > from {
-        1
-    } else {
-        ((from - expected) / period + 1).max(1)
-    };
-    let last = (consumed as i64 - 1).min((to.saturating_sub(expected)) / period);
-    (last - first + 1).max(0) as u64
 }
 
 #[cfg(test)]
@@ -761,17 +745,6 @@ mod tests {
         assert_eq!(rec.samples(), 3);
         let trip = wire.tripped().unwrap();
         assert_eq!((trip.at, trip.value), (Nanos(3 * P), Nanos(5_000)));
-    }
-
-    #[test]
-    fn missed_periods_count_only_inside_the_measured_span() {
-        // A wake 5 periods late skips deadlines at +1..+4 P.
-        assert_eq!(missed_in_window(10 * P, 5, P, 0, i64::MAX), 4);
-        // The window ends at +2 P: only +1 P and +2 P count.
-        assert_eq!(missed_in_window(10 * P, 5, P, 0, 12 * P), 2);
-        // A warm-up wake: only deadlines after the warm-up end (at +3 P) count.
-        assert_eq!(missed_in_window(10 * P, 5, P, 13 * P, i64::MAX), 1);
-        assert_eq!(missed_in_window(10 * P, 1, P, 0, i64::MAX), 0);
     }
 
     #[test]
