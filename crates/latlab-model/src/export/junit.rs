@@ -214,10 +214,7 @@ fn run_cases(run: &Run) -> [Case; 2] {
         return [
             skipped(
                 "measurement",
-                format!(
-                    "{}: {}, {}",
-                    published.note, published.source, published.table
-                ),
+                format!("{}: {}", published.note, published.citation()),
             ),
             skipped(
                 "conditions",
@@ -282,10 +279,7 @@ fn properties(run: &Run) -> Vec<(&'static str, String)> {
     match &run.published {
         // Published figures: no latlab process ran, so none exited, degraded or stopped.
         Some(published) => props.extend([
-            (
-                "published",
-                format!("{}, {}", published.source, published.table),
-            ),
+            ("published", published.citation()),
             ("verdict", run.verdict.status.word().to_string()),
         ]),
         None => {
@@ -342,8 +336,10 @@ fn system_out(run: &Run) -> String {
     if let Some(published) = &run.published {
         let _ = writeln!(
             out,
-            "{}: {} ({}, {})",
-            published.note, published.title, published.source, published.table
+            "{}: {} ({})",
+            published.note,
+            published.title,
+            published.citation()
         );
         for lack in &published.lacks {
             let _ = writeln!(out, "the source lacks: {lack}");

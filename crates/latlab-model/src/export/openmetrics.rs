@@ -221,7 +221,7 @@ fn stream_labels(run: &Run, index: usize, s: &Stream) -> String {
     let mut labels = vec![("run", run.id.clone())];
     // Published figures, not measured here: every series says whose they are.
     if let Some(p) = &run.published {
-        labels.push(("published", format!("{}, {}", p.source, p.table)));
+        labels.push(("published", p.citation()));
     }
     if let Some(host) = &run.host {
         labels.push(("host", host.hostname.clone()));

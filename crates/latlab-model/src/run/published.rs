@@ -43,6 +43,11 @@ pub struct PublishedRecord {
 }
 
 impl PublishedRecord {
+    /// Where the figures were printed: the paper and its table.
+    pub fn citation(&self) -> String {
+        format!("{}, {}", self.source, self.table)
+    }
+
     /// The load the row labelled `label` was measured under, in the paper's words: the
     /// row's own, else the table's unless the table gives it per row; `None` when the
     /// paper does not say (never "none" in its stead).

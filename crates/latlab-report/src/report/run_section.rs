@@ -85,14 +85,13 @@ pub(crate) fn subtitle(run: &Run) -> String {
     // A reference's facts are the paper's, not a measurement's.
     if let Some(p) = &run.published {
         return format!(
-            "{} · {}, {} · {} on {}, kernel {} · {} row(s)",
+            "{} · {} · {} on {}, kernel {} · {}",
             p.note,
-            p.source,
-            p.table,
+            p.citation(),
             p.tool,
             p.machine,
             p.kernel,
-            p.rows.len()
+            latlab_model::text::counted(p.rows.len() as u64, "row")
         );
     }
     let probes = figures::distinct(run.streams.iter().map(|s| s.probe.clone()));
@@ -190,7 +189,7 @@ pub(crate) fn import_note(run: &Run) -> Option<Block> {
 pub(crate) fn published_note(run: &Run) -> Option<Block> {
     let published = run.published.as_ref()?;
     let mut lines = vec![
-        format!("source: {}, {}", published.source, published.table),
+        format!("source: {}", published.citation()),
         format!(
             "machine: {}; kernel: {}; load: {}",
             published.machine, published.kernel, published.load
