@@ -1,4 +1,5 @@
-//! `csv`: one row per stream with its statistics, in nanoseconds.
+//! `csv`: one row per stream with its statistics, in nanoseconds, and whether they
+//! were measured or published.
 
 use super::{ExportError, Exporter};
 use crate::run::{Percentile, Run, REPORTED_PERCENTILES};
@@ -11,28 +12,25 @@ impl Exporter for Csv {
     }
 
     fn describe(&self) -> &'static str {
-        "one row per stream: phase, CPU, settings, counts and statistics in ns"
+        "one row per stream: phase, CPU, settings, counts, statistics in ns, source"
     }
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
         let streams = super::streams_to_export(run, self.name())?;
-        // Published figures say so before the header: a reader skipping `#` lines
-        // (pandas' comment='#', R's comment.char) keeps the rows.
-        let mut out = match &run.published {
-            Some(p) => {
-                let said = format!("{}: {}, {}", p.note, p.source, p.table);
-                format!("# {}\n", said.replace(['\n', '\r'], " "))
-            }
-            None => String::new(),
+        // Every row says whether its figures were measured or are a paper's: a line
+        // before the header would be read as the header by most CSV readers.
+        let source = match &run.published {
+            Some(p) => quote(&format!("{}: {}", p.note, p.citation())),
+            None => "measured".to_string(),
         };
-        out.push_str(
+        let mut out = String::from(
             "run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,\
              early_wakes,min_ns,mean_ns,stddev_ns",
         );
         for p in REPORTED_PERCENTILES {
             out.push_str(&format!(",p{}_ns", crate::run::percentile_key(p)));
         }
-        out.push_str(",max_ns\n");
+        out.push_str(",max_ns,source\n");
         // Unknown is an empty cell; a bound is written `>=N`, never as a plain number.
         let n = |v: Option<crate::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
@@ -63,7 +61,7 @@ impl Exporter for Csv {
             for p in REPORTED_PERCENTILES {
                 out.push_str(&format!(",{}", percentile(s.stats.percentile(p))));
             }
-            out.push_str(&format!(",{}\n", n(s.stats.max_ns)));
+            out.push_str(&format!(",{},{source}\n", n(s.stats.max_ns)));
         }
         Ok(out)
     }
@@ -84,22 +82,29 @@ mod tests {
     use crate::export::fixture;
 
     #[test]
-    fn published_figures_say_so_before_the_header() {
+    fn published_figures_say_so_in_every_row() {
         let run = crate::published::reference_run("rr-table3").unwrap();
         let text = Csv.export(&run).unwrap();
         let mut lines = text.lines();
-        insta::assert_snapshot!(lines.next().unwrap(), @"# published figures, not measured here: A. C. Heursch, H. Rzehak: Rapid Reaction Linux, Proceedings of the 5th Annual Linux Showcase & Conference (ALS 2001), Oakland, CA, Table 3");
         assert!(lines.next().unwrap().starts_with("run,phase,"));
-        assert_eq!(lines.count(), run.streams.len());
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), run.streams.len());
+        let source = "\"published figures, not measured here: A. C. Heursch, H. Rzehak: \
+                      Rapid Reaction Linux, Proceedings of the 5th Annual Linux Showcase & \
+                      Conference (ALS 2001), Oakland, CA, Table 3\"";
+        for row in rows {
+            assert!(row.starts_with("ref:rr-table3,"), "{row}");
+            assert!(row.ends_with(&format!(",{source}")), "{row}");
+        }
     }
 
     #[test]
     fn one_row_per_stream_with_every_statistic() {
         let text = Csv.export(&fixture::run()).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns
-            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,12400,12400,12400,12400,12400,12400
-            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,45000,45000,45000,45000,45000,45000
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns,source
+            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,12400,12400,12400,12400,12400,12400,measured
+            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,45000,45000,45000,45000,45000,45000,measured
         ");
     }
 
@@ -117,9 +122,9 @@ mod tests {
         }
         let text = Csv.export(&run).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns
-            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,12400,12400,12400,12400,12400,12400
-            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,45000,45000,45000,45000,45000,45000
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns,source
+            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,12400,12400,12400,12400,12400,12400,measured
+            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,45000,45000,45000,45000,45000,45000,measured
         ");
     }
 

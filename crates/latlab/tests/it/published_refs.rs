@@ -227,11 +227,9 @@ fn a_reference_without_streams_is_refused_by_the_formats_of_streams() {
 
 /// A reference's JUnit says it is published (a `published` property, the measurement
 /// skipped as such, no exit status) and is what Jenkins' schema and junitparser read;
-/// its csv says so before its header.
+/// its csv, as Python's csv module reads it, says so in every row.
 #[test]
 fn a_references_exports_say_it_is_published_and_their_readers_accept_them() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
     use crate::consumer_ci::{consumer, python, tool};
     use std::path::{Path, PathBuf};
     let dir = tempfile::tempdir().unwrap();
@@ -266,12 +264,27 @@ fn a_references_exports_say_it_is_published_and_their_readers_accept_them() {
     let (code, said) = python("junit_check.py", &args);
     assert_eq!(code, 0, "junitparser: {said}");
 
+    // Python's csv module reads a row per stream, each saying whose figures they are.
     let (code, csv, stderr) = with_store(&store, &["export", "ref:rr-table3", "--format", "csv"]);
     assert_eq!(code, 0, "{stderr}");
-    let first = csv.lines().next().unwrap();
-    assert!(
-        first.starts_with(&format!("# {NOT_MEASURED_HERE}: ")),
-        "{first}"
-    );
+    let file = dir.path().join("rr-table3.csv");
+    std::fs::write(&file, csv).unwrap();
+    let (code, said) = python("csv_rows.py", &[&file]);
+    assert_eq!(code, 0, "{said}");
+    let rows: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&said).unwrap();
+    let reference = reference_run("rr-table3").unwrap();
+    let published = reference.published.as_ref().unwrap();
+    assert_eq!(rows.len(), reference.streams.len());
+    for (row, stream) in rows.iter().zip(&reference.streams) {
+        let source = format!("{NOT_MEASURED_HERE}: {}", published.citation());
+        assert_eq!(row["source"], source.as_str(), "{row:?}");
+        assert_eq!(row["run"], "ref:rr-table3");
+        let max = stream
+            .stats
+            .max_ns
+            .map(|n| n.0.to_string())
+            .unwrap_or_default();
+        assert_eq!(row["max_ns"], max.as_str(), "{row:?}");
+    }
     assert!(!store.exists());
 }
