@@ -83,17 +83,34 @@ fn total<T: std::iter::Sum<T>>(figures: impl Iterator<Item = Option<T>>) -> Opti
 impl RunFigures {
     /// Merges a run's streams. A published table of several rows has no figure over
     /// them all (its rows are different kernels, loads or periods, and no paper
-    /// printed one): its minimum, mean, deviation and maximum are its rows' only.
+    /// printed one): its minimum, mean, deviation and maximum are its rows' only. A
+    /// table of one row has the row's figures as printed, counted or not (a row
+    /// without a sample count is no stream).
     pub fn of(run: &Run) -> Result<RunFigures, HistogramError> {
         let mut figures = RunFigures::of_streams(run, |_| true)?;
-        if run.published.is_some() && run.phases.len() > 1 {
-            figures = RunFigures {
-                min: None,
-                mean: None,
-                stddev: None,
-                max: None,
-                histogram: None,
-                ..figures
+        if let Some(published) = &run.published {
+            figures = match published.rows.as_slice() {
+                [row] => {
+                    // The rows were read when the run was made: one that does not
+                    // read has no figures.
+                    let printed = published.figures(row).unwrap_or_default();
+                    RunFigures {
+                        min: figures.min.or(printed.min),
+                        mean: figures.mean.or(printed.mean),
+                        stddev: figures.stddev.or(printed.stddev),
+                        max: figures.max.or(printed.max),
+                        ..figures
+                    }
+                }
+                _ if run.phases.len() > 1 => RunFigures {
+                    min: None,
+                    mean: None,
+                    stddev: None,
+                    max: None,
+                    histogram: None,
+                    ..figures
+                },
+                _ => figures,
             };
         }
         Ok(match run.total_samples() {
@@ -439,6 +456,19 @@ Load rates are shown beside the latency verdicts and do not set the exit status.
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_published_table_of_one_uncounted_row_has_its_printed_figures() {
+        let run = latlab_model::published::reference_run("mckenney-nanosleep").unwrap();
+        assert!(run.streams.is_empty(), "no sample count: no stream");
+        let figures = RunFigures::of(&run).unwrap();
+        assert_eq!(figures.max, Some(Nanos(146_000)), "printed as 146 µs");
+        assert_eq!((figures.min, figures.mean), (None, None), "not printed");
+        assert_eq!(figures.samples, None, "not counted");
+        // Several rows: no figure over them all.
+        let table = latlab_model::published::reference_run("rr-table3").unwrap();
+        assert_eq!(RunFigures::of(&table).unwrap().max, None);
+    }
 
     fn figures(id: &str, values: impl Iterator<Item = i64>) -> RunFigures {
         with_missed(id, values, 0)
