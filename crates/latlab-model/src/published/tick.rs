@@ -20,8 +20,9 @@ use crate::Nanos;
 /// Nanoseconds per second.
 const SECOND_NS: i128 = 1_000_000_000;
 
-/// The steady-state delay of a relative sleep of `period` on Linux 2.4 at `hz`: tick·(⌈period/tick⌉ + 1) − period, rounded to the nanosecond; `None` for a
-/// period or tick rate of 0 or less.
+/// The steady-state delay of a relative sleep of `period` on Linux 2.4 at `hz`:
+/// tick·(⌈period/tick⌉ + 1) − period, rounded to the nanosecond; `None` for a period or
+/// tick rate of 0 or less.
 pub fn tick_delay(period: Nanos, hz: u32) -> Option<Nanos> {
     if period.0 <= 0 || hz == 0 {
         return None;

@@ -34,8 +34,8 @@ pub(crate) fn blocks(runs: &[Run], merged: &[RunFigures], compared: &Comparisons
             blocks.push(Block::Paragraph(format!(
                 "{} beside {}: published figures, not measured here, are put side by side \
                  (period by period below, when the runs share periods), not judged. A \
-                 table of several rows has its figures row by row only: no paper printed \
-                 one over them all.",
+                 table of several rows has its figures row by row only (no paper printed \
+                 one over them all): `latlab show` of it lists them.",
                 c.new.label(),
                 compared.base.label()
             )));
@@ -118,7 +118,8 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
 }
 
 /// The runs period by period: for each run its phase at each period (a row per phase
-/// where a run has several there), its minimum, mean and maximum, then the tick model (Linux 2.4's jiffies nanosleep), and what the columns mean.
+/// where a run has several there), its minimum, mean and maximum, then the tick model
+/// (Linux 2.4's jiffies nanosleep), and what the columns mean.
 fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
     let mut titles = vec!["period".to_string()];
     let runs = periods
@@ -185,8 +186,8 @@ fn period_blocks(periods: &PeriodTable) -> Vec<Block> {
         Block::Table(table),
         Block::Paragraph(format!(
             "Phases matched by period, a row per phase where a run has several at one period; \
-             {} = the run has no phase there, {} = not in the published table. Published figures are the paper's, as printed, converted \
-             to µs.",
+             {} = the run has no phase there, {} = not in the published table. Published \
+             figures are the paper's, as printed, converted to µs.",
             figures::MISSING,
             figures::NOT_IN_SOURCE
         )),
