@@ -83,14 +83,6 @@ pub fn is_thread_alive(pid: u32, tid: u32) -> bool {
     }
 }
 
-/// The nice value of thread `tid` of process `pid` (`stat` field 19), as it is now.
-pub fn thread_nice(pid: u32, tid: u32) -> Option<i32> {
-    stat_fields(&format!("/proc/{pid}/task/{tid}/stat"))?
-        .get(16)?
-        .parse()
-        .ok()
-}
-
 /// The fields of a `/proc/…/stat` file after the command name (which may hold spaces
 /// and parentheses): the state (field 3) first, so field N is at N − 3.
 fn stat_fields(path: &str) -> Option<Vec<String>> {
@@ -292,15 +284,12 @@ mod identity_tests {
     use super::*;
 
     #[test]
-    fn a_thread_is_alive_until_it_ends_and_has_its_nice_value() {
+    fn a_thread_is_alive_until_it_ends() {
         let me = std::process::id();
         let (tx, rx) = std::sync::mpsc::channel();
         let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             let tid = crate::sched::gettid() as u32;
-            // SAFETY: setpriority with PRIO_PROCESS and a tid changes that one thread's
-            // nice value; no memory is passed.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 7) };
             tx.send(tid).unwrap();
             end_rx.recv().unwrap();
         });
@@ -312,7 +301,6 @@ mod identity_tests {
             tid,
             start_ticks(me).map(|t| t + 1)
         ));
-        assert_eq!(thread_nice(me, tid), Some(7));
         end_tx.send(()).unwrap();
         thread.join().unwrap();
         // join returns once the kernel clears the thread's id, a moment before its
@@ -322,7 +310,6 @@ mod identity_tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert!(!is_thread_alive(me, tid));
-        assert_eq!(thread_nice(me, tid), None);
     }
 
     #[test]

@@ -822,9 +822,10 @@ fn policy_code(policy: Policy) -> (u32, u32) {
         Policy::Fifo { priority } => (libc::SCHED_FIFO as u32, priority as u32),
         Policy::RoundRobin { priority } => (libc::SCHED_RR as u32, priority as u32),
         Policy::Deadline { .. } => (6, 0),
-        Policy::Batch { .. } => (libc::SCHED_BATCH as u32, 0),
+        // The nice value, as the two's complement bits of an i32.
+        Policy::Batch { nice } => (libc::SCHED_BATCH as u32, nice as u32),
         Policy::Idle => (libc::SCHED_IDLE as u32, 0),
-        Policy::Other { .. } => (libc::SCHED_OTHER as u32, 0),
+        Policy::Other { nice } => (libc::SCHED_OTHER as u32, nice as u32),
     }
 }
 

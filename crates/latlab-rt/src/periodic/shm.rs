@@ -121,7 +121,8 @@ pub struct Header {
     pub cpu: AtomicI64,
     /// The policy in force: 0 other, 1 fifo, 2 rr, 6 deadline (the kernel's numbers).
     pub policy: AtomicU32,
-    /// Its priority (fifo/rr), 0 otherwise.
+    /// Its priority (fifo/rr), its nice value as an i32's bits (other/batch), 0
+    /// otherwise.
     pub priority: AtomicU32,
     /// The wait method: 0 abs, 1 timerfd, 2 hybrid.
     pub method: AtomicU32,
@@ -512,7 +513,7 @@ pub struct Snapshot {
     pub cpu: Option<usize>,
     /// The kernel's policy number.
     pub policy: u32,
-    /// Its priority.
+    /// Its priority (fifo/rr), or its nice value as an i32's bits (other/batch).
     pub priority: u32,
     /// 0 abs, 1 timerfd, 2 hybrid.
     pub method: u32,

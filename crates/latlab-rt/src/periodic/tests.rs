@@ -436,6 +436,35 @@ fn a_real_task_publishes_its_page_while_it_runs_and_removes_it() {
     assert!(summary.snapshot.ended);
 }
 
+#[test]
+fn the_page_says_the_nice_value_the_task_runs_at() {
+    // On a thread of its own: the task sets its policy on the thread that runs it.
+    let seen = std::thread::spawn(|| {
+        let mut task = Periodic::builder()
+            .period(Duration::from_micros(500))
+            .policy(Policy::Batch { nice: 7 })
+            .lock_memory(false)
+            .quiet(true)
+            .build()
+            .unwrap();
+        let path = shm::path_of(std::process::id(), sched::gettid());
+        let mut seen = None;
+        task.run(|cycle| {
+            if cycle.index == 5 {
+                seen = shm::Reader::open(&path).unwrap().snapshot();
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        seen.unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen.policy, libc::SCHED_BATCH as u32);
+    assert_eq!(seen.priority as i32, 7);
+}
+
 /// [`overrun_run`]'s loop, stopped (not broken) at the end of cycle `stop_at`'s step:
 /// the loop ends at its next turn, after what the overrun did.
 fn stopped_after(overrun: Overrun, stop_at: u64) -> Summary {

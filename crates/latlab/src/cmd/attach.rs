@@ -296,13 +296,13 @@ fn policy_of(s: &shm::Snapshot) -> Option<SchedSpec> {
         libc::SCHED_RR => Some(SchedSpec::Rr {
             priority: s.priority as i32,
         }),
-        // The page has no nice value: it is the thread's now, unknown once it is gone.
-        libc::SCHED_OTHER => {
-            latlab_rt::process::thread_nice(s.pid, s.tid).map(|nice| SchedSpec::Other { nice })
-        }
-        libc::SCHED_BATCH => {
-            latlab_rt::process::thread_nice(s.pid, s.tid).map(|nice| SchedSpec::Batch { nice })
-        }
+        // The nice value the task ran at, as published (its bits as an i32).
+        libc::SCHED_OTHER => Some(SchedSpec::Other {
+            nice: s.priority as i32,
+        }),
+        libc::SCHED_BATCH => Some(SchedSpec::Batch {
+            nice: s.priority as i32,
+        }),
         libc::SCHED_IDLE => Some(SchedSpec::Idle),
         // The deadline parameters are not published.
         _ => None,
