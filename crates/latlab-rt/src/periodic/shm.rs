@@ -740,17 +740,21 @@ fn copy_counters(c: &Counters) -> CountersCopy {
     }
 }
 
+/// The process and thread a page's file name (`latlab-<pid>-<tid>`) names.
+pub fn page_ids(name: &str) -> Option<(u32, u32)> {
+    let (pid, tid) = name.strip_prefix("latlab-")?.split_once('-')?;
+    Some((pid.parse().ok()?, tid.parse().ok()?))
+}
+
 /// The pages of process `pid`'s tasks, newest tid last.
 pub fn pages_of(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("latlab-{pid}-");
-    let mut pages: Vec<(i64, PathBuf)> = std::fs::read_dir("/dev/shm")
+    let mut pages: Vec<(u32, PathBuf)> = std::fs::read_dir("/dev/shm")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            let tid: i64 = name.strip_prefix(&prefix)?.parse().ok()?;
-            Some((tid, entry.path()))
+            let (of, tid) = page_ids(entry.file_name().to_str()?)?;
+            (of == pid).then(|| (tid, entry.path()))
         })
         .collect();
     pages.sort();
@@ -761,13 +765,8 @@ pub fn pages_of(pid: u32) -> Vec<PathBuf> {
 /// reused pid), of this user ([`crate::process::leftovers`]'s rule); returns the paths
 /// removed.
 pub fn sweep() -> Vec<PathBuf> {
-    // latlab-<pid>-<tid>
-    let ids = |name: &str| -> Option<(u32, u32)> {
-        let (pid, tid) = name.strip_prefix("latlab-")?.split_once('-')?;
-        Some((pid.parse().ok()?, tid.parse().ok()?))
-    };
     let gone = |path: &Path, pid: u32| {
-        let Some((_, tid)) = path.file_name().and_then(|n| n.to_str()).and_then(ids) else {
+        let Some((_, tid)) = path.file_name().and_then(|n| n.to_str()).and_then(page_ids) else {
             return false;
         };
         let started = Reader::open(path)
@@ -778,7 +777,7 @@ pub fn sweep() -> Vec<PathBuf> {
     };
     crate::process::leftovers_where(
         Path::new("/dev/shm"),
-        |name| ids(name).map(|(pid, _)| pid),
+        |name| page_ids(name).map(|(pid, _)| pid),
         |kind| kind.is_file(),
         gone,
     )

@@ -540,3 +540,19 @@ fn a_reader_copies_counters_and_counts_of_one_cycle_while_the_task_writes() {
     assert!(task.join().unwrap().counters.cycles > 0);
     assert!(copies > 0, "no copy taken while the task ran");
 }
+
+#[test]
+fn a_page_name_gives_its_process_and_thread() {
+    let name = shm::path_of(12, 34);
+    let name = name.file_name().unwrap().to_str().unwrap();
+    assert_eq!(shm::page_ids(name), Some((12, 34)));
+    for other in [
+        "latlab-12",
+        "latlab-x-34",
+        "latlab-12-",
+        "rtla-12-34",
+        "latlab-12-34-5",
+    ] {
+        assert_eq!(shm::page_ids(other), None, "{other}");
+    }
+}

@@ -207,9 +207,8 @@ fn page_of(pid: u32, task: Option<&str>) -> Result<PathBuf, CliError> {
             let tid = path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .and_then(|n| n.rsplit('-').next())
-                .unwrap_or("")
-                .to_string();
+                .and_then(shm::page_ids)
+                .map_or(String::new(), |(_, tid)| tid.to_string());
             let name = shm::Reader::open(path)
                 .ok()
                 .and_then(|r| r.snapshot())
