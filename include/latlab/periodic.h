@@ -377,8 +377,8 @@ int latlab_periodic_new(const struct latlab_periodic_config *config, struct latl
  * The set-up (pinning, policy, locked memory) applies to this thread for the run
  * and is undone after it. A task runs once.
  *
- * Before it starts, the pages in /dev/shm of latlab tasks whose process is gone
- * (killed) are removed.
+ * When the task publishes (the default), the pages in /dev/shm of latlab tasks whose
+ * thread is gone (killed) are removed before it starts.
  */
 int latlab_periodic_run(struct latlab_periodic *task, latlab_step_fn step, void *user_data);
 

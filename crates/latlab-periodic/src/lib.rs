@@ -439,8 +439,8 @@ impl UserData {
 /// The set-up (pinning, policy, locked memory) applies to this thread for the run
 /// and is undone after it. A task runs once.
 ///
-/// Before it starts, the pages in /dev/shm of latlab tasks whose process is gone
-/// (killed) are removed.
+/// When the task publishes (the default), the pages in /dev/shm of latlab tasks whose
+/// thread is gone (killed) are removed before it starts.
 #[no_mangle]
 pub extern "C" fn latlab_periodic_run(
     task: *mut latlab_periodic,

@@ -582,6 +582,12 @@ impl<S: WakeSource> Periodic<S> {
         if std::mem::replace(&mut self.ran, true) {
             return Err(PeriodicError::RanAlready);
         }
+        // The pages killed tasks left go first, whoever starts next, and before the
+        // set-up: under a real-time policy and locked memory, the sweep would map and
+        // lock each page it looks at.
+        if self.builder.publish {
+            shm::sweep();
+        }
         let set_up = self.set_up();
         let mut warnings = set_up.warnings.clone();
         let (policy, priority) = policy_code(set_up.policy);
@@ -600,8 +606,6 @@ impl<S: WakeSource> Periodic<S> {
             warnings: Vec::new(),
         };
         let publisher = if self.builder.publish {
-            // The pages killed tasks left go first, whoever starts next.
-            shm::sweep();
             identity.warnings = warnings.clone();
             match Publisher::create(&identity) {
                 Ok(p) => p,

@@ -326,8 +326,9 @@ impl Publisher {
     }
 
     /// A copy of the page, as a reader takes it. The task's own thread writes it, so
-    /// when that thread asks, no update is in flight.
-    pub fn snapshot(&self) -> Snapshot {
+    /// when that thread asks, no update is in flight: only that thread may ask (another
+    /// could wait for ever on a page stuck mid-update; readers use [`Reader::snapshot`]).
+    pub(crate) fn snapshot(&self) -> Snapshot {
         loop {
             if let Some(snapshot) = snapshot_of(&self.map) {
                 return snapshot;
