@@ -58,8 +58,8 @@ fn two_seconds(method: Method) {
             margin: Some(given),
         } => assert_eq!(c.margin_ns, Some(given.as_nanos() as i64)),
         Method::Hybrid { margin: None } => {
-            let learned = c.margin_ns.expect("a margin learned in 2 s");
-            assert!((1_000..=PERIOD / 10).contains(&learned), "{learned} ns");
+            // Its bounds are the learning's own (unit tests check them).
+            c.margin_ns.expect("a margin learned in 2 s");
         }
         _ => assert_eq!(c.margin_ns, None),
     }

@@ -119,10 +119,9 @@ pub fn open_writable(location: &StoreLocation) -> Result<Store, CliError> {
 }
 
 /// Opens the store for a command that makes a Run (`run`, `attach`): a SQLite store
-/// as [`open_writable`] does; a
-/// PostgreSQL one behind a [`FarmStore`] with the default local store (or
-/// `LATLAB_OUTBOX`) to fall back on, after pushing the runs owed to it (one line each
-/// on standard error).
+/// as [`open_writable`] does; a PostgreSQL one behind a [`FarmStore`] with the default
+/// local store (or `LATLAB_OUTBOX`) to fall back on, after pushing the runs owed to it
+/// (one line each on standard error).
 pub fn open_for_run(location: &StoreLocation) -> Result<Store, CliError> {
     let url = match location {
         StoreLocation::Path(_) => return open_writable(location),

@@ -68,7 +68,7 @@ pub fn clamp(ns: i64) -> (u64, bool) {
     }
 }
 
-/// The value at `quantile` of histogram counts in latlab's layout , as
+/// The value at `quantile` of histogram counts in latlab's layout, as
 /// HdrHistogram's `value_at_quantile` gives it: the highest value of the bucket
 /// holding the sample of rank ⌈q·n⌉. `None` without samples.
 pub fn quantile(counts: &[u64], quantile: f64) -> Option<i64> {
