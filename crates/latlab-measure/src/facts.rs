@@ -128,7 +128,18 @@ impl FactReader {
             clocksource: self
                 .read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             hz: config_value("CONFIG_HZ").and_then(|v| v.parse().ok()),
+            isolated_cpus: self.cpu_list_file("/sys/devices/system/cpu/isolated"),
+            // A kernel built without NO_HZ_FULL has no such file, and no such CPU.
+            nohz_full_cpus: self
+                .cpu_list_file("/sys/devices/system/cpu/nohz_full")
+                .or_else(|| (!online_cpus.is_empty()).then(Vec::new)),
         }
+    }
+
+    /// A CPU list file of sysfs: `None` when unreadable (unknown), empty when it
+    /// names no CPU (an empty line, or `(null)` as kernels before 5.x wrote it).
+    fn cpu_list_file(&self, abs: &str) -> Option<Vec<usize>> {
+        self.read(abs).map(|text| parse_kernel_cpu_list(&text))
     }
 
     /// Decides the preemption model from `/sys/kernel/realtime`, `uname -v`, the

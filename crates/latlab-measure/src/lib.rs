@@ -14,6 +14,7 @@
 pub mod breaktrace;
 pub mod check;
 pub mod checkpoint;
+pub mod cpus;
 pub mod explain;
 pub mod facts;
 pub mod live;

@@ -237,6 +237,10 @@ pub struct Plan {
     pub warm_up_ns: Nanos,
     /// The CPUs measured.
     pub cpus: Vec<usize>,
+    /// How the CPUs measured were chosen (`null`: a Run written before this was
+    /// recorded, or imported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_choice: Option<CpuChoice>,
     /// The probes and their settings.
     pub probes: Vec<ProbePlan>,
     /// Requested `/dev/cpu_dma_latency` in µs; `null` when the system is left alone.
@@ -248,6 +252,39 @@ pub struct Plan {
     /// recorded, and in imported Runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PlannedPhase>,
+}
+
+/// How a run's CPUs were chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuChoice {
+    /// Named (`-c`, or the scenario's `cpus`).
+    Given,
+    /// None named, and the kernel isolates CPUs (`isolcpus=`, `nohz_full=`): those.
+    Isolated,
+    /// None named, and latlab was started on CPUs of the user's choosing (`taskset`):
+    /// those.
+    Affinity,
+    /// Every CPU latlab may use (`-c all`, or none named on a machine that isolates
+    /// none).
+    Every,
+}
+
+impl CpuChoice {
+    /// Why these CPUs, for a summary: `None` when named, or when every one was.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            CpuChoice::Given | CpuChoice::Every => None,
+            CpuChoice::Isolated => Some(
+                "the CPUs the kernel isolates (isolcpus, nohz_full), measured when none \
+                 are named; -c all measures every CPU",
+            ),
+            CpuChoice::Affinity => Some(
+                "the CPUs latlab was started on (taskset), measured when none are named; \
+                 -c all measures every CPU",
+            ),
+        }
+    }
 }
 
 /// One phase as planned: the span and CPUs it measures.
@@ -353,6 +390,14 @@ pub struct HostFacts {
     pub clocksource: Option<String>,
     /// Kernel tick rate, when the kernel configuration was readable.
     pub hz: Option<u32>,
+    /// CPUs the kernel sets aside from the scheduler's domains (`isolcpus=`; empty:
+    /// none; `null`: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolated_cpus: Option<Vec<usize>>,
+    /// CPUs without the periodic tick when busy (`nohz_full=`; empty: none; `null`:
+    /// not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nohz_full_cpus: Option<Vec<usize>>,
 }
 
 /// What [`HostFacts::virtualization`] says when no hypervisor or container was seen.

@@ -19,7 +19,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, SpecError> {
 /// A set of CPUs, ascending and without duplicates: `0-3,5`, or `all`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CpuSelection {
-    /// Every online CPU the process may use.
+    /// Every online CPU the process may use, isolated ones included.
     All,
     /// An explicit list.
     List(Vec<usize>),
@@ -68,23 +68,6 @@ impl CpuSelection {
         cpus.sort_unstable();
         cpus.dedup();
         Ok(CpuSelection::List(cpus))
-    }
-
-    /// Resolves against the CPUs that exist (and that the process may use).
-    pub fn resolve(&self, available: &[usize]) -> Result<Vec<usize>, SpecError> {
-        match self {
-            CpuSelection::All => Ok(available.to_vec()),
-            CpuSelection::List(list) => {
-                if let Some(missing) = list.iter().find(|c| !available.contains(c)) {
-                    return err(format!(
-                        "CPU {missing} is not online or not allowed for this process \
-                         (available: {}): choose from those",
-                        format_cpu_list(available)
-                    ));
-                }
-                Ok(list.clone())
-            }
-        }
     }
 }
 
@@ -408,9 +391,10 @@ mod tests {
             .contains("not a CPU number"));
         assert!(CpuSelection::parse("").is_err());
         assert!(CpuSelection::parse("9000").is_err());
-        let sel = CpuSelection::parse("0,7").unwrap();
-        assert!(sel.resolve(&[0, 1]).unwrap_err().0.contains("CPU 7"));
-        assert_eq!(sel.resolve(&[0, 1, 7]), Ok(vec![0, 7]));
+        assert_eq!(
+            CpuSelection::parse("7,0-1"),
+            Ok(CpuSelection::List(vec![0, 1, 7]))
+        );
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
     }
 

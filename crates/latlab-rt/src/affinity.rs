@@ -52,6 +52,35 @@ pub fn allowed_cpus() -> Result<Vec<usize>, RtError> {
     }
 }
 
+/// The CPUs among `candidates` that a thread of this process may be pinned to: those
+/// inside its cpuset (cgroup), whatever its affinity is now. The kernel intersects a
+/// requested mask with the cpuset when setting it, so a short-lived thread asks for
+/// every candidate and reads back what it got. CPUs set aside by `isolcpus` or
+/// `nohz_full` are among them: no task starts there, but any may be pinned there.
+pub fn permitted_among(candidates: &[usize]) -> Result<Vec<usize>, RtError> {
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("latlab-cpus".to_string())
+            .spawn_scoped(scope, || match set_current_thread(candidates) {
+                Ok(()) => allowed_cpus(),
+                // No candidate inside the cpuset (or none the kernel knows).
+                Err(e) if e.source.raw_os_error() == Some(libc::EINVAL) => Ok(Vec::new()),
+                Err(e) => Err(e),
+            })
+            .map_err(|e| RtError::new("start a thread to read the cpuset", e))?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(RtError::new(
+                    "read the cpuset",
+                    std::io::Error::other("the thread reading it panicked"),
+                ))
+            })
+    })
+}
+
 /// Restricts the calling thread to `cpus`.
 pub fn set_current_thread(cpus: &[usize]) -> Result<(), RtError> {
     if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {

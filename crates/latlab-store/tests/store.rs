@@ -33,6 +33,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
             duration_ns: Some(Nanos::SECOND),
             warm_up_ns: Nanos::ZERO,
             cpus: vec![0],
+            cpu_choice: None,
             probes: vec![ProbePlan::Timer(TimerSettings {
                 method: TimerMethod::Abs,
                 period_ns: Nanos::MILLISECOND,

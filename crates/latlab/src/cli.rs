@@ -168,7 +168,8 @@ pub struct RunArgs {
     /// given with it override its values; --load adds to every phase.
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
-    /// CPUs to measure, one thread each: 'all', 3, 0-3,5 [default: all].
+    /// CPUs to measure, one thread each: 'all', 3, 0-3,5 [default: the CPUs the
+    /// kernel isolates (isolcpus, nohz_full) if any, else those latlab was started on].
     #[arg(short = 'c', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
     /// Scheduling policy: f:95 (fifo), r:50 (rr), o:0 (other), b:0, i, d:RUNTIME:PERIOD
@@ -356,7 +357,8 @@ Verdicts: ok (ready), info (worth knowing), unknown (could not be read: the reas
 given), warn (likely to add latency), fail (rules out bounded low latency).
 Exit codes: 0 no check failed, 1 a check failed, 2 bad input.")]
 pub struct CheckArgs {
-    /// CPUs the task will run on, judged for: 'all', 3, 0-3,5 [default: every online CPU].
+    /// CPUs the task will run on, judged for: 'all', 3, 0-3,5 [default: those latlab
+    /// run measures without -c: the isolated ones if any, else every CPU].
     #[arg(short = 'c', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
     /// The task's scheduling policy: real-time threads at or above it on its CPUs are
@@ -825,7 +827,8 @@ mod tests {
         let cli = Cli::try_parse_from(expand(&argv)).map_err(|e| e.to_string())?;
         match cli.command {
             Command::Run(r) => {
-                latlab_measure::plan::resolve(&r.input(), &[0, 1]).map_err(|e| e.to_string())
+                let cpus = latlab_measure::cpus::CpuInventory::plain(&[0, 1]);
+                latlab_measure::plan::resolve(&r.input(), &cpus).map_err(|e| e.to_string())
             }
             _ => Err("not a run".to_string()),
         }

@@ -25,13 +25,14 @@ pub mod thresholds;
 pub use error::ResolveError;
 pub use layered::{Layered, Origin};
 
+use crate::cpus::CpuInventory;
 use crate::load::LoadSpec;
 use crate::probe::catalogue::ProbeSpec;
 use crate::probe::info::{Policies, ProbeSetup};
 use crate::probe::Probe;
 use crate::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::explain::ExplainMode;
-use latlab_model::run::{MemoryLockPlan, PlannedPhase, ProbePlan};
+use latlab_model::run::{CpuChoice, MemoryLockPlan, PlannedPhase, ProbePlan};
 use latlab_model::scenario::Scenario;
 use latlab_model::threshold::Threshold;
 use latlab_model::Nanos;
@@ -117,6 +118,8 @@ pub struct RunPlan {
     pub load_dir: Option<PathBuf>,
     /// The trace events to explain spikes by (`--explain`), if asked.
     pub explain: Option<ExplainMode>,
+    /// How the measured CPUs were chosen.
+    pub cpu_choice: CpuChoice,
 }
 
 /// One phase: what the runner gets, the probe, the loads.
@@ -150,9 +153,9 @@ impl Sources<'_> {
     }
 }
 
-/// Turns the options (and the scenario they name) into a validated plan; `available_cpus`
-/// are those this process may run on.
-pub fn resolve(input: &RunInput, available_cpus: &[usize]) -> Result<RunPlan, ResolveError> {
+/// Turns the options (and the scenario they name) into a validated plan for the CPUs of
+/// `cpus`.
+pub fn resolve(input: &RunInput, cpus: &CpuInventory) -> Result<RunPlan, ResolveError> {
     let scenario = match &input.scenario {
         Some(name) => scenarios::load(name)?,
         None => scenarios::none(),
@@ -162,8 +165,8 @@ pub fn resolve(input: &RunInput, available_cpus: &[usize]) -> Result<RunPlan, Re
         scenario: &scenario,
     };
     let explain = explain_mode(input)?;
-    let shared = settings::resolve(&sources, available_cpus)?;
-    let system = system::resolve(input, &scenario, available_cpus)?;
+    let shared = settings::resolve(&sources, cpus)?;
+    let system = system::resolve(input, &scenario, cpus)?;
     let extra_loads = loads::from_flags(input)?;
     let phases = phases::resolve(&sources, &shared, &extra_loads)?;
     let thresholds = thresholds::resolve(input, &scenario)?;
@@ -177,6 +180,7 @@ pub fn resolve(input: &RunInput, available_cpus: &[usize]) -> Result<RunPlan, Re
         load_cpus: system.load_cpus,
         load_dir: system.load_dir,
         explain,
+        cpu_choice: shared.cpu_choice,
     })
 }
 
@@ -281,7 +285,7 @@ mod tests {
 
     #[test]
     fn defaults_are_every_cpu_fifo_95_one_ms_thirty_s() {
-        let p = resolve(&input(), &[0, 1]).unwrap();
+        let p = resolve(&input(), &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(p.phases[0].request.cpus, vec![0, 1]);
         assert_eq!(p.phases[0].request.policy, SchedSpec::Fifo { priority: 95 });
         assert_eq!(p.phases[0].setup.period, Nanos::MILLISECOND);
@@ -296,23 +300,23 @@ mod tests {
 
     #[test]
     fn explain_defaults_the_spike_threshold_and_names_its_modes() {
-        let p = resolve(&input(), &[0, 1]).unwrap();
+        let p = resolve(&input(), &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!((p.explain, p.phases[0].setup.spike_threshold), (None, None));
         let with = |mode: &str, spike: Option<&str>| RunInput {
             explain: Some(mode.to_string()),
             spike: spike.map(str::to_string),
             ..input()
         };
-        let p = resolve(&with("default", None), &[0, 1]).unwrap();
+        let p = resolve(&with("default", None), &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(p.explain, Some(ExplainMode::Default));
         assert_eq!(
             p.phases[0].setup.spike_threshold,
             Some(EXPLAIN_SPIKE_DEFAULT)
         );
-        let p = resolve(&with("deep", Some("250us")), &[0, 1]).unwrap();
+        let p = resolve(&with("deep", Some("250us")), &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(p.explain, Some(ExplainMode::Deep));
         assert_eq!(p.phases[0].setup.spike_threshold, Some(Nanos(250_000)));
-        let e = resolve(&with("full", None), &[0, 1])
+        let e = resolve(&with("full", None), &CpuInventory::plain(&[0, 1]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("--explain") && e.contains("deep"), "{e}");
@@ -326,7 +330,7 @@ mod tests {
             period: Some("1ms".to_string()),
             ..input()
         };
-        let p = resolve(&run, &[0, 1]).unwrap();
+        let p = resolve(&run, &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(p.scenario.as_deref(), Some("osadl"));
         let names: Vec<&str> = p
             .phases
@@ -343,7 +347,7 @@ mod tests {
             scenario: Some("osadl".to_string()),
             ..input()
         };
-        let p = resolve(&osadl, &[0, 1]).unwrap();
+        let p = resolve(&osadl, &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(p.phases[0].setup.period, Nanos(200_000));
         assert_eq!(p.phases[0].request.duration, Some(Nanos::from_secs(30)));
         assert_eq!(p.phases[1].request.duration, Some(Nanos::from_secs(60)));
@@ -356,7 +360,7 @@ mod tests {
                 scenario: Some(name.to_string()),
                 ..input()
             };
-            let plan = resolve(&run, &[0, 1]);
+            let plan = resolve(&run, &CpuInventory::plain(&[0, 1]));
             assert!(plan.is_ok(), "{name}: {:?}", plan.err());
         }
     }

@@ -351,7 +351,7 @@ mod tests {
 
     fn phases_of(input: &RunInput, scenario: &Scenario) -> Result<Vec<PhasePlan>, ResolveError> {
         let sources = Sources { input, scenario };
-        let shared = settings::resolve(&sources, &[0, 1])?;
+        let shared = settings::resolve(&sources, &crate::cpus::CpuInventory::plain(&[0, 1]))?;
         resolve(&sources, &shared, &[])
     }
 

@@ -4,6 +4,8 @@
 
 use super::layered::{Layered, Origin};
 use super::{ResolveError, Sources};
+use crate::cpus::CpuInventory;
+use latlab_model::run::CpuChoice;
 use latlab_model::spec::{ClockName, CpuSelection, SchedSpec};
 use latlab_model::units::{parse_duration, Nanos};
 
@@ -12,6 +14,8 @@ use latlab_model::units::{parse_duration, Nanos};
 pub struct SharedSettings {
     /// CPUs measured, one thread each unless a phase says how many.
     pub cpus: Vec<usize>,
+    /// How they were chosen.
+    pub cpu_choice: CpuChoice,
     /// CPUs this process may use (partners may be placed on any of them).
     pub allowed_cpus: Vec<usize>,
     /// The measuring threads' policy.
@@ -37,12 +41,9 @@ pub struct SharedSettings {
 }
 
 /// The shared settings from the flags, then the scenario's top level and `[timer]`.
-pub fn resolve(
-    sources: &Sources,
-    available_cpus: &[usize],
-) -> Result<SharedSettings, ResolveError> {
+pub fn resolve(sources: &Sources, cpus: &CpuInventory) -> Result<SharedSettings, ResolveError> {
     let (input, sn, timer) = (sources.input, sources.name(), &sources.scenario.timer);
-    let cpus = cpus(sources, available_cpus)?;
+    let (measured, cpu_choice) = measured_cpus(sources, cpus)?;
     let policy = Layered::pick(
         "--priority",
         input.priority.as_deref(),
@@ -88,8 +89,9 @@ pub fn resolve(
         );
     }
     Ok(SharedSettings {
-        cpus,
-        allowed_cpus: available_cpus.to_vec(),
+        cpus: measured,
+        cpu_choice,
+        allowed_cpus: cpus.usable.clone(),
         policy,
         clock,
         warm_up: warm_up.value,
@@ -103,20 +105,26 @@ pub fn resolve(
     })
 }
 
-/// The CPUs measured: at least one, each one this process may use.
-fn cpus(sources: &Sources, available_cpus: &[usize]) -> Result<Vec<usize>, ResolveError> {
-    let cpus = Layered::pick(
+/// The CPUs measured and how they were chosen: at least one, each one this process may
+/// be pinned to; when none are named, those [`CpuInventory::default_cpus`] gives.
+fn measured_cpus(
+    sources: &Sources,
+    inventory: &CpuInventory,
+) -> Result<(Vec<usize>, CpuChoice), ResolveError> {
+    let named = Layered::pick(
         "--cpus",
         sources.input.cpus.as_deref(),
         sources.name(),
         &[("cpus", sources.scenario.cpus.as_deref())],
     )
-    .or("all")
-    .parse_with(|text| CpuSelection::parse(text).and_then(|sel| sel.resolve(available_cpus)))?;
-    if cpus.value.is_empty() {
-        return Err(cpus.refuse("no CPU selected"));
+    .parse_with(CpuSelection::parse)?;
+    let (cpus, choice) = inventory
+        .resolve(named.value.as_ref())
+        .map_err(|e| named.origin.invalid(e))?;
+    if cpus.is_empty() {
+        return Err(named.refuse("no CPU selected"));
     }
-    Ok(cpus.value)
+    Ok((cpus, choice))
 }
 
 /// The measuring threads' timer slack, at most what the kernel's sleeps tolerate.
@@ -213,7 +221,7 @@ mod tests {
                 input: &input,
                 scenario: &scenario,
             },
-            &[0, 1],
+            &CpuInventory::plain(&[0, 1]),
         )
     }
 
@@ -243,7 +251,7 @@ mod tests {
             input: &input,
             scenario: &scenario,
         };
-        let e = resolve(&sources, &[0, 1]).unwrap_err();
+        let e = resolve(&sources, &CpuInventory::plain(&[0, 1])).unwrap_err();
         assert!(
             e.to_string().starts_with("s: timer.top: keep at most"),
             "{e}"
@@ -253,7 +261,7 @@ mod tests {
             input: &input,
             scenario: &scenario,
         };
-        let s = resolve(&sources, &[0, 1]).unwrap();
+        let s = resolve(&sources, &CpuInventory::plain(&[0, 1])).unwrap();
         assert_eq!(s.clock.value, ClockName::Boottime);
         assert_eq!(s.clock.origin.to_string(), "s: timer.clock");
     }

@@ -3,6 +3,7 @@
 
 use super::layered::{Layered, Origin};
 use super::{ResolveError, RunInput};
+use crate::cpus::CpuInventory;
 use latlab_model::run::MemoryLockPlan;
 use latlab_model::scenario::Scenario;
 use latlab_model::spec::CpuSelection;
@@ -26,7 +27,7 @@ pub struct SystemPlan {
 pub fn resolve(
     input: &RunInput,
     scenario: &Scenario,
-    available_cpus: &[usize],
+    cpus: &CpuInventory,
 ) -> Result<SystemPlan, ResolveError> {
     if !(0..=1_000_000).contains(&input.dma_latency_us) {
         return Err(Origin::flag("--dma-latency").out_of_range("give 0 to 1000000 µs"));
@@ -38,7 +39,10 @@ pub fn resolve(
         &[("load_cpus", scenario.load_cpus.as_deref())],
     )
     .or("all")
-    .parse_with(|text| CpuSelection::parse(text).and_then(|sel| sel.resolve(available_cpus)))?;
+    .parse_with(|text| {
+        let selection = CpuSelection::parse(text)?;
+        cpus.resolve(Some(&selection)).map(|(list, _)| list)
+    })?;
     if let Some(dir) = &input.load_dir {
         if !dir.is_dir() {
             return Err(Origin::flag("--load-dir")
@@ -68,7 +72,7 @@ mod tests {
     use crate::plan::scenarios;
 
     fn system_of(input: RunInput) -> Result<SystemPlan, ResolveError> {
-        resolve(&input, &scenarios::none(), &[0, 1])
+        resolve(&input, &scenarios::none(), &CpuInventory::plain(&[0, 1]))
     }
 
     #[test]

@@ -206,6 +206,7 @@ pub(crate) mod fixture {
                 duration_ns: Some(Nanos::SECOND),
                 warm_up_ns: Nanos::ZERO,
                 cpus: vec![0, 1],
+                cpu_choice: None,
                 probes: vec![ProbePlan::Timer(TimerSettings {
                     method: TimerMethod::Abs,
                     period_ns: Nanos::MILLISECOND,

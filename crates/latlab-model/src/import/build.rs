@@ -134,6 +134,7 @@ pub(super) fn assemble(
             duration_ns: source.duration,
             warm_up_ns: Nanos::ZERO,
             cpus,
+            cpu_choice: None,
             probes: Vec::new(),
             dma_latency_us: None,
             memory_lock: source.memory_lock,

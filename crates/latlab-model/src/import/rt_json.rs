@@ -158,5 +158,7 @@ pub(super) fn host_facts(s: SysInfo) -> HostFacts {
         virtualization: None,
         clocksource: None,
         hz: None,
+        isolated_cpus: None,
+        nohz_full_cpus: None,
     }
 }

@@ -57,6 +57,7 @@ pub fn reference_run(name: &str) -> Result<Run, PublishedError> {
             duration_ns: None,
             warm_up_ns: Nanos::ZERO,
             cpus: Vec::new(),
+            cpu_choice: None,
             probes: Vec::new(),
             dma_latency_us: None,
             memory_lock: None,

@@ -8,7 +8,7 @@ use super::figures::{self, DecodedRun};
 use super::run_section::{alerts, import_note, published_note, subtitle, verdict};
 use super::run_tables::{loads_table, statistics};
 use latlab_model::audit::CheckVerdict;
-use latlab_model::run::Run;
+use latlab_model::run::{CpuChoice, Run};
 
 /// Longest configuration line in the summary; `latlab check` has the rest.
 const CONFIGURATION_LINE: usize = 110;
@@ -17,6 +17,12 @@ const CONFIGURATION_LINE: usize = 110;
 pub(crate) fn blocks(decoded: &DecodedRun) -> Vec<Block> {
     let run = decoded.run;
     let mut blocks = vec![Block::Paragraph(subtitle(run))];
+    if let Some(reason) = run.plan.cpu_choice.and_then(CpuChoice::reason) {
+        blocks.push(Block::Paragraph(format!(
+            "CPU {} measured: {reason}.",
+            figures::cpu_list(&run.plan.cpus)
+        )));
+    }
     blocks.extend(import_note(run));
     blocks.extend(published_note(run));
     blocks.extend(alerts(run));

@@ -530,6 +530,7 @@ fn assemble(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>, e
             duration_ns: None,
             warm_up_ns: Nanos::ZERO,
             cpus: last.cpu.into_iter().collect(),
+            cpu_choice: None,
             probes: Vec::new(),
             dma_latency_us: None,
             memory_lock: None,

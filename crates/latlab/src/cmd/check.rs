@@ -7,9 +7,11 @@ use crate::output::Human;
 use crate::output::OutputTarget;
 use comfy_table::{presets, Cell, ColumnConstraint, ContentArrangement, Table, Width};
 use latlab_measure::check::{self, CheckContext};
-use latlab_measure::facts::{parse_kernel_cpu_list, FactReader};
+use latlab_measure::cpus::CpuInventory;
+use latlab_measure::facts::FactReader;
 use latlab_model::audit::{Audit, CheckVerdict};
 use latlab_model::spec::{format_cpu_list, CpuSelection, SchedSpec};
+use std::path::Path;
 
 /// Table width when the terminal's is not known (`COLUMNS` unset).
 const DEFAULT_WIDTH: u16 = 120;
@@ -30,25 +32,28 @@ pub fn execute(args: &CheckArgs) -> Result<u8, CliError> {
         ));
     }
     let files = FactReader::at(&args.root);
-    let online = files
-        .read("/sys/devices/system/cpu/online")
-        .map(|t| parse_kernel_cpu_list(&t))
-        .unwrap_or_default();
-    let cpus = match args.cpus.as_deref() {
-        None => None,
-        Some(text) => {
-            let selection = CpuSelection::parse(text).map_err(|e| CliError::usage("--cpus", e))?;
-            match (selection, online.is_empty()) {
-                (CpuSelection::All, _) => None,
-                // The online CPUs are unknown: take the list as given.
-                (CpuSelection::List(list), true) => Some(list),
-                (selection, false) => Some(
-                    selection
-                        .resolve(&online)
-                        .map_err(|e| CliError::usage("--cpus", e))?,
-                ),
-            }
-        }
+    // The CPUs judged are those `latlab run` with the same -c measures: without -c,
+    // the isolated ones where the kernel isolates any (see latlab_measure::cpus).
+    let inventory = match args.root == Path::new("/") {
+        true => CpuInventory::of_this_process(),
+        false => CpuInventory::read(&files),
+    };
+    let selection = args
+        .cpus
+        .as_deref()
+        .map(CpuSelection::parse)
+        .transpose()
+        .map_err(|e| CliError::usage("--cpus", e))?;
+    let cpus = match (selection, inventory.online.is_empty()) {
+        // The online CPUs are unknown: take a list as given, judge every CPU else.
+        (Some(CpuSelection::List(list)), true) => Some(list),
+        (_, true) => None,
+        (selection, false) => Some(
+            inventory
+                .resolve(selection.as_ref())
+                .map_err(|e| CliError::usage("--cpus", e))?
+                .0,
+        ),
     };
     let policy = match args.priority.as_deref() {
         Some(text) => SchedSpec::parse(text).map_err(|e| CliError::usage("--priority", e))?,

@@ -14,6 +14,7 @@ use crate::store::StoreLocation;
 use latlab_measure::breaktrace::Tripwire;
 use latlab_measure::check::{self, CheckContext};
 use latlab_measure::checkpoint::PhaseCheckpoint;
+use latlab_measure::cpus::CpuInventory;
 use latlab_measure::facts::FactReader;
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::{sweep_stale_dirs, RunningLoad};
@@ -51,10 +52,14 @@ struct Measured {
 
 /// Runs `latlab run`.
 pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
-    let available = latlab_rt::affinity::allowed_cpus().map_err(|e| {
-        CliError::runtime(format!("cannot read the CPUs this process may use: {e}"))
-    })?;
-    let mut plan = plan::resolve(&args.input(), &available).map_err(CliError::config)?;
+    let cpus = CpuInventory::of_this_process();
+    if cpus.usable.is_empty() {
+        return Err(CliError::runtime(
+            "cannot read the CPUs this process may use (/sys/devices/system/cpu/online, \
+             its affinity)",
+        ));
+    }
+    let mut plan = plan::resolve(&args.input(), &cpus).map_err(CliError::config)?;
     let labels = Labels::from_args(&args.labels)?;
     let checkpoint_every = checkpoint_interval(&args.checkpoint)?;
     let store_location = match args.no_store {
@@ -588,6 +593,7 @@ fn assemble(
             duration_ns: first.request.duration,
             warm_up_ns: first.request.warm_up,
             cpus: first.request.cpus.clone(),
+            cpu_choice: Some(plan.cpu_choice),
             probes: plan.phases.iter().map(PhasePlan::probe_plan).collect(),
             dma_latency_us: plan.dma_latency_us,
             memory_lock: Some(plan.memory_lock),
