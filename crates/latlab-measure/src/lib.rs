@@ -25,3 +25,4 @@ pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod runner;
+pub mod stall;

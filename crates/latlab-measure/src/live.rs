@@ -158,6 +158,16 @@ impl LiveStats {
         self.seen_window.store(u64::MAX, Relaxed);
     }
 
+    /// Samples published so far.
+    pub fn samples(&self) -> u64 {
+        self.samples.load(Relaxed)
+    }
+
+    /// Whether the thread has stopped measuring.
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Relaxed)
+    }
+
     /// Marks the thread as done.
     pub fn finish(&self) {
         self.finished.store(true, Relaxed);

@@ -1,6 +1,7 @@
 //! Warnings a run raises, each telling the user what to do about it.
 
-use crate::facts::FactReader;
+use crate::stall::StallEvidence;
+pub use crate::stall::{MissedCause, RtThrottling};
 use latlab_model::run::{Stream, Warning};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
@@ -88,6 +89,14 @@ pub enum Notice {
         /// What most likely held the wake-ups back.
         cause: MissedCause,
     },
+    /// The kernel throttled real-time tasks on measured CPUs during the run (said here
+    /// when no missed period already says it).
+    RtThrottled {
+        /// The CPUs the scheduler showed throttled (empty: the kernel log said it).
+        cpus: Vec<usize>,
+        /// The limits in force, when readable.
+        throttling: Option<RtThrottling>,
+    },
     /// Cycles of a primitive probe without a sample (a partner that did not answer in
     /// time, an inversion that timed out, ...).
     CyclesWithoutSample {
@@ -152,6 +161,7 @@ impl Notice {
             Notice::EarlyWakes { .. } => "early-wakes",
             Notice::MissedPeriods { .. } => "missed-periods",
             Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
+            Notice::RtThrottled { .. } => "rt-throttled",
             Notice::Clamped { .. } => "clamped-samples",
             Notice::Saturated { .. } => "saturated-counts",
             Notice::MeasuringFailed { .. } => latlab_model::outcome::MEASURING_FAILED,
@@ -224,9 +234,25 @@ impl Notice {
                 true => Notice::MissedPeriods {
                     count,
                     worst,
-                    cause: MissedCause::of(of_kind(), context.rt_throttling),
+                    cause: MissedCause::of(of_kind(), &context.held, context.rt_throttling),
                 },
                 false => Notice::CyclesWithoutSample { count, worst },
+            });
+        }
+        let said = out.iter().any(|n| {
+            matches!(
+                n,
+                Notice::MissedPeriods {
+                    cause: MissedCause::RtThrottling { .. },
+                    ..
+                }
+            )
+        });
+        let held = &context.held;
+        if !said && (!held.throttled_cpus.is_empty() || held.throttled_in_log == Some(true)) {
+            out.push(Notice::RtThrottled {
+                cpus: held.throttled_cpus.clone(),
+                throttling: context.rt_throttling,
             });
         }
         let faults: u64 = streams.iter().filter_map(|s| s.page_faults).sum();
@@ -250,114 +276,14 @@ impl Notice {
 }
 
 /// What the notices about the streams depend on besides the streams themselves.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StreamContext {
     /// Memory was locked for the run.
     pub memory_locked: bool,
     /// RT throttling in force, if any.
     pub rt_throttling: Option<RtThrottling>,
-}
-
-/// RT throttling (`kernel.sched_rt_runtime_us`): real-time tasks together may run
-/// `runtime` of every `period` on a CPU; a task busy for longer is stopped for the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RtThrottling {
-    /// CPU time real-time tasks may use per period.
-    pub runtime: Nanos,
-    /// The throttling period.
-    pub period: Nanos,
-}
-
-impl RtThrottling {
-    /// Reads the sysctls; `None` when throttling is off (`-1`, or a runtime as long as
-    /// the period) or they cannot be read.
-    pub fn read(files: &FactReader) -> Option<RtThrottling> {
-        let micros = |name: &str| {
-            files
-                .read(&format!("/proc/sys/kernel/{name}"))?
-                .parse::<i64>()
-                .ok()
-        };
-        let runtime = micros("sched_rt_runtime_us")?;
-        let period = micros("sched_rt_period_us")?;
-        (0..period).contains(&runtime).then(|| RtThrottling {
-            runtime: Nanos(runtime * 1_000),
-            period: Nanos(period * 1_000),
-        })
-    }
-}
-
-/// Why periods passed without a wake-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MissedCause {
-    /// Nothing known explains them: the wake-ups themselves came too late.
-    PeriodTooShort,
-    /// RT throttling stopped a real-time measuring thread.
-    RtThrottling {
-        /// The throttling in force.
-        throttling: RtThrottling,
-        /// The latest wake-up of the threads it applied to.
-        latest: Nanos,
-    },
-    /// A SCHED_DEADLINE measuring thread used up its runtime.
-    DeadlineBudget {
-        /// Runtime per period.
-        runtime: Nanos,
-        /// Its period.
-        period: Nanos,
-        /// The latest wake-up of the threads it applied to.
-        latest: Nanos,
-    },
-}
-
-impl MissedCause {
-    /// The cause for streams that missed periods. A stopped thread wakes about as late
-    /// as it was kept off the CPU (the rest of its budget's period): a wake-up at least
-    /// half that late, under a limit that applies to the thread's policy, names it.
-    fn of<'a>(
-        streams: impl Iterator<Item = &'a Stream>,
-        throttling: Option<RtThrottling>,
-    ) -> MissedCause {
-        let mut cause = MissedCause::PeriodTooShort;
-        for s in streams {
-            let Some(latest) = s.stats.max_ns else {
-                continue;
-            };
-            let stopped_for = |runtime: Nanos, period: Nanos| {
-                runtime < period && latest.0 >= (period.0 - runtime.0) / 2
-            };
-            match (s.policy, throttling) {
-                (
-                    Some(SchedSpec::Deadline {
-                        runtime_ns,
-                        period_ns,
-                        ..
-                    }),
-                    _,
-                ) if stopped_for(runtime_ns, period_ns) => {
-                    return MissedCause::DeadlineBudget {
-                        runtime: runtime_ns,
-                        period: period_ns,
-                        latest,
-                    };
-                }
-                (Some(SchedSpec::Fifo { .. } | SchedSpec::Rr { .. }), Some(t))
-                    if stopped_for(t.runtime, t.period) =>
-                {
-                    let latest = match cause {
-                        MissedCause::RtThrottling { latest: l, .. } => l.max(latest),
-                        _ => latest,
-                    };
-                    cause = MissedCause::RtThrottling {
-                        throttling: t,
-                        latest,
-                    };
-                }
-                _ => {}
-            }
-        }
-        cause
-    }
+    /// What was seen of the measuring threads while they were held.
+    pub held: StallEvidence,
 }
 
 impl fmt::Display for Notice {
@@ -468,38 +394,37 @@ impl fmt::Display for Notice {
                 count,
                 worst,
                 cause,
-            } => {
-                write!(
-                    f,
-                    "{count} period(s) passed without a wake-up because wakes came more than \
-                     one period late ({worst}); "
-                )?;
-                match cause {
-                    MissedCause::PeriodTooShort => {
-                        write!(f, "the period may be too short for this system")
-                    }
-                    MissedCause::RtThrottling { throttling, latest } => write!(
+            } => write!(
+                f,
+                "{count} period(s) passed without a wake-up because wakes came more than one \
+                 period late ({worst}); {cause}"
+            ),
+            Notice::RtThrottled { cpus, throttling } => {
+                match cpus.is_empty() {
+                    true => f.write_str(
+                        "the kernel log says RT throttling stopped real-time tasks during the \
+                         run",
+                    )?,
+                    false => write!(
                         f,
-                        "RT throttling stopped the measuring threads: real-time tasks may run \
-                         {} of every {} on a CPU, and a thread busy for longer (spin, hybrid, \
-                         a period too short to sleep in) is kept off the CPU for the rest \
-                         (wakes came up to {latest} late). Lengthen the period, or lift the \
-                         limit with sysctl kernel.sched_rt_runtime_us=-1 (a runaway real-time \
-                         task then owns its CPU; latlab check shows what else applies)",
-                        throttling.runtime, throttling.period
-                    ),
-                    MissedCause::DeadlineBudget {
-                        runtime,
-                        period,
-                        latest,
-                    } => write!(
-                        f,
-                        "the SCHED_DEADLINE budget ran out: a thread may run {runtime} of every \
-                         {period} and, once it has, waits for its next period (wakes came up \
-                         to {latest} late). Give it more runtime (-P d:RUNTIME:PERIOD) or \
-                         lengthen the measuring period"
-                    ),
+                        "RT throttling stopped the real-time tasks of CPU {} during the run \
+                         (the scheduler showed rt_throttled there)",
+                        latlab_model::spec::format_cpu_list(cpus)
+                    )?,
                 }
+                if let Some(t) = throttling {
+                    write!(
+                        f,
+                        ": real-time tasks may run {} of every {} on a CPU, and are kept off \
+                         it for the rest once they have",
+                        t.runtime, t.period
+                    )?;
+                }
+                f.write_str(
+                    ". A busy loop at a real-time priority is held off this way; lift the \
+                     limit with sysctl kernel.sched_rt_runtime_us=-1 only if a runaway \
+                     real-time task may own its CPU",
+                )
             }
             Notice::CyclesWithoutSample { count, worst } => write!(
                 f,
@@ -595,29 +520,13 @@ mod tests {
         stream
     }
 
-    const THROTTLING: RtThrottling = RtThrottling {
-        runtime: Nanos(950 * MS),
-        period: Nanos(1_000 * MS),
-    };
-
-    fn missed_notice(streams: &[Stream], rt_throttling: Option<RtThrottling>) -> Notice {
-        let context = StreamContext {
-            memory_locked: true,
-            rt_throttling,
-        };
-        Notice::from_streams(streams, &context)
-            .into_iter()
-            .find(|n| n.code() == "missed-periods")
-            .expect("a missed-periods notice")
-    }
-
     #[test]
     fn page_fault_warning_never_tells_root_to_run_as_root() {
         let stream = timer_stream(SchedSpec::DEFAULT, 0, 1_000, 1);
         for memory_locked in [true, false] {
             let context = StreamContext {
                 memory_locked,
-                rt_throttling: None,
+                ..StreamContext::default()
             };
             let notices = Notice::from_streams(std::slice::from_ref(&stream), &context);
             let faults = notices.iter().find(|n| n.code() == "page-faults").unwrap();
@@ -630,80 +539,5 @@ mod tests {
     fn no_mlock_is_degraded() {
         assert!(Notice::MemoryLockSkipped.degrades());
         assert!(Notice::MemoryLockSkipped.to_warning().degrades);
-    }
-
-    #[test]
-    fn missed_periods_under_rt_throttling_name_the_throttling() {
-        // A spinning fifo thread stopped for the throttled 50 ms of a second.
-        let spun = timer_stream(SchedSpec::DEFAULT, 48, 49 * MS, 0);
-        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
-        assert!(
-            matches!(
-                notice,
-                Notice::MissedPeriods {
-                    cause: MissedCause::RtThrottling { .. },
-                    ..
-                }
-            ),
-            "{notice}"
-        );
-        let text = notice.to_string();
-        assert!(
-            text.contains("RT throttling") && text.contains("950 ms"),
-            "{text}"
-        );
-        assert!(!text.contains("period may be too short"), "{text}");
-    }
-
-    #[test]
-    fn missed_periods_too_short_for_throttling_blame_the_period() {
-        // Wakes a few periods late under throttling that stops threads for 50 ms: not
-        // the throttling's doing; nor is anything without throttling.
-        let late = timer_stream(SchedSpec::DEFAULT, 3, MS / 5, 0);
-        for throttling in [Some(THROTTLING), None] {
-            let notice = missed_notice(std::slice::from_ref(&late), throttling);
-            assert!(
-                notice.to_string().contains("period may be too short"),
-                "{notice}"
-            );
-        }
-        // Nor does throttling stop a thread that is not real-time.
-        let other = timer_stream(SchedSpec::Other { nice: 0 }, 48, 49 * MS, 0);
-        let notice = missed_notice(std::slice::from_ref(&other), Some(THROTTLING));
-        assert!(!notice.to_string().contains("RT throttling"), "{notice}");
-    }
-
-    #[test]
-    fn missed_periods_of_a_deadline_thread_out_of_budget_name_the_budget() {
-        let deadline = SchedSpec::Deadline {
-            runtime_ns: Nanos(MS / 5),
-            deadline_ns: Nanos(MS),
-            period_ns: Nanos(MS),
-        };
-        let spun = timer_stream(deadline, 700, MS * 7 / 10, 0);
-        let notice = missed_notice(std::slice::from_ref(&spun), Some(THROTTLING));
-        let text = notice.to_string();
-        assert!(
-            text.contains("SCHED_DEADLINE budget") && text.contains("200 µs of every 1 ms"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn rt_throttling_is_read_from_the_sysctls_and_off_when_unlimited() {
-        let root = tempfile::tempdir().unwrap();
-        let sysctl = root.path().join("proc/sys/kernel");
-        std::fs::create_dir_all(&sysctl).unwrap();
-        let write = |runtime: &str, period: &str| {
-            std::fs::write(sysctl.join("sched_rt_runtime_us"), runtime).unwrap();
-            std::fs::write(sysctl.join("sched_rt_period_us"), period).unwrap();
-        };
-        let files = FactReader::at(root.path());
-        write("950000\n", "1000000\n");
-        assert_eq!(RtThrottling::read(&files), Some(THROTTLING));
-        write("-1\n", "1000000\n");
-        assert_eq!(RtThrottling::read(&files), None);
-        write("1000000\n", "1000000\n");
-        assert_eq!(RtThrottling::read(&files), None);
     }
 }

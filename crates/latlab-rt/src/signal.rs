@@ -63,6 +63,48 @@ pub fn interrupt_thread(tid: i32) -> Result<(), RtError> {
     Ok(())
 }
 
+/// `SIGCONT`s this process has handled: each means it had been stopped (`SIGSTOP`,
+/// Ctrl-Z, a debugger) and went on.
+static CONTINUED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn count_continue(_: libc::c_int) {
+    // A lock-free atomic add: async-signal-safe.
+    CONTINUED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many times this process was continued after a stop, since
+/// [`count_continues`] was first called.
+pub fn continues() -> u64 {
+    CONTINUED.load(Ordering::Relaxed)
+}
+
+/// Counts every `SIGCONT` from now on (process-wide, idempotent); the process still
+/// goes on as the signal's default action has it. A stopped process cannot catch the
+/// stop itself, but the continue tells it that it was stopped.
+///
+/// The handler runs on a thread that does not block the signal: measuring threads
+/// block it ([`block_continue_counting`]), so that it never cuts their sleeps short
+/// (the kernel restarts no sleep after a handler, `SA_RESTART` or not).
+pub fn count_continues() -> Result<(), RtError> {
+    // SAFETY: as in `install_wake_handler`; the handler is one atomic add, and with
+    // SA_RESTART interrupted system calls other than sleeps go on.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_continue as *const () as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGCONT, &action, std::ptr::null_mut()) != 0 {
+            return Err(RtError::last("install the SIGCONT handler"));
+        }
+    }
+    Ok(())
+}
+
+/// Keeps [`count_continues`]' handler off the calling thread (a measuring thread).
+pub fn block_continue_counting() -> Result<(), RtError> {
+    block_in_current_thread(&[libc::SIGCONT]).map(|_| ())
+}
+
 /// A set of signals.
 pub(crate) fn sigset_of(signals: &[i32]) -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the zeroed set; sigaddset only sets bits in it.
@@ -85,7 +127,7 @@ pub(crate) fn block_in_current_thread(signals: &[i32]) -> Result<libc::sigset_t,
         let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
         if rc != 0 {
             return Err(RtError::new(
-                "block the timer signal",
+                "block a signal in the calling thread",
                 std::io::Error::from_raw_os_error(rc),
             ));
         }

@@ -1,4 +1,5 @@
-//! tracefs: the trace marker and `tracing_on`, for `--breaktrace`.
+//! tracefs: the trace marker and `tracing_on`, for `--breaktrace`; debugfs, for the
+//! scheduler's state.
 //!
 //! When a latency above the limit is seen, the measuring thread writes a marker into
 //! the trace and stops tracing, so the kernel's trace buffer ends at the event (the
@@ -38,8 +39,13 @@ impl Drop for MountGuard {
             return;
         }
         if let Ok(path) = CString::new(self.path.as_os_str().as_encoded_bytes()) {
-            // SAFETY: umount2 with a valid C string path we mounted ourselves.
-            unsafe { libc::umount2(path.as_ptr(), 0) };
+            // SAFETY: umount2 with a valid C string path we mounted ourselves. A mount
+            // still in use (tracefs automounted inside debugfs) goes once unused.
+            unsafe {
+                if libc::umount2(path.as_ptr(), 0) != 0 {
+                    libc::umount2(path.as_ptr(), libc::MNT_DETACH);
+                }
+            }
         }
     }
 }
@@ -141,21 +147,53 @@ pub(crate) fn find_tracefs() -> Option<PathBuf> {
 }
 
 fn mount_tracefs() -> Result<PathBuf, RtError> {
-    let target = CANDIDATES[0];
+    mount("tracefs", CANDIDATES[0])?;
+    Ok(PathBuf::from(CANDIDATES[0]))
+}
+
+/// Mounts a pseudo file system of type `fstype` on `target`.
+fn mount(fstype: &str, target: &str) -> Result<(), RtError> {
     let c = |s: &str| CString::new(s).expect("static string without NUL");
-    let (src, dst, fstype) = (c("nodev"), c(target), c("tracefs"));
+    let (src, dst, kind) = (c("nodev"), c(target), c(fstype));
     // SAFETY: mount with valid C strings and no data pointer.
     let rc = unsafe {
         libc::mount(
             src.as_ptr(),
             dst.as_ptr(),
-            fstype.as_ptr(),
+            kind.as_ptr(),
             0,
             std::ptr::null(),
         )
     };
     if rc != 0 {
-        return Err(RtError::last(format!("mount tracefs on {target}")));
+        return Err(RtError::last(format!("mount {fstype} on {target}")));
     }
-    Ok(PathBuf::from(target))
+    Ok(())
+}
+
+/// Where debugfs is mounted on Linux.
+const DEBUGFS: &str = "/sys/kernel/debug";
+
+/// debugfs at `/sys/kernel/debug`, mounted by latlab for as long as this lives (to
+/// read the scheduler's state there), or found mounted already and left so.
+#[derive(Debug)]
+pub struct DebugfsMount {
+    _mounted: Option<MountGuard>,
+}
+
+impl DebugfsMount {
+    /// Mounts debugfs unless it is mounted (`sched/` is there) already; only root may.
+    pub fn ensure() -> Result<DebugfsMount, RtError> {
+        let root = Path::new(DEBUGFS);
+        if root.join("sched").exists() {
+            return Ok(DebugfsMount { _mounted: None });
+        }
+        mount("debugfs", DEBUGFS)?;
+        Ok(DebugfsMount {
+            _mounted: Some(MountGuard {
+                path: root.to_path_buf(),
+                keep: false,
+            }),
+        })
+    }
 }

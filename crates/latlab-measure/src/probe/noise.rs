@@ -347,11 +347,11 @@ impl NoiseWorker {
         }
         if let (Some(limits), true) = (self.rt_limits, self.lost.throttle_like > 0) {
             text.push_str(&format!(
-                ". {} of the gaps lasted {} or more, most likely RT throttling: \
-                 sched_rt_runtime_us {} of sched_rt_period_us {} lets real-time tasks run \
-                 {:.0} % of each period (recent kernels' fair server lends the rest to \
-                 SCHED_OTHER tasks as they need it), so a real-time busy loop is held off; \
-                 the lost share includes this, which is the kernel's policy, not noise",
+                ". {} of the gaps lasted {} or more, as long as RT throttling holds a \
+                 real-time busy loop off: sched_rt_runtime_us {} of sched_rt_period_us {} \
+                 lets real-time tasks run {:.0} % of each period (recent kernels' fair \
+                 server lends the rest to SCHED_OTHER tasks as they need it); the run's \
+                 warnings say whether the kernel throttled (rt-throttled)",
                 self.lost.throttle_like,
                 Nanos(self.throttle_gap),
                 limits.runtime_us,

@@ -21,6 +21,7 @@ use crate::facts::FactReader;
 use crate::live::LiveStats;
 use crate::notice::{Notice, RtThrottling, StreamContext};
 use crate::probe::{Probe, Window, Worker};
+use crate::stall::{StallEvidence, StallWatch};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
@@ -317,6 +318,7 @@ pub fn run_probe(
     let n = request.cpus.len();
     assert_eq!(live.len(), n, "one live entry per measured CPU");
     signal::install_wake_handler().map_err(|e| RunError::Runtime(e.to_string()))?;
+    signal::count_continues().map_err(|e| RunError::Runtime(e.to_string()))?;
     let own_halt = AtomicBool::new(false);
     let halt = match &request.breaktrace {
         Some(wire) => {
@@ -334,7 +336,8 @@ pub fn run_probe(
     };
     let mut notices = setup.notices.clone();
     let started_at = SystemTime::now();
-    let (ends, start) = std::thread::scope(|scope| -> Result<(Vec<ThreadEnd>, i64), RunError> {
+    type Ended = (Vec<ThreadEnd>, i64, StallEvidence);
+    let (ends, start, held) = std::thread::scope(|scope| -> Result<Ended, RunError> {
         let abort_on_exit = AbortOnDrop(&shared.gate);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(n);
@@ -373,16 +376,23 @@ pub fn run_probe(
             checkpoint.start();
         }
         drop(abort_on_exit);
-        watch(&shared, &handles, stop, live, observer);
+        let pinned: Vec<Option<usize>> = match request.policy {
+            SchedSpec::Deadline { .. } => vec![None; n],
+            _ => request.cpus.iter().map(|&c| Some(c)).collect(),
+        };
+        let mut stalls = StallWatch::start(&pinned);
+        watch(&shared, &handles, stop, live, observer, &mut stalls);
         let ends = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(ThreadEnd::Nothing))
             .collect();
-        Ok((ends, start))
+        Ok((ends, start, stalls.finish()))
     })?;
     let ended_at = SystemTime::now();
     let span = (started_at, ended_at, window_of(request, start));
-    Ok(finish(ends, request, setup, notices, span, stop, &shared))
+    Ok(finish(
+        ends, request, setup, notices, span, stop, &shared, held,
+    ))
 }
 
 /// Waits for every thread's set-up report; the first failure ends the run. A stop
@@ -443,13 +453,15 @@ fn pass_on_stop(shared: &Shared<'_>, stop: &AtomicBool) {
 }
 
 /// Polls until every thread has ended: passes a stop request on as a halt, wakes
-/// blocked threads so they see it, and refreshes the observer.
+/// blocked threads so they see it, refreshes the observer, and looks at threads held
+/// off their CPUs while it happens.
 fn watch(
     shared: &Shared<'_>,
     handles: &[ScopedJoinHandle<'_, ThreadEnd>],
     stop: &AtomicBool,
     live: &[LiveStats],
     observer: &mut dyn RunObserver,
+    stalls: &mut StallWatch,
 ) {
     let every = observer.refresh_every();
     let begun = Instant::now();
@@ -457,6 +469,7 @@ fn watch(
     while !handles.iter().all(|h| h.is_finished()) {
         pass_on_stop(shared, stop);
         std::thread::sleep(POLL);
+        stalls.poll(live);
         if last_observed.elapsed() >= every {
             observer.progress(live, begun.elapsed());
             last_observed = Instant::now();
@@ -465,6 +478,7 @@ fn watch(
 }
 
 /// Turns what the threads handed back into the outcome.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     ends: Vec<ThreadEnd>,
     request: &RunRequest,
@@ -473,6 +487,7 @@ fn finish(
     (started_at, ended_at, window): (SystemTime, SystemTime, Window),
     stop: &AtomicBool,
     shared: &Shared<'_>,
+    held: StallEvidence,
 ) -> RunOutcome {
     let measured = measured_span(
         &window,
@@ -533,6 +548,7 @@ fn finish(
     let context = StreamContext {
         memory_locked: setup.conditions.memory_locked,
         rt_throttling: RtThrottling::read(&FactReader::system()),
+        held,
     };
     notices.extend(Notice::from_streams(&streams, &context));
     RunOutcome {

@@ -195,6 +195,9 @@ pub(super) fn set_up_thread(
     cpu: usize,
     request: &RunRequest,
 ) -> Result<(Ready, ThreadGuards), RunError> {
+    // A SIGCONT is counted on another thread: its handler would cut this one's
+    // sleeps short (no sleep is restarted after a handler).
+    latlab_rt::signal::block_continue_counting().map_err(|e| RunError::Runtime(e.to_string()))?;
     let deadline = matches!(request.policy, SchedSpec::Deadline { .. });
     // SCHED_DEADLINE tasks must be allowed on the whole root domain, so they cannot
     // be pinned; the runner says so in a notice.
