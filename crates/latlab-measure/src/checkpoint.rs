@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// How often a checkpoint looks whether the threads have handed their copies over.
 const POLL: Duration = Duration::from_millis(1);
 
-/// One measuring thread, as checkpoints see it.
+/// One recorder of a measuring thread, as checkpoints see it.
 #[derive(Default)]
 struct Slot {
     handover: Option<Arc<Handover<SampleRecorder>>>,
@@ -28,10 +28,11 @@ struct Slot {
     last: Option<Stream>,
 }
 
-/// The checkpoints of one phase's measuring threads.
+/// The checkpoints of one phase's measuring threads: a slot per recorder, each thread's
+/// (one, or one per thing a probe measures on its CPU) in order.
 #[derive(Default)]
 pub struct PhaseCheckpoint {
-    slots: Mutex<Vec<Slot>>,
+    slots: Mutex<Vec<Vec<Slot>>>,
     /// Set when the threads start measuring: nothing is asked of them before.
     measuring: AtomicBool,
 }
@@ -48,28 +49,41 @@ impl PhaseCheckpoint {
     /// Checkpoints for a phase of `threads` measuring threads.
     pub fn new(threads: usize) -> Arc<PhaseCheckpoint> {
         Arc::new(PhaseCheckpoint {
-            slots: Mutex::new((0..threads).map(|_| Slot::default()).collect()),
+            slots: Mutex::new((0..threads).map(|_| Vec::new()).collect()),
             measuring: AtomicBool::new(false),
         })
     }
 
-    fn slots(&self) -> MutexGuard<'_, Vec<Slot>> {
+    fn slots(&self) -> MutexGuard<'_, Vec<Vec<Slot>>> {
         // A panic elsewhere while holding the lock leaves the slots usable.
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Thread `thread`'s recorder hands its copies over through `handover` (set up
-    /// before measuring).
-    pub(crate) fn register(&self, thread: usize, handover: Arc<Handover<SampleRecorder>>) {
-        if let Some(slot) = self.slots().get_mut(thread) {
-            slot.handover = Some(handover);
+    /// Recorder `part` of thread `thread` hands its copies over through `handover`
+    /// (set up before measuring).
+    pub(crate) fn register(
+        &self,
+        thread: usize,
+        part: usize,
+        handover: Arc<Handover<SampleRecorder>>,
+    ) {
+        if let Some(parts) = self.slots().get_mut(thread) {
+            if parts.len() <= part {
+                parts.resize_with(part + 1, Slot::default);
+            }
+            parts[part].handover = Some(handover);
         }
     }
 
-    /// Thread `thread`'s stream before measuring.
-    pub(crate) fn describe(&self, thread: usize, template: Stream) {
-        if let Some(slot) = self.slots().get_mut(thread) {
-            slot.template = Some(template);
+    /// Thread `thread`'s streams before measuring, one per recorder part.
+    pub(crate) fn describe(&self, thread: usize, templates: Vec<Stream>) {
+        if let Some(parts) = self.slots().get_mut(thread) {
+            if parts.len() < templates.len() {
+                parts.resize_with(templates.len(), Slot::default);
+            }
+            for (slot, template) in parts.iter_mut().zip(templates) {
+                slot.template = Some(template);
+            }
         }
     }
 
@@ -96,6 +110,7 @@ impl PhaseCheckpoint {
         let handles: Vec<_> = self
             .slots()
             .iter()
+            .flatten()
             .map(|s| s.handover.clone().zip(s.template.clone()))
             .collect();
         for (handover, _) in handles.iter().flatten() {
@@ -135,6 +150,7 @@ impl PhaseCheckpoint {
         let mut slots = self.slots();
         slots
             .iter_mut()
+            .flatten()
             .zip(fresh)
             .filter_map(|(slot, fresh)| {
                 if let Some(stream) = fresh {

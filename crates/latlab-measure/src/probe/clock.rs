@@ -232,13 +232,12 @@ impl Worker for ClockWorker {
         Ok(())
     }
 
-    fn describe(&mut self, phase: &str) -> Stream {
-        self.describe_now(phase)
+    fn describe(&mut self, phase: &str) -> Vec<Stream> {
+        vec![self.describe_now(phase)]
     }
 
-    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = self.describe_now(phase);
-        (stream, Vec::new())
+    fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
+        (vec![self.describe_now(phase)], Vec::new())
     }
 }
 

@@ -325,12 +325,24 @@ impl ProbeSetup {
     /// The recorder of the worker at `placement`: pushing its spikes into the
     /// placement's feed, if it has one, and handing copies over to its checkpoints.
     pub fn recorder_for(&self, placement: &Placement) -> SampleRecorder {
-        let recorder = self.recorder().feeding(placement.feed.clone());
+        self.recorder_for_part(placement, 0, true)
+    }
+
+    /// Recorder `part` of a worker that keeps several (one per thing it measures on
+    /// its CPU); only one of them (`explained`) feeds spikes to be explained.
+    pub fn recorder_for_part(
+        &self,
+        placement: &Placement,
+        part: usize,
+        explained: bool,
+    ) -> SampleRecorder {
+        let feed = explained.then(|| placement.feed.clone()).flatten();
+        let recorder = self.recorder().feeding(feed);
         match &placement.checkpoint {
             None => recorder,
             Some(checkpoint) => {
                 let (recorder, handover) = recorder.handing_over();
-                checkpoint.register(placement.thread, handover);
+                checkpoint.register(placement.thread, part, handover);
                 recorder
             }
         }

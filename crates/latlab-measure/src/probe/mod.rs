@@ -175,14 +175,16 @@ pub trait Worker: Send {
         live: &LiveStats,
     ) -> Result<(), RtError>;
 
-    /// Produces the stream (and any events) for phase `phase`.
-    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>);
+    /// Produces the streams (one, unless the probe measures several things on its
+    /// CPU) and any events for phase `phase`.
+    fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>);
 
     /// The stream as it stands, for phase `phase`: called once before measuring (on
     /// the measuring thread, where allocating is still allowed) to give a checkpoint
     /// what does not change while measuring — probe, method, CPU, policy, period and
-    /// which counts the probe keeps.
-    fn describe(&mut self, phase: &str) -> Stream;
+    /// which counts the probe keeps. One stream per recorder, in the order of their
+    /// [`info::ProbeSetup::recorder_for`] parts.
+    fn describe(&mut self, phase: &str) -> Vec<Stream>;
 }
 
 #[cfg(test)]

@@ -179,17 +179,14 @@ impl Worker for MsgWorker {
         received.and(stopped).map(|_| ())
     }
 
-    fn describe(&mut self, phase: &str) -> Stream {
-        self.tally
-            .account
-            .stream(&INFO, &self.setup, &self.placement, phase)
+    fn describe(&mut self, phase: &str) -> Vec<Stream> {
+        let account = &self.tally.account;
+        vec![account.stream(&INFO, &self.setup, &self.placement, phase)]
     }
 
-    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        let stream = self
-            .tally
-            .account
-            .stream(&INFO, &self.setup, &self.placement, phase);
-        (stream, Vec::new())
+    fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
+        let account = &self.tally.account;
+        let stream = account.stream(&INFO, &self.setup, &self.placement, phase);
+        (vec![stream], Vec::new())
     }
 }

@@ -406,11 +406,11 @@ impl Worker for NoiseWorker {
         Ok(())
     }
 
-    fn describe(&mut self, phase: &str) -> Stream {
-        self.describe_now(phase)
+    fn describe(&mut self, phase: &str) -> Vec<Stream> {
+        vec![self.describe_now(phase)]
     }
 
-    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+    fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
         let stream = self.describe_now(phase);
         let label = format!("{} [{phase}]", stream.label());
         let event = |kind: &str, at: i64, value: i64, message: String| Event {
@@ -443,7 +443,7 @@ impl Worker for NoiseWorker {
             self.lost.total,
             self.summary(&label),
         ));
-        (stream, events)
+        (vec![stream], events)
     }
 }
 

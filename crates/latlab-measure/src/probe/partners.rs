@@ -169,17 +169,17 @@ impl<W: Periodic> Worker for W {
         measure_periodic(self, period, window, stop, live)
     }
 
-    fn describe(&mut self, phase: &str) -> Stream {
+    fn describe(&mut self, phase: &str) -> Vec<Stream> {
         let parts = self.parts();
-        (parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase)
+        vec![(parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase)]
     }
 
-    fn finish(mut self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+    fn finish(mut self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
         self.release();
         let events = self.events();
         let parts = self.parts();
         let stream = (parts.tally.account).stream(W::INFO, parts.setup, parts.placement, phase);
-        (stream, events)
+        (vec![stream], events)
     }
 }
 

@@ -290,12 +290,12 @@ impl Worker for TimerWorker {
         result
     }
 
-    fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
-        (self.describe_now(phase), Vec::new())
+    fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
+        (vec![self.describe_now(phase)], Vec::new())
     }
 
-    fn describe(&mut self, phase: &str) -> Stream {
-        self.describe_now(phase)
+    fn describe(&mut self, phase: &str) -> Vec<Stream> {
+        vec![self.describe_now(phase)]
     }
 }
 

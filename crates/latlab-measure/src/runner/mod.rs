@@ -504,8 +504,8 @@ fn finish(
             worker, failure: f, ..
         } = end
         {
-            let (stream, ev) = worker.finish(&request.phase);
-            streams.push(stream);
+            let (finished, ev) = worker.finish(&request.phase);
+            streams.extend(finished);
             events.extend(ev);
             if let Some(f) = f {
                 failure.get_or_insert(f);
@@ -638,7 +638,7 @@ mod tests {
             Ok(())
         }
 
-        fn describe(&mut self, phase: &str) -> Stream {
+        fn describe(&mut self, phase: &str) -> Vec<Stream> {
             let measured = Measured {
                 info: &clock::INFO,
                 setup: &self.setup,
@@ -650,10 +650,10 @@ mod tests {
                 elapsed: Nanos(0),
                 page_faults: 0,
             };
-            info::stream_of(measured, phase)
+            vec![info::stream_of(measured, phase)]
         }
 
-        fn finish(self: Box<Self>, phase: &str) -> (Stream, Vec<Event>) {
+        fn finish(self: Box<Self>, phase: &str) -> (Vec<Stream>, Vec<Event>) {
             let measured = Measured {
                 info: &clock::INFO,
                 setup: &self.setup,
@@ -665,7 +665,7 @@ mod tests {
                 elapsed: Nanos(0),
                 page_faults: 0,
             };
-            (info::stream_of(measured, phase), Vec::new())
+            (vec![info::stream_of(measured, phase)], Vec::new())
         }
     }
 
