@@ -67,6 +67,20 @@ pub enum TraceError {
         /// Its `per_cpu` directory.
         path: PathBuf,
     },
+    /// The kernel lacks a tracer.
+    #[error("this kernel has no {tracer} tracer (it offers: {offered}); it needs a kernel built with CONFIG_{}_TRACER=y (Debian's linux-image-rt-amd64 has it)", tracer.to_ascii_uppercase())]
+    NoTracer {
+        /// The tracer asked for.
+        tracer: String,
+        /// The tracers `available_tracers` lists.
+        offered: String,
+    },
+    /// The tracer runs elsewhere (rtla, another latlab) and runs only once at a time.
+    #[error("the {tracer} tracer is in use by another tool (rtla, another latlab: see `grep -l {tracer} /sys/kernel/tracing/instances/*/current_tracer`); let it finish first")]
+    TracerBusy {
+        /// The tracer asked for.
+        tracer: String,
+    },
     /// `rmdir` refused because a file of the instance is still open.
     #[error("cannot remove the tracefs instance {path}: a file of it is still open (EBUSY); close the readers of its trace_pipe_raw first, or find them with `fuser -v {path}/per_cpu/*/*`")]
     Busy {
@@ -304,6 +318,40 @@ impl TraceInstance {
         Ok(self.event_dir(system, name)?.join("format"))
     }
 
+    /// Makes `tracer` this instance's tracer (`nop` for none), and checks the kernel
+    /// took it. The kernel refuses a tracer another instance runs that allows only one
+    /// (osnoise and timerlat share their threads): [`TraceError::TracerBusy`].
+    pub fn set_tracer(&self, tracer: &str) -> Result<(), TraceError> {
+        let path = self.dir.join("current_tracer");
+        if let Err(e) = fs::write(&path, tracer) {
+            return Err(match e.raw_os_error() {
+                Some(libc::EBUSY) => TraceError::TracerBusy {
+                    tracer: tracer.to_string(),
+                },
+                Some(libc::EINVAL | libc::ENODEV) => TraceError::NoTracer {
+                    tracer: tracer.to_string(),
+                    offered: self.tracers().join(", "),
+                },
+                _ => TraceError::io("set current_tracer", &path, e),
+            });
+        }
+        let now = self.read("current_tracer", "read current_tracer")?;
+        match now.trim() == tracer {
+            true => Ok(()),
+            false => Err(TraceError::NoTracer {
+                tracer: tracer.to_string(),
+                offered: self.tracers().join(", "),
+            }),
+        }
+    }
+
+    /// The tracers this kernel offers (`available_tracers`).
+    pub fn tracers(&self) -> Vec<String> {
+        self.read("available_tracers", "read available_tracers")
+            .map(|t| t.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
     /// Starts or stops recording into this instance's buffers.
     pub fn set_tracing(&self, on: bool) -> Result<(), TraceError> {
         self.write("tracing_on", if on { "1" } else { "0" }, "set tracing_on")
@@ -316,6 +364,58 @@ impl TraceInstance {
             return Err(TraceError::NoCpu { cpu, path: dir });
         }
         Ok(dir.join("trace_pipe_raw"))
+    }
+
+    /// Opens CPU `cpu`'s `trace_pipe_raw` so that reading an empty buffer returns
+    /// `EAGAIN` (`ErrorKind::WouldBlock`) instead of waiting.
+    pub fn open_pipe(&self, cpu: usize) -> Result<fs::File, TraceError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.trace_pipe_raw(cpu)?;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| TraceError::io("open the trace buffer", &path, e))
+    }
+
+    /// Events CPU `cpu`'s buffer overwrote before they were read (`overrun` of
+    /// `per_cpu/cpuN/stats`), if readable.
+    pub fn overrun(&self, cpu: usize) -> Option<u64> {
+        let stats = fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("overrun:"))
+            .and_then(|value| value.trim().parse().ok())
+    }
+
+    /// The text of `events/header_page` (where a page keeps its timestamp and data),
+    /// read in one `read` of a page or more: after a short first read the kernel
+    /// reports the end of the file.
+    pub fn header_page(&self) -> Result<String, TraceError> {
+        use std::io::Read;
+        let path = self.dir.join("events/header_page");
+        let mut buffer = vec![0; 16 << 10];
+        let n = fs::File::open(&path)
+            .and_then(|mut file| file.read(&mut buffer))
+            .map_err(|e| TraceError::io("read the page layout", &path, e))?;
+        buffer.truncate(n);
+        Ok(String::from_utf8_lossy(&buffer).into_owned())
+    }
+
+    /// The text of trace event `system:name`'s `format` file; events a tracer writes
+    /// (`ftrace:timerlat`) have one, though they cannot be enabled on their own.
+    pub fn read_event_format(&self, system: &str, name: &str) -> Result<String, TraceError> {
+        let plain = |s: &str| !s.is_empty() && !s.contains('/') && s != "." && s != "..";
+        let dir = self.dir.join("events").join(system).join(name);
+        let path = dir.join("format");
+        if !plain(system) || !plain(name) || !path.is_file() {
+            return Err(TraceError::NoEvent {
+                system: system.to_string(),
+                name: name.to_string(),
+                path: dir,
+            });
+        }
+        fs::read_to_string(&path).map_err(|e| TraceError::io("read an event's format", &path, e))
     }
 
     /// Stops tracing, turns every event of the instance off and removes it, saying
@@ -460,6 +560,8 @@ fn sweep_stale_in(instances: &Path) -> Vec<String> {
     }
     removed
 }
+
+pub mod osnoise;
 
 #[cfg(test)]
 mod tests;
