@@ -97,6 +97,14 @@ pub enum Notice {
         /// The limits in force, when readable.
         throttling: Option<RtThrottling>,
     },
+    /// A kernel tracer's buffer overwrote events before they were read, or a page of
+    /// it did not decode: the periods of lost activations count as missed.
+    TraceEventsLost {
+        /// The probe (`timerlat`, `osnoise`).
+        tracer: &'static str,
+        /// Events (or pages) lost.
+        count: u64,
+    },
     /// Cycles of a primitive probe without a sample (a partner that did not answer in
     /// time, an inversion that timed out, ...).
     CyclesWithoutSample {
@@ -162,6 +170,7 @@ impl Notice {
             Notice::MissedPeriods { .. } => "missed-periods",
             Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
             Notice::RtThrottled { .. } => "rt-throttled",
+            Notice::TraceEventsLost { .. } => "trace-events-lost",
             Notice::Clamped { .. } => "clamped-samples",
             Notice::Saturated { .. } => "saturated-counts",
             Notice::MeasuringFailed { .. } => latlab_model::outcome::MEASURING_FAILED,
@@ -219,14 +228,19 @@ impl Notice {
             if count == 0 {
                 continue;
             }
+            // Streams of several probes on one CPU (timerlat's contexts) are told
+            // apart by their probe.
+            let mut probes: Vec<&str> = of_kind().map(|s| s.probe.as_str()).collect();
+            probes.sort_unstable();
+            probes.dedup();
+            let label = |s: &Stream| match probes.len() {
+                1 => s.label(),
+                _ => format!("{} {}", s.probe, s.label()),
+            };
             let worst = of_kind()
                 .map(|s| match s.phase.as_str() {
-                    "main" => format!("{}: {}", s.label(), s.missed_periods.unwrap_or(0)),
-                    phase => format!(
-                        "{} in {phase}: {}",
-                        s.label(),
-                        s.missed_periods.unwrap_or(0)
-                    ),
+                    "main" => format!("{}: {}", label(s), s.missed_periods.unwrap_or(0)),
+                    phase => format!("{} in {phase}: {}", label(s), s.missed_periods.unwrap_or(0)),
                 })
                 .collect::<Vec<_>>()
                 .join(", ");
@@ -426,6 +440,12 @@ impl fmt::Display for Notice {
                      real-time task may own its CPU",
                 )
             }
+            Notice::TraceEventsLost { tracer, count } => write!(
+                f,
+                "the {tracer} tracer's trace buffers lost {count} event(s) or page(s) \
+                 before latlab read them (the machine was too busy for the reader): the \
+                 activations they held count as missed periods"
+            ),
             Notice::CyclesWithoutSample { count, worst } => write!(
                 f,
                 "{count} cycle(s) of a probe took no sample ({worst}); why a cycle can \

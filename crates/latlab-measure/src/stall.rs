@@ -295,6 +295,9 @@ struct Followed {
 /// Follows the measuring threads from the coordinating thread while they measure.
 #[derive(Debug)]
 pub struct StallWatch {
+    /// Whether the threads' samples say when they were held: not when the kernel
+    /// measures and a reader hands its samples over in bursts.
+    follow: bool,
     files: FactReader,
     /// debugfs, mounted at the first look if it was not (`None` until then; an error
     /// when it could not be).
@@ -310,11 +313,13 @@ pub struct StallWatch {
 }
 
 impl StallWatch {
-    /// Starts following one measuring thread per entry of `cpus` (`None`: not pinned).
-    pub fn start(cpus: &[Option<usize>]) -> StallWatch {
+    /// Starts following one measuring thread per entry of `cpus` (`None`: not pinned);
+    /// unless `follow`, only the process's stops, its own holds and steal time.
+    pub fn start(cpus: &[Option<usize>], follow: bool) -> StallWatch {
         let files = FactReader::system();
         let now = Instant::now();
         StallWatch {
+            follow,
             steal_at_start: steal_ns(&files),
             files,
             debugfs: None,
@@ -344,6 +349,9 @@ impl StallWatch {
         if gap >= COORDINATOR_HELD {
             let held = Nanos(gap.as_nanos() as i64);
             self.evidence.whole_held = self.evidence.whole_held.max(Some(held));
+        }
+        if !self.follow {
+            return;
         }
         let mut held_cpus = Vec::new();
         for (thread, stats) in self.threads.iter_mut().zip(live) {

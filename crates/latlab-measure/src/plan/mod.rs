@@ -28,7 +28,7 @@ pub use layered::{Layered, Origin};
 use crate::cpus::CpuInventory;
 use crate::load::LoadSpec;
 use crate::probe::catalogue::ProbeSpec;
-use crate::probe::info::{Policies, ProbeSetup};
+use crate::probe::info::{Policies, ProbeSetup, Setting};
 use crate::probe::Probe;
 use crate::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::explain::ExplainMode;
@@ -233,7 +233,11 @@ impl PhasePlan {
 
     /// What the phase measures, for the live display's banner.
     pub fn describe(&self) -> String {
-        format!("{} probe, period {}", self.spec, self.setup.period)
+        match self.spec.info().honours(Setting::Period) {
+            true => format!("{} probe, period {}", self.spec, self.setup.period),
+            // Its cycle, if any, is its parameters' (noise, osnoise).
+            false => format!("{} probe", self.spec),
+        }
     }
 }
 

@@ -124,7 +124,7 @@ fn phase(
         params.insert("method".to_string(), method.to_string());
     }
     let spec = ProbeSpec { params, ..spec };
-    let setup = setup_of(shared, &spec, period.value, duration);
+    let setup = setup_of(shared, &spec, period.value, duration, &cpus);
     let probe = info.prepare(&setup).map_err(|source| {
         let phase_origins = (&period.origin, &method.origin);
         ResolveError::Probe {
@@ -157,8 +157,13 @@ fn setup_of(
     spec: &ProbeSpec,
     period: Nanos,
     duration: Option<Nanos>,
+    placements: &[usize],
 ) -> ProbeSetup {
+    let mut measured_cpus = placements.to_vec();
+    measured_cpus.sort_unstable();
+    measured_cpus.dedup();
     ProbeSetup {
+        measured_cpus,
         params: spec.params.clone(),
         period,
         span: duration.map(|d| Nanos(d.0 + shared.warm_up.0)),

@@ -272,6 +272,8 @@ pub struct ProbeSetup {
     pub policy: SchedSpec,
     /// CPUs this process may use (for partners placed on another CPU).
     pub allowed_cpus: Vec<usize>,
+    /// The CPUs the phase measures, each once (a kernel tracer runs on all of them).
+    pub measured_cpus: Vec<usize>,
     /// The clock slept on and read, for probes that honour [`Setting::Clock`].
     pub clock: ClockName,
     /// For the timer's hybrid sleep: how long before the deadline it spins.
@@ -300,6 +302,7 @@ impl ProbeSetup {
             period: Nanos::MILLISECOND,
             span: Some(Nanos::from_secs(30)),
             policy: SchedSpec::DEFAULT,
+            measured_cpus: allowed_cpus.clone(),
             allowed_cpus,
             clock: ClockName::Monotonic,
             hybrid_margin: Nanos(50_000),

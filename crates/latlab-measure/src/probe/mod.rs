@@ -21,6 +21,7 @@ pub mod info;
 mod pair;
 mod partners;
 mod tally;
+mod tracer;
 
 /// Declares each probe's module and lists its `INFO` in [`CATALOGUE`], in the order
 /// given, so that a probe is registered by naming it once.
@@ -34,7 +35,9 @@ macro_rules! registry {
     };
 }
 
-registry!(timer, preempt, switch, msg, sem, pi, prio_wake, signal, noise, clock);
+registry!(
+    timer, preempt, switch, msg, sem, pi, prio_wake, signal, noise, clock, timerlat, osnoise,
+);
 
 use crate::explain::SpikeFeed;
 use crate::live::LiveStats;
@@ -157,6 +160,23 @@ pub trait Probe: Sync {
     fn notices(&self) -> Vec<Notice> {
         Vec::new()
     }
+
+    /// Where its workers run: on the CPU they measure, or — for a probe whose
+    /// measuring is done by the kernel (a tracer's threads) — off the measured CPUs.
+    fn site(&self) -> Site {
+        Site::MeasuredCpu
+    }
+}
+
+/// Where a probe's worker threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// Pinned to the CPU measured, at the run's policy: the worker measures.
+    MeasuredCpu,
+    /// On the CPUs not measured (all, if none is left), at the policy it was started
+    /// with: the kernel measures on the CPU, the worker only reads what it wrote there
+    /// and applies the run's policy to what measures.
+    Elsewhere,
 }
 
 /// One measuring thread's state.

@@ -20,7 +20,7 @@ use crate::explain::{Origin, SpikeFeed};
 use crate::facts::FactReader;
 use crate::live::LiveStats;
 use crate::notice::{Notice, RtThrottling, StreamContext};
-use crate::probe::{Probe, Window, Worker};
+use crate::probe::{Probe, Site, Window, Worker};
 use crate::stall::{StallEvidence, StallWatch};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
@@ -179,7 +179,8 @@ fn measuring_thread(
 ) -> ThreadEnd {
     let mut report = ReadyReport { tx: Some(ready_tx) };
     let usual_slack = slack::current_ns();
-    let prepared = set_up_thread(thread, cpu, shared.request).and_then(|(ready, guards)| {
+    let site = shared.probe.site();
+    let prepared = set_up_thread(thread, cpu, shared.request, site).and_then(|(ready, guards)| {
         // The requested timer slack is for measuring: until the start, the thread
         // (and any partner it starts, which inherits it) sleeps with its usual one,
         // so a long slack does not stretch every sleep of the rehearsal and the start.
@@ -380,7 +381,7 @@ pub fn run_probe(
             SchedSpec::Deadline { .. } => vec![None; n],
             _ => request.cpus.iter().map(|&c| Some(c)).collect(),
         };
-        let mut stalls = StallWatch::start(&pinned);
+        let mut stalls = StallWatch::start(&pinned, probe.site() == Site::MeasuredCpu);
         watch(&shared, &handles, stop, live, observer, &mut stalls);
         let ends = handles
             .into_iter()

@@ -2,8 +2,8 @@
 
 use super::{RunError, RunRequest};
 use crate::notice::Notice;
-use crate::probe::Placement;
 use crate::probe::{policy_of, spec_of, PREFAULT_BYTES};
+use crate::probe::{Placement, Site};
 use latlab_model::run::Conditions;
 use latlab_model::spec::SchedSpec;
 use latlab_rt::memory::{LockReach, LockRoom};
@@ -194,10 +194,14 @@ pub(super) fn set_up_thread(
     thread: usize,
     cpu: usize,
     request: &RunRequest,
+    site: Site,
 ) -> Result<(Ready, ThreadGuards), RunError> {
     // A SIGCONT is counted on another thread: its handler would cut this one's
     // sleeps short (no sleep is restarted after a handler).
     latlab_rt::signal::block_continue_counting().map_err(|e| RunError::Runtime(e.to_string()))?;
+    if site == Site::Elsewhere {
+        return Ok(set_up_reader(thread, cpu, request));
+    }
     let deadline = matches!(request.policy, SchedSpec::Deadline { .. });
     // SCHED_DEADLINE tasks must be allowed on the whole root domain, so they cannot
     // be pinned; the runner says so in a notice.
@@ -247,4 +251,37 @@ pub(super) fn set_up_thread(
             _slack: slack_guard,
         },
     ))
+}
+
+/// A worker that reads what the kernel measured on CPU `cpu`: on the CPUs not
+/// measured (all, if none is left), at the policy it was started with. Its placement
+/// carries the measured CPU and the run's policy, which the worker applies to what
+/// measures there.
+fn set_up_reader(thread: usize, cpu: usize, request: &RunRequest) -> (Ready, ThreadGuards) {
+    let others: Vec<usize> = affinity::allowed_cpus()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| !request.cpus.contains(c))
+        .collect();
+    if !others.is_empty() {
+        // Best effort: a reader on a measured CPU only costs it some time.
+        let _ = affinity::set_current_thread(&others);
+    }
+    memory::prefault_stack::<PREFAULT_BYTES>();
+    let ready = Ready {
+        placement: Placement {
+            thread,
+            cpu: Some(cpu),
+            policy: request.policy,
+            timer_slack_ns: slack::current_ns(),
+            feed: request.feeds.get(thread).cloned(),
+            checkpoint: request.checkpoint.clone(),
+        },
+        refused: None,
+    };
+    let guards = ThreadGuards {
+        _policy: None,
+        _slack: None,
+    };
+    (ready, guards)
 }

@@ -299,7 +299,7 @@ fn rt_throttling_is_read_from_the_sysctls_and_off_when_unlimited() {
 #[test]
 fn a_thread_without_samples_for_many_intervals_is_looked_at_once_per_hold() {
     let live = [LiveStats::default()];
-    let mut watch = StallWatch::start(&[Some(0)]);
+    let mut watch = StallWatch::start(&[Some(0)], true);
     // Samples every millisecond for 10 ms.
     for _ in 0..10 {
         live[0].publish(1_000, 0);

@@ -300,6 +300,8 @@ fn sweep_leftovers(plan: &RunPlan) {
         .collect();
     removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
     removed.extend(latlab_rt::tracefs::sweep_stale());
+    // After the instances: the tracer of a killed run's instance stops with it.
+    removed.extend(latlab_rt::tracefs::osnoise::sweep_stale());
     // The statistics pages of periodic tasks whose process was killed.
     removed.extend(
         latlab_rt::periodic::shm::sweep()
