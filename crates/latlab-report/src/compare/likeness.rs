@@ -58,8 +58,13 @@ const SETTINGS: [(&str, Values); 7] = [
         });
         timers.collect()
     }),
-    ("phases", |run| {
-        run.phases.iter().map(|p| p.name.clone()).collect()
+    // One phase's name says nothing of what it measured (`main`, or the probe it was
+    // run with, which `probe` compares): only runs of several phases are told apart
+    // by them.
+    ("phases", |run| match run.phases.len() {
+        0 => BTreeSet::new(),
+        1 => BTreeSet::from(["one phase".to_string()]),
+        _ => run.phases.iter().map(|p| p.name.clone()).collect(),
     }),
 ];
 
@@ -112,5 +117,20 @@ mod tests {
             }]
         );
         assert_eq!(found[0].to_string(), "probe: timer (base) vs msg");
+    }
+
+    #[test]
+    fn the_name_of_a_single_phase_is_no_difference_but_several_phases_are() {
+        let base = example();
+        let mut named = example();
+        named.phases[0].name = "timer:method=abs".into();
+        assert_eq!(differences(&base, &named), Vec::new());
+        let mut two = example();
+        let mut second = two.phases[0].clone();
+        second.name = "load".into();
+        two.phases.push(second);
+        let found = differences(&base, &two);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].what, "phases");
     }
 }
