@@ -29,7 +29,7 @@ use crate::cpus::CpuInventory;
 use crate::load::LoadSpec;
 use crate::probe::catalogue::ProbeSpec;
 use crate::probe::info::{Policies, ProbeSetup, Setting};
-use crate::probe::Probe;
+use crate::probe::{Probe, Site};
 use crate::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::explain::ExplainMode;
 use latlab_model::run::{CpuChoice, MemoryLockPlan, PlannedPhase, ProbePlan};
@@ -169,6 +169,17 @@ pub fn resolve(input: &RunInput, cpus: &CpuInventory) -> Result<RunPlan, Resolve
     let system = system::resolve(input, &scenario, cpus)?;
     let extra_loads = loads::from_flags(input)?;
     let phases = phases::resolve(&sources, &shared, &extra_loads)?;
+    if let (Some(_), Some(phase)) = (
+        explain,
+        phases.iter().find(|p| p.probe.site() == Site::Elsewhere),
+    ) {
+        return Err(Origin::flag("--explain").invalid(format!(
+            "the {} probe's samples are the kernel's own threads' wake-ups, which \
+             --explain cannot follow: explain the timer probe's instead (latlab run \
+             --explain), or use rtla's auto-analysis for the tracer's",
+            phase.spec.info().name
+        )));
+    }
     let thresholds = thresholds::resolve(input, &scenario)?;
     loads::check(&phases, system.load_dir.as_deref())?;
     Ok(RunPlan {
