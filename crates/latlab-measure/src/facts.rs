@@ -61,6 +61,11 @@ impl FactReader {
         self.path(abs).exists()
     }
 
+    /// True when a directory is at the path.
+    pub fn is_dir(&self, abs: &str) -> bool {
+        self.path(abs).is_dir()
+    }
+
     /// Eight bytes at `offset` of a file, as a little-endian number: one register of a
     /// device file such as `/dev/cpu/0/msr`, whose offsets are register numbers.
     pub fn read_u64_at(&self, abs: &str, offset: u64) -> std::io::Result<u64> {

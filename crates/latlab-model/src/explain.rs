@@ -235,6 +235,10 @@ pub enum Cause {
         prio: i64,
         /// The workqueue function it was running, when known (kworkers, deep mode).
         function: Option<String>,
+        /// The interrupt it handles, when it is a threaded interrupt handler
+        /// (`irq/25-virtio0-`: PREEMPT_RT, or `threadirqs`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        irq: Option<ThreadedIrq>,
     },
     /// The CPU was idle at the deadline and had to leave its idle state.
     IdleExit {
@@ -258,6 +262,29 @@ pub enum Cause {
     },
 }
 
+/// The interrupt a threaded handler serves.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ThreadedIrq {
+    /// Its number.
+    pub irq: i64,
+    /// Its action's name (`virtio0-requests`), as `/proc/irq/N/` lists it; empty when
+    /// not known.
+    pub name: String,
+}
+
+impl ThreadedIrq {
+    /// The IRQ number a threaded handler's name gives: `irq/25-virtio0-` (the kernel
+    /// names them `irq/N-ACTION`, cut to 15 characters).
+    pub fn number_of(comm: &str) -> Option<i64> {
+        let rest = comm.strip_prefix("irq/")?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        match rest[digits.len()..].starts_with('-') || digits.len() == rest.len() {
+            true => digits.parse().ok(),
+            false => None,
+        }
+    }
+}
+
 impl Cause {
     /// The cause as people read it: `irq 24 virtio0-input.0`, `softirq NET_RX`,
     /// `thread spin:1234 (fifo/rr 99)`.
@@ -273,10 +300,23 @@ impl Cause {
                 pid,
                 prio,
                 function,
-            } => match function {
-                Some(f) => format!("thread {comm}:{pid} ({}, {f})", priority_words(*prio)),
-                None => format!("thread {comm}:{pid} ({})", priority_words(*prio)),
-            },
+                irq,
+            } => {
+                let mut label = match function {
+                    Some(f) => format!("thread {comm}:{pid} ({}, {f})", priority_words(*prio)),
+                    None => format!("thread {comm}:{pid} ({})", priority_words(*prio)),
+                };
+                match irq {
+                    Some(ThreadedIrq { irq, name }) if name.is_empty() => {
+                        label.push_str(&format!(", handling irq {irq}"))
+                    }
+                    Some(ThreadedIrq { irq, name }) => {
+                        label.push_str(&format!(", handling irq {irq} {name}"))
+                    }
+                    None => {}
+                }
+                label
+            }
             Cause::IdleExit { state: Some(s) } => format!("idle exit (state {s})"),
             Cause::IdleExit { state: None } => "idle exit".to_string(),
             Cause::TimerInterrupt => "timer interrupt".to_string(),
@@ -622,6 +662,7 @@ mod tests {
                 pid: 7,
                 prio: 0,
                 function: None,
+                irq: None,
             },
             Cause::IdleExit { state: Some(1) },
             Cause::TimerInterrupt,
@@ -633,6 +674,28 @@ mod tests {
             let json = serde_json::to_value(&cause).unwrap();
             assert_eq!(json["kind"], cause.kind_name(), "{cause:?}");
         }
+    }
+
+    #[test]
+    fn a_threaded_handler_is_labelled_with_the_interrupt_it_serves() {
+        assert_eq!(ThreadedIrq::number_of("irq/25-virtio0-"), Some(25));
+        assert_eq!(ThreadedIrq::number_of("irq/9"), Some(9));
+        assert_eq!(ThreadedIrq::number_of("irq_work/1"), None);
+        assert_eq!(ThreadedIrq::number_of("irq/x-y"), None);
+        let handler = Cause::Thread {
+            comm: "irq/25-virtio0-".into(),
+            pid: 124,
+            prio: 49,
+            function: None,
+            irq: Some(ThreadedIrq {
+                irq: 25,
+                name: "virtio0-requests".into(),
+            }),
+        };
+        assert_eq!(
+            handler.label(),
+            "thread irq/25-virtio0-:124 (fifo/rr 50), handling irq 25 virtio0-requests"
+        );
     }
 
     #[test]
@@ -657,6 +720,7 @@ mod tests {
             pid: 7,
             prio: 0,
             function: None,
+            irq: None,
         };
         let spike = |parts: Vec<Part>| Explanation {
             phase: "main".into(),

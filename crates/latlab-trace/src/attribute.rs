@@ -338,6 +338,7 @@ impl Labels<'_> {
                             pid: i64::from(task.pid),
                             prio: i64::from(task.prio),
                             function: span.work_function.map(|f| format!("{f:#x}")),
+                            irq: None,
                         },
                         since,
                     ),

@@ -4,7 +4,10 @@
 
 use super::{Explainer, FedSpike, Held};
 use crate::breaktrace::Tripwire;
-use latlab_model::explain::{Cause, CauseTotal, Coverage, Explain, ExplainMode, Explanation};
+use crate::facts::FactReader;
+use latlab_model::explain::{
+    Cause, CauseTotal, Coverage, Explain, ExplainMode, Explanation, ThreadedIrq,
+};
 use latlab_model::Nanos;
 use latlab_trace::{attribute, Record, RecordDecoder, SpikeOf, SpikeWindow, What};
 use std::sync::{Arc, Mutex};
@@ -47,6 +50,9 @@ pub struct RunExplainer {
     /// The kernel's symbols, read at the first address to name (`None` until then,
     /// empty when unreadable).
     symbols: Option<Symbols>,
+    /// The action names of the interrupts whose threaded handlers got in the way, read
+    /// once each from `/proc/irq/N/`.
+    irq_names: std::collections::HashMap<i64, String>,
     /// Where the catalogue is published after each drain that explained a spike, for
     /// a live view (`--listen`).
     live: Option<Arc<Mutex<Vec<CauseTotal>>>>,
@@ -112,6 +118,7 @@ impl RunExplainer {
             bad_page: None,
             placeless: 0,
             symbols: None,
+            irq_names: std::collections::HashMap::new(),
             live: None,
             so_far: None,
         }
@@ -295,6 +302,7 @@ impl RunExplainer {
         explanation.cpu = Some(cpu);
         explanation.due_monotonic_ns = Some(Nanos(spike.due_monotonic_ns));
         self.name_functions(&mut explanation);
+        self.name_irq_threads(&mut explanation);
         self.records = records;
         match coverage {
             Coverage::Complete => self.explain.spikes_explained += 1,
@@ -331,6 +339,24 @@ impl RunExplainer {
                 } => symbols.rename(f),
                 Cause::Nmi { handler } => symbols.rename(handler),
                 _ => {}
+            }
+        }
+    }
+
+    /// Says which interrupt each threaded interrupt handler among the parts serves
+    /// (`irq/25-virtio0-`: PREEMPT_RT runs every device's handler in such a thread),
+    /// with the interrupt's full action name from `/proc/irq/N/`.
+    fn name_irq_threads(&mut self, e: &mut Explanation) {
+        for part in &mut e.parts {
+            if let Cause::Thread { comm, irq, .. } = &mut part.cause {
+                if let Some(number) = ThreadedIrq::number_of(comm) {
+                    let name = self
+                        .irq_names
+                        .entry(number)
+                        .or_insert_with(|| irq_action(&FactReader::system(), number))
+                        .clone();
+                    *irq = Some(ThreadedIrq { irq: number, name });
+                }
             }
         }
     }
@@ -390,6 +416,20 @@ impl Explainer for RunExplainer {
     }
 }
 
+/// The action name of interrupt `irq`: the directory `/proc/irq/N/` has for it
+/// (several, for a shared line, joined by commas); empty when not readable.
+fn irq_action(files: &FactReader, irq: i64) -> String {
+    let dir = format!("/proc/irq/{irq}");
+    let mut names: Vec<String> = files
+        .list(&dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|name| files.is_dir(&format!("{dir}/{name}")))
+        .collect();
+    names.sort_unstable();
+    names.join(",")
+}
+
 /// The kernel's text symbols by address, from `/proc/kallsyms`.
 #[derive(Debug, Default)]
 struct Symbols {
@@ -445,7 +485,25 @@ impl Symbols {
 
 #[cfg(test)]
 mod tests {
-    use super::Symbols;
+    use super::{irq_action, Symbols};
+    use crate::facts::FactReader;
+
+    #[test]
+    fn a_threaded_handlers_interrupt_is_named_by_its_proc_directory() {
+        let root = tempfile::tempdir().unwrap();
+        for dir in [
+            "proc/irq/25/virtio0-requests",
+            "proc/irq/9/acpi",
+            "proc/irq/9/i8042",
+        ] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
+        }
+        std::fs::write(root.path().join("proc/irq/25/smp_affinity_list"), "1\n").unwrap();
+        let files = FactReader::at(root.path());
+        assert_eq!(irq_action(&files, 25), "virtio0-requests");
+        assert_eq!(irq_action(&files, 9), "acpi,i8042");
+        assert_eq!(irq_action(&files, 77), "");
+    }
 
     #[test]
     fn addresses_are_named_by_the_symbol_that_holds_them() {

@@ -280,6 +280,7 @@ pub(crate) mod fixture {
                         pid: 77,
                         prio: 0,
                         function: None,
+                        irq: None,
                     },
                     2_000,
                     latency - 3_000,

@@ -730,6 +730,7 @@ pub(crate) mod tests {
                     pid: 4242,
                     prio: 0,
                     function: None,
+                    irq: None,
                 },
                 Stage::Scheduling,
                 latency_ns * 6 / 10,

@@ -183,6 +183,7 @@ fn an_explained_run_exports_its_causes_as_promtool_and_the_parser_accept() {
             pid: 1,
             prio: 120,
             function: None,
+            irq: None,
         };
     }
     let store = store_holding(dir.path(), &run);

@@ -45,6 +45,7 @@ fn spike(phase: &str, cpu: Option<usize>, at: Nanos, latency: Nanos) -> Explanat
                 pid: 4242,
                 prio: 0,
                 function: None,
+                irq: None,
             },
             Stage::Scheduling,
             l / 2,
