@@ -608,12 +608,10 @@ fn watchdog_paths() {
 fn rt_tasks_paths() {
     let r = judge(&fixture("vm"), None, "rt-tasks");
     expect(&r, Info);
-    has(&r, "irq/24-ACPI:Ged fifo:50");
-    // Stopper threads are left out.
+    has(&r, "watchdogd fifo:50");
+    // Stopper threads are left out, and IRQ threads are judged by irq-threads.
     assert!(!format!("{r:?}").contains("migration/"), "{r:#?}");
-    // Thread affinity counts: on CPU 1 only the ACPI thread bound to CPU 0 is absent.
-    let r = judge(&fixture("vm"), Some(&[1]), "rt-tasks");
-    assert!(!r.finding.contains("irq/24-ACPI:Ged"), "{r:#?}");
+    assert!(!format!("{r:?}").contains("irq/24-ACPI:Ged"), "{r:#?}");
 
     // A task at fifo:80 is outranked by pipewire's data loop at fifo:88.
     let r = run_at(&fixture("desktop"), None, 80, "rt-tasks");
@@ -635,6 +633,43 @@ fn rt_tasks_paths() {
     expect(&judge(t.path(), None, "rt-tasks"), Ok);
     t.remove("/proc");
     expect(&judge(t.path(), None, "rt-tasks"), Unknown);
+}
+
+// ---------------------------------------------------------------- IRQ threads
+
+#[test]
+fn irq_threads_are_judged_against_the_tasks_priority() {
+    // Above them all: the usual case, with the one caveat.
+    let r = judge(&fixture("vm"), None, "irq-threads");
+    expect(&r, Info);
+    has(&r, "above all 2 IRQ thread(s)");
+    has(&r, "irq 24 ACPI:Ged (irq/24-ACPI:Ged fifo:50)");
+    has(&r, "chrt -f -p 96 PID");
+    // Thread affinity counts: on CPU 1 only the thread bound there.
+    let r = judge(&fixture("vm"), Some(&[1]), "irq-threads");
+    has(&r, "above all 1 IRQ thread(s)");
+    // Below them: the classic misconfiguration.
+    let r = run_at(&fixture("vm"), None, 40, "irq-threads");
+    expect(&r, Warn);
+    has(&r, "2 IRQ thread(s) at or above the task (fifo:40)");
+    has(&r, "-P f:51");
+    // Not real-time: every one preempts it.
+    let r = run_at(&fixture("vm"), None, 0, "irq-threads");
+    expect(&r, Warn);
+    // rt-tuned keeps its IRQs and their threads on CPUs 0-1, away from 2-3.
+    let r = judge(&fixture("rt-tuned"), Some(RT_CPUS), "irq-threads");
+    expect(&r, Ok);
+    has(&r, "none of the 3 IRQ threads may run on CPUs 2-3");
+    // No threaded handler anywhere.
+    let t = Tree::from("vm");
+    for pid in [50, 51] {
+        t.remove(&format!("/proc/{pid}"));
+    }
+    let r = judge(t.path(), None, "irq-threads");
+    expect(&r, Info);
+    has(&r, "neither PREEMPT_RT nor threadirqs");
+    t.remove("/proc");
+    expect(&judge(t.path(), None, "irq-threads"), Unknown);
 }
 
 // ---------------------------------------------------------------- memory

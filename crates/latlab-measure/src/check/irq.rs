@@ -21,7 +21,7 @@ struct Routed {
 }
 
 /// `/proc/interrupts`: IRQ number → (device name, count per CPU).
-fn interrupts(text: &str) -> HashMap<u32, (String, HashMap<usize, u64>)> {
+pub(super) fn interrupts(text: &str) -> HashMap<u32, (String, HashMap<usize, u64>)> {
     let mut lines = text.lines();
     let columns: Vec<usize> = lines
         .next()
@@ -141,10 +141,30 @@ impl Check for IrqAffinity {
             routed.len(),
             named.join(", ")
         );
-        r.explain(
-            "an interrupt handler runs before any task on its CPU, and its softirq work \
-             often follows it there",
-        );
+        // Threaded handlers (PREEMPT_RT, threadirqs): the hard interrupt only wakes a
+        // thread, which follows its interrupt's affinity.
+        let threaded = ctx.tasks().is_ok_and(|tasks| {
+            tasks
+                .iter()
+                .any(|t| super::irq_threads::irq_of(t).is_some())
+        });
+        match threaded {
+            true => r.explain(
+                "a device interrupt still stops whatever runs on its CPU, and its threaded \
+                 handler (irq/N-…) runs there too, at its own priority",
+            ),
+            false => r.explain(
+                "an interrupt handler runs before any task on its CPU, and its softirq work \
+                 often follows it there",
+            ),
+        }
+        let threads_too = match threaded {
+            true => {
+                "; each IRQ's thread irq/N-… follows its interrupt there, and one whose \
+                 interrupt cannot move can at least run below the task (chrt -f -p 1 PID)"
+            }
+            false => "",
+        };
         let housekeeping = ctx.housekeeping();
         if housekeeping.is_empty() {
             return r.warn(
@@ -161,7 +181,7 @@ impl Check for IrqAffinity {
                 "for i in {}; do echo {hk} > /proc/irq/$i/smp_affinity_list; done, and boot \
                  with irqaffinity={hk} so new IRQs start there (stop or configure irqbalance \
                  first; per-queue IRQs of NVMe and multi-queue NICs refuse to move: boot with \
-                 isolcpus=managed_irq,{} for those)",
+                 isolcpus=managed_irq,{} for those){threads_too}",
                 numbers.join(" "),
                 cpu_list(&ctx.cpus)
             ),

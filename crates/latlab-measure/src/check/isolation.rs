@@ -46,8 +46,15 @@ impl Check for Isolation {
         let nohz_param = r.note_param("nohz_full");
         let nohz = match ctx.files.read("/sys/devices/system/cpu/nohz_full") {
             Some(t) => {
-                r.note("/sys/devices/system/cpu/nohz_full", t.clone());
-                parse_kernel_cpu_list(&t)
+                let cpus = parse_kernel_cpu_list(&t);
+                // Kernels write `(null)` (before 6.x, and 6.1-rt, 6.12-rt) or an empty
+                // line when no CPU is nohz_full.
+                let shown = match cpus.is_empty() {
+                    true => "none".to_string(),
+                    false => cpu_list(&cpus),
+                };
+                r.note("/sys/devices/system/cpu/nohz_full", shown);
+                cpus
             }
             None => nohz_param.as_deref().map(param_cpus).unwrap_or_default(),
         };

@@ -16,6 +16,7 @@ mod cpufreq;
 mod cpuidle;
 mod debug;
 mod irq;
+mod irq_threads;
 mod isolation;
 mod memory;
 mod preemption;
@@ -61,6 +62,7 @@ pub static CHECKS: &[&dyn Check] = &[
     &tick::TimerMigration,
     &watchdog::Watchdogs,
     &rt_tasks::RtTasks,
+    &irq_threads::IrqThreads,
     &memory::TransparentHugePages,
     &memory::Swap,
     &caller::RtPriorityRight,

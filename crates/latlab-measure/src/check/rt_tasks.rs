@@ -1,5 +1,5 @@
-//! Other real-time threads that may run on the task's CPUs: kernel threads, IRQ
-//! threads (PREEMPT_RT, threadirqs) and real-time user processes.
+//! Other real-time threads that may run on the task's CPUs: kernel threads and
+//! real-time user processes (threaded interrupt handlers: `irq_threads`).
 
 use super::{Check, CheckContext, Task};
 use latlab_model::audit::CheckResult;
@@ -12,7 +12,8 @@ const NAMED: usize = 6;
 pub struct RtTasks;
 
 /// The per-CPU stopper threads (`migration/N`) outrank everything by design and run
-/// only to migrate tasks or stop the machine; judging them says nothing.
+/// only to migrate tasks or stop the machine; judging them says nothing. Threaded
+/// interrupt handlers are judged on their own (`irq-threads`).
 fn is_stopper(t: &Task) -> bool {
     t.kernel && t.comm.starts_with("migration/")
 }
@@ -50,6 +51,7 @@ impl Check for RtTasks {
         let mut rt: Vec<&Task> = tasks
             .iter()
             .filter(|t| t.is_realtime() && !is_stopper(t))
+            .filter(|t| super::irq_threads::irq_of(t).is_none())
             .filter(|t| {
                 t.allowed
                     .as_ref()
@@ -102,8 +104,7 @@ impl Check for RtTasks {
         }
         if !rt.is_empty() {
             r.explain(format!(
-                "{task} preempts them; they matter only if it waits for one of them (an IRQ \
-                 thread of its device)"
+                "{task} preempts them; they matter only if it waits for one of them"
             ));
             return r.info(
                 format!(
