@@ -291,10 +291,10 @@ fn record_binned(
                     p.lack(format!(
                         "overflowed samples ({} in {}) above the histogram range: counted; \
                          their values are unknown except the maximum, so percentiles among \
-                         them are shown as bounds (≥ {})",
+                         them are shown as {}",
                         b.overflow,
-                        stream.label(),
-                        b.overflow_from
+                        named(stream),
+                        bounds(b.overflow_from)
                     ));
                 }
             }
@@ -302,11 +302,10 @@ fn record_binned(
                 hist.record_overflow(from, b.overflow);
                 p.lack(format!(
                     "overflowed samples ({} in {}) outside the histogram range: counted; \
-                     their values are unknown, so percentiles among them are shown as \
-                     bounds (≥ {})",
+                     their values are unknown, so percentiles among them are shown as {}",
                     b.overflow,
-                    stream.label(),
-                    b.overflow_from
+                    named(stream),
+                    bounds(b.overflow_from)
                 ));
             }
         }
@@ -315,6 +314,24 @@ fn record_binned(
         stream.early_wakes = Some(0);
     }
     Ok(hist)
+}
+
+/// A stream as a note about it names it: its CPU (or thread), with its probe unless
+/// that is the timer (`timerlat-irq cpu 0`: an rtla file has several per CPU).
+fn named(stream: &Stream) -> String {
+    match stream.probe.as_str() {
+        "timer" => stream.label(),
+        probe => format!("{probe} {}", stream.label()),
+    }
+}
+
+/// How percentiles among overflowed samples read: bounds from where the range ends,
+/// or no bound at all where the source does not say (never `≥ 0 ns`).
+fn bounds(from: Nanos) -> String {
+    match from.0 > 0 {
+        true => format!("bounds (≥ {from})"),
+        false => "bounds whose floor the source does not give".to_string(),
+    }
 }
 
 /// Statistics from the source's figures, percentiles from its histogram (clamped to the

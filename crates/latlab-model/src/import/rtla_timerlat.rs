@@ -86,10 +86,15 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
     let mut streams = Vec::with_capacity(header.columns.len());
     let mut per_probe = BTreeMap::<&str, usize>::new();
     for (c, column) in header.columns.iter().enumerate() {
-        let mut b = column_binned(&table, c, bucket, contiguous, u, file)?;
+        let mut b = column_binned(&table, c, bucket, u, file)?;
         match &table.summary[COUNT] {
             Some(_) => add_summary(&mut b, &table, c, u, file, &mut p)?,
             None => p.lack("no summary (--no-summary): no minimum, mean or maximum"),
+        }
+        // Every sample is at least the column's minimum, the overflowed ones too (a
+        // timer's latency is never negative): the tighter of the two floors.
+        if let Some(min) = b.min {
+            b.overflow_from = b.overflow_from.max(min);
         }
         let thread = per_probe.entry(column.probe).or_insert(0);
         streams.push(StreamSource {
@@ -108,6 +113,12 @@ pub(super) fn import(input: impl BufRead, ctx: &ImportContext) -> Result<Run, Im
         p.lack(
             "values truncated to whole µs by rtla: buckets are recorded at their lower \
              edge, so percentiles are to the bucket width, lower edge",
+        );
+    }
+    if header.elapsed.is_some() {
+        p.lack(
+            "the duration to the whole second only (rtla prints D HH:MM:SS): the span, and \
+             what is per second, are known to ±1 s",
         );
     }
     let source = Source {
@@ -286,7 +297,6 @@ fn column_binned(
     table: &Table,
     c: usize,
     bucket: i64,
-    contiguous: bool,
     u: i64,
     file: &str,
 ) -> Result<Binned, ImportError> {
@@ -302,11 +312,10 @@ fn column_binned(
     let overflow = over[c]
         .and_then(|o| u64::try_from(o).ok())
         .ok_or_else(|| ImportError::at(file, *over_line, "an 'over:' value is not a count"))?;
-    let range_end = if contiguous {
-        table.rows.last().map_or(0, |r| r.0 + bucket)
-    } else {
-        buckets.last().map_or(0, |b| b.0 .0 / u + bucket)
-    };
+    // Every column shares the histogram's range, which ends past the last row printed
+    // for any of them (a row is left out only when every column's count there is 0),
+    // and holds a bucket at least.
+    let range_end = table.rows.last().map_or(bucket, |r| r.0 + bucket);
     Ok(Binned {
         histogram: true,
         buckets,

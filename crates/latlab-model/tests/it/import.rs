@@ -75,6 +75,17 @@ const FIXTURES: &[(&str, Format, Option<TimeUnit>)] = &[
         Some(TimeUnit::Nanoseconds),
     ),
     ("rtla-timerlat-hist.txt", Format::RtlaTimerlatHist, None),
+    ("rtla-6.1-timerlat-hist.txt", Format::RtlaTimerlatHist, None),
+    (
+        "rtla-6.1-timerlat-hist-E40.txt",
+        Format::RtlaTimerlatHist,
+        None,
+    ),
+    (
+        "rtla-6.12-timerlat-hist-u-ns.txt",
+        Format::RtlaTimerlatHist,
+        None,
+    ),
     (
         "rtla-timerlat-hist-ns-user.txt",
         Format::RtlaTimerlatHist,
@@ -463,6 +474,80 @@ fn rtla_keeps_every_column() {
         .lacks
         .iter()
         .any(|l| l.contains("bucket width read as 1 µs")));
+}
+
+#[test]
+fn rtla_files_of_real_kernels_import_with_their_own_counts() {
+    for (file, contexts) in [
+        ("rtla-6.1-timerlat-hist.txt", 2),
+        ("rtla-6.1-timerlat-hist-E40.txt", 2),
+        ("rtla-6.12-timerlat-hist-u-ns.txt", 3),
+    ] {
+        let run = import_fixture(file);
+        let text = String::from_utf8(read(file)).unwrap();
+        let counts: Vec<u64> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("count:"))
+            .unwrap()
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        // One stream per column, each with the file's count; CPUs 0 and 1.
+        assert_eq!(run.streams.len(), 2 * contexts, "{file}");
+        let samples: Vec<u64> = run.streams.iter().map(|s| s.samples).collect();
+        assert_eq!(samples, counts[..2 * contexts], "{file}");
+        assert_eq!(run.streams[0].probe, "timerlat-irq", "{file}");
+        let lacks = run.import.unwrap().lacks;
+        assert!(
+            lacks.iter().any(|l| l.contains("to the whole second")),
+            "{file}: {lacks:?}"
+        );
+        assert!(
+            !lacks.iter().any(|l| l.contains("≥ 0 ns")),
+            "{file}: {lacks:?}"
+        );
+    }
+}
+
+#[test]
+fn rtla_overflows_take_the_tightest_floor_the_file_gives() {
+    // -E 40 (µs): the last row printed, of any column, is 37 µs, so the range ends at
+    // 38 µs at least; a column without a row of its own is bounded there too, not at 0.
+    let run = import_fixture("rtla-6.1-timerlat-hist-E40.txt");
+    let thr0 = &run.streams[1];
+    assert_eq!(
+        (thr0.probe.as_str(), thr0.cpu),
+        ("timerlat-thread", Some(0))
+    );
+    // Its minimum, 47 µs, is above that: the tighter floor.
+    assert_eq!(
+        thr0.stats.percentile(50.0),
+        Some(Percentile::AtLeast {
+            at_least_ns: Nanos(47_000)
+        })
+    );
+    let irq1 = &run.streams[2];
+    assert_eq!(
+        irq1.stats.percentile(50.0),
+        Some(Percentile::AtLeast {
+            at_least_ns: Nanos(38_000)
+        })
+    );
+    let lacks = run.import.unwrap().lacks;
+    assert!(
+        lacks
+            .iter()
+            .any(|l| l.contains("in timerlat-thread cpu 0") && l.contains("≥ 47 µs")),
+        "{lacks:?}"
+    );
+    // ns, every sample over a range of 256 ns: each column's floor is its minimum.
+    let run = import_fixture("rtla-6.12-timerlat-hist-u-ns.txt");
+    assert_eq!(
+        run.streams[2].stats.percentile(50.0),
+        Some(Percentile::AtLeast {
+            at_least_ns: Nanos(61_054)
+        })
+    );
 }
 
 #[test]
