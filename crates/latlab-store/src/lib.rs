@@ -60,6 +60,13 @@ pub enum StoreError {
         /// The cause.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The store's file system cannot map a file shared (9p without `cache=mmap`, some
+    /// NFS and FUSE mounts): SQLite's WAL journal keeps its index in such a map.
+    #[error("the run store at {path} is on a file system without shared memory maps (9p without cache=mmap, some NFS and FUSE mounts), which SQLite's WAL journal needs: keep the store on a local file system (--store /var/lib/latlab/runs.sqlite, or set XDG_DATA_HOME), or mount this one with cache=mmap (9p)")]
+    NoSharedMaps {
+        /// The database path.
+        path: PathBuf,
+    },
     /// The file is not a latlab store (corrupt, or another program's database).
     #[error("{path} is not a usable latlab run store ({reason}); move it aside or choose another with --store PATH")]
     Corrupt {
@@ -372,6 +379,21 @@ fn read_only_cause(path: &Path) -> Option<String> {
 pub(crate) fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode;
     let path = path.to_path_buf();
+    // The WAL index's shared map could not be opened, sized, locked or mapped.
+    use rusqlite::ffi::{
+        SQLITE_IOERR_SHMLOCK, SQLITE_IOERR_SHMMAP, SQLITE_IOERR_SHMOPEN, SQLITE_IOERR_SHMSIZE,
+    };
+    const SHARED_MAP_ERRORS: [i32; 4] = [
+        SQLITE_IOERR_SHMOPEN,
+        SQLITE_IOERR_SHMSIZE,
+        SQLITE_IOERR_SHMLOCK,
+        SQLITE_IOERR_SHMMAP,
+    ];
+    if e.sqlite_error()
+        .is_some_and(|f| SHARED_MAP_ERRORS.contains(&f.extended_code))
+    {
+        return StoreError::NoSharedMaps { path };
+    }
     match e.sqlite_error_code() {
         Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
             cause: read_only_cause(&path)
@@ -1078,6 +1100,11 @@ mod tests {
         assert!(busy.to_string().contains("locked by another process"));
         let corrupt = classify(path, sqlite_error(rusqlite::ffi::SQLITE_NOTADB));
         assert!(matches!(corrupt, StoreError::Corrupt { .. }), "{corrupt}");
+        let unmappable = classify(path, sqlite_error(rusqlite::ffi::SQLITE_IOERR_SHMMAP));
+        assert!(
+            matches!(unmappable, StoreError::NoSharedMaps { .. }),
+            "{unmappable}"
+        );
         let read_only = classify(path, sqlite_error(rusqlite::ffi::SQLITE_READONLY));
         assert!(
             matches!(read_only, StoreError::ReadOnly { .. }),
