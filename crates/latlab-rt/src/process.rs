@@ -44,6 +44,19 @@ pub fn die_with_parent(signal: i32) -> Result<(), RtError> {
     Ok(())
 }
 
+/// Names the calling thread `name` (its `comm`, what `ps`, `top` and trace events
+/// show), cut to the kernel's 15 bytes.
+pub fn set_name(name: &str) -> Result<(), RtError> {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which
+    // `bytes` is, alive for the call.
+    if unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(RtError::last("set the thread's name"));
+    }
+    Ok(())
+}
+
 /// Makes the calling process the reaper of its orphaned descendants
 /// (`PR_SET_CHILD_SUBREAPER`), so the processes of a load that outlive their parent
 /// can still be waited for, by their process group.

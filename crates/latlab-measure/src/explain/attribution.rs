@@ -303,6 +303,7 @@ impl RunExplainer {
         explanation.due_monotonic_ns = Some(Nanos(spike.due_monotonic_ns));
         self.name_functions(&mut explanation);
         self.name_irq_threads(&mut explanation);
+        self.name_load_workers(&mut explanation);
         self.records = records;
         match coverage {
             Coverage::Complete => self.explain.spikes_explained += 1,
@@ -339,6 +340,25 @@ impl RunExplainer {
                 } => symbols.rename(f),
                 Cause::Nmi { handler } => symbols.rename(handler),
                 _ => {}
+            }
+        }
+    }
+
+    /// Gives latlab's own load workers their whole name (`latlab-load:hackbench`),
+    /// which the kernel cut to 15 bytes in the events, from the process's first
+    /// argument while it runs.
+    fn name_load_workers(&self, e: &mut Explanation) {
+        use crate::load::worker::WORKER_NAME_PREFIX;
+        for part in &mut e.parts {
+            if let Cause::Thread { comm, pid, .. } = &mut part.cause {
+                if comm.starts_with(WORKER_NAME_PREFIX) && comm.len() == 15 {
+                    let arg0 = FactReader::system()
+                        .read(&format!("/proc/{pid}/cmdline"))
+                        .and_then(|line| line.split('\0').next().map(str::to_string));
+                    if let Some(full) = arg0.filter(|a| a.starts_with(comm.as_str())) {
+                        *comm = full;
+                    }
+                }
             }
         }
     }

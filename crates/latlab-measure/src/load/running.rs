@@ -2,7 +2,7 @@
 //! private directory, follow its reports, stop it within a second, and leave nothing
 //! behind — on a normal end, and from `Drop` on every other path.
 
-use super::worker::WorkerArgs;
+use super::worker::{worker_name, WorkerArgs};
 use super::{LoadError, LoadSpec};
 use latlab_model::run::{CpuTime, LoadRecord};
 use latlab_model::Nanos;
@@ -77,6 +77,7 @@ impl RunningLoad {
             cpus: cpus.to_vec(),
         };
         let child = Command::new(exe)
+            .arg0(worker_name(&spec.name))
             .args(worker.to_args())
             .process_group(0)
             .stdin(Stdio::null())

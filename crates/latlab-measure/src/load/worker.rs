@@ -130,8 +130,19 @@ fn say(line: &str) {
     let _ = writeln!(out, "{line}").and_then(|_| out.flush());
 }
 
+/// What a load's worker is called in `ps` (its first argument, and its name, which the
+/// kernel cuts to 15 bytes) and in explanations: `latlab-load:disk`, not `exe`.
+pub fn worker_name(load: &str) -> String {
+    format!("{WORKER_NAME_PREFIX}{load}")
+}
+
+/// The start of every load worker's name.
+pub const WORKER_NAME_PREFIX: &str = "latlab-load:";
+
 /// Runs the load `spec` until told to stop; returns the process exit code.
 pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
+    let name = spec.split(':').next().unwrap_or(spec);
+    let _ = process::set_name(&worker_name(name));
     let _ = process::die_with_parent(signal_hook::consts::SIGKILL);
     // Every process the load starts stays a descendant of this worker, even one that
     // leaves the process group or the session (a daemon, `setsid cmd &` in an exec
