@@ -16,7 +16,9 @@
 //! - **Threads**: after the waking, another task current in thread context is
 //!   [`Cause::Thread`], the task that kept the CPU included; the idle task with nothing
 //!   else recorded is [`Cause::Scheduler`]; the measuring thread itself (switched in,
-//!   or seen running) is [`Cause::ReturnToUser`].
+//!   or seen running) is [`Cause::ReturnToUser`] — unless a stretch of it with no
+//!   event lasts 50 µs or more, which is unexplained, as it would be before the
+//!   interrupt.
 //! - **Delivery** (before the timer interrupt): a task in thread context is not blamed
 //!   — the interrupt came late while it ran, which is interrupts off in that task or
 //!   the host, and the events cannot tell which — so that time is
@@ -52,6 +54,12 @@ use latlab_model::Nanos;
 
 use crate::{softirq_name, Record, Task};
 use replay::{Context, Current, Milestones, Span};
+
+/// The longest stretch of the measuring thread's own, after it was woken, with no
+/// event in it, that counts as its return to user space: on hardware that takes a few
+/// µs. Longer, the CPU did something no event shows (the host, an SMI), and the
+/// stretch is unexplained like one before the interrupt.
+const LONG_RETURN_NS: u64 = 50_000;
 
 /// Events this long before the deadline are listed with a spike, besides those that
 /// set the scene (the entries of contexts open at the deadline, the last switch).
@@ -316,6 +324,13 @@ impl Labels<'_> {
         let woken = reached(self.marks.waking) || reached(self.marks.running_from);
         let unexplained = |current: Option<String>| (Cause::Unexplained { current }, None);
         match span.current {
+            // A stretch this long with no event is not the return's cost: what the CPU
+            // did then is not known, as before the interrupt.
+            Current::Known { pid, .. }
+                if pid == self.tid && woken && span.end - span.start >= LONG_RETURN_NS =>
+            {
+                unexplained(Some(self.name(pid)))
+            }
             Current::Known { pid, .. } if pid == self.tid && woken => (Cause::ReturnToUser, None),
             Current::Known { pid: 0, .. } if woken => (Cause::Scheduler, None),
             Current::Known { pid: 0, .. } => match span.idle_exit {

@@ -367,6 +367,23 @@ fn return_to_user_runs_from_the_switch_to_the_clock_read() {
 }
 
 #[test]
+fn a_long_stretch_after_the_switch_in_with_no_event_is_unexplained() {
+    // 120 µs between the switch to the measuring thread and its clock read, nothing
+    // recorded: not what a return to user space costs.
+    let cpu = Cpu::default()
+        .switch(-us(900), me(), idle())
+        .timer(us(1), us(2), us(3), 0)
+        .switch(us(4), idle(), me());
+    let explanation = cpu.explain(us(124));
+    assert_eq!(
+        summary(&explanation).last(),
+        Some(&(unexplained("latlab-m0:456"), Stage::Return, 120.0))
+    );
+    // The stage is as long as ever: only its cause is not claimed.
+    assert_eq!(explanation.stages.return_ns, Some(Nanos(us(120))));
+}
+
+#[test]
 fn unrecorded_switch_from_idle_to_the_task_woken_there_is_inferred() {
     // The spinner's switch-in from idle is not recorded (this 6.18 guest does not);
     // it was woken onto the idle CPU, and the next record of a task is its own: it ran
