@@ -13,7 +13,7 @@
 //! belongs to the window in which its noise ended.
 
 use super::info::{BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup};
-use super::tracer::{self, Pipe, Session, Shared, DRAIN};
+use super::tracer::{self, Reader, Shared, DRAIN};
 use super::{info, Placement, Probe, Site, Window, Worker};
 use crate::live::LiveStats;
 use crate::notice::Notice;
@@ -21,11 +21,9 @@ use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::units::parse_duration;
 use latlab_model::Nanos;
-use latlab_rt::clock::Clock;
 use latlab_rt::tracefs::osnoise::{self, KernelTracer};
 use latlab_rt::RtError;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// The osnoise probe in the catalogue.
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -148,19 +146,9 @@ impl Probe for OsnoiseProbe {
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
-        let cpu = placement.cpu.ok_or_else(|| {
-            RtError::new(
-                "place an osnoise worker",
-                std::io::Error::other("the osnoise probe measures given CPUs"),
-            )
-        })?;
-        let session = self.shared.session(&self.plan())?;
-        let pipe = Pipe::open(&session, cpu)?;
         Ok(Box::new(OsnoiseWorker {
             tally: Tally::new(&self.setup, placement, self.threshold_us),
-            pipe: Some(pipe),
-            shared_lost: self.shared.lost.clone(),
-            session,
+            reader: Reader::open(&self.shared, &self.plan(), placement)?,
         }))
     }
 
@@ -348,27 +336,12 @@ impl Tally {
 
 struct OsnoiseWorker {
     tally: Tally,
-    /// Closed before the session goes (the instance cannot be removed while open).
-    pipe: Option<Pipe>,
-    shared_lost: Arc<AtomicU64>,
-    session: Arc<Session>,
-}
-
-impl OsnoiseWorker {
-    fn drain(&mut self, window: &Window, live: &LiveStats) {
-        let Some(pipe) = self.pipe.as_mut() else {
-            return;
-        };
-        let mut written = Vec::new();
-        let lost = pipe.drain(&self.session, |event| written.extend(Written::of(event)));
-        self.shared_lost.fetch_add(lost, Ordering::Relaxed);
-        self.tally.take(&written, window, live);
-    }
+    reader: Reader,
 }
 
 impl Worker for OsnoiseWorker {
     fn rehearse(&mut self, _: &LiveStats, _: &AtomicBool) -> Result<(), RtError> {
-        self.session.start()
+        self.reader.session().start()
     }
 
     fn measure(
@@ -379,21 +352,13 @@ impl Worker for OsnoiseWorker {
     ) -> Result<(), RtError> {
         // A period's summary is written at its end.
         let settle = self.tally.setup.period.0.min(2_000_000_000) + 2 * DRAIN.as_nanos() as i64;
-        loop {
-            self.drain(window, live);
-            let now = Clock::Monotonic.now_ns();
-            let over = window.end.is_some_and(|end| now > end + settle);
-            if over || stop.load(Ordering::Relaxed) {
-                let stopped = window.end.map_or(now, |end| now.min(end));
-                self.tally.elapsed = Nanos((stopped - window.warm_up_end).max(0));
-                break;
-            }
-            std::thread::sleep(DRAIN);
-        }
-        self.drain(window, live);
-        if let Some(pipe) = self.pipe.take() {
-            self.shared_lost.fetch_add(pipe.bad_pages, Ordering::Relaxed);
-        }
+        let tally = &mut self.tally;
+        let stopped = self.reader.follow(window, stop, settle, Written::of, |read| {
+            tally.take(&read, window, live)
+        });
+        self.tally.elapsed = Nanos((stopped - window.warm_up_end).max(0));
+        let last = self.reader.close(Written::of);
+        self.tally.take(&last, window, live);
         Ok(())
     }
 

@@ -18,7 +18,7 @@
 //! silently), and samples + missed = periods elapsed.
 
 use super::info::{BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting};
-use super::tracer::{self, Pipe, Session, Shared, DRAIN};
+use super::tracer::{self, Reader, Shared, DRAIN};
 use super::{info, Placement, Probe, Site, Window, Worker};
 use crate::live::LiveStats;
 use crate::notice::Notice;
@@ -26,12 +26,11 @@ use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
-use latlab_rt::clock::Clock;
 use latlab_rt::tracefs::osnoise::{self, KernelTracer};
 use latlab_rt::{affinity, memory, sched, RtError};
 use std::fs::File;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -168,22 +167,14 @@ impl Probe for TimerlatProbe {
     }
 
     fn prepare(&self, placement: &Placement) -> Result<Box<dyn Worker>, RtError> {
-        let cpu = placement.cpu.ok_or_else(|| {
-            RtError::new(
-                "place a timerlat worker",
-                std::io::Error::other("the timerlat probe measures given CPUs"),
-            )
-        })?;
-        let session = self.shared.session(&self.plan(self.setup.measured_cpus.clone()))?;
-        let pipe = Pipe::open(&session, cpu)?;
+        let plan = self.plan(self.setup.measured_cpus.clone());
+        let reader = Reader::open(&self.shared, &plan, placement)?;
         Ok(Box::new(TimerlatWorker {
             accounts: Accounts::new(&self.setup, placement, self.user),
-            cpu,
+            cpu: placement.cpu.unwrap_or_default(),
             user: self.user,
-            pipe: Some(pipe),
             user_thread: None,
-            shared_lost: self.shared.lost.clone(),
-            session,
+            reader,
         }))
     }
 
@@ -463,18 +454,16 @@ struct TimerlatWorker {
     accounts: Accounts,
     cpu: usize,
     user: bool,
-    /// Closed before the session goes (the instance cannot be removed while open).
-    pipe: Option<Pipe>,
+    /// Ended before the session (and the tracer it waits on) goes.
     user_thread: Option<UserThread>,
-    shared_lost: Arc<AtomicU64>,
-    session: Arc<Session>,
+    reader: Reader,
 }
 
 impl TimerlatWorker {
     /// Starts latlab's thread on the measured CPU, at the run's policy, reading
     /// `timerlat_fd` until stopped.
     fn start_user_thread(&mut self) -> Result<(), RtError> {
-        let path = self.session.timerlat_fd(self.cpu).ok_or_else(|| {
+        let path = self.reader.session().timerlat_fd(self.cpu).ok_or_else(|| {
             RtError::new(
                 format!("find timerlat_fd of CPU {}", self.cpu),
                 std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -561,16 +550,6 @@ impl TimerlatWorker {
         }
     }
 
-    /// Reads what the buffer holds and records the activations of the window.
-    fn drain(&mut self, window: &Window, live: &LiveStats) {
-        let Some(pipe) = self.pipe.as_mut() else {
-            return;
-        };
-        let mut activations = Vec::new();
-        let lost = pipe.drain(&self.session, |event| activations.extend(Activation::of(event)));
-        self.shared_lost.fetch_add(lost, Ordering::Relaxed);
-        self.accounts.take(&activations, window, live);
-    }
 }
 
 /// How long latlab's timerlat thread may take to see a stop: its period, at most 1 s,
@@ -581,7 +560,7 @@ impl Worker for TimerlatWorker {
     fn rehearse(&mut self, _: &LiveStats, _: &AtomicBool) -> Result<(), RtError> {
         // The tracer runs from now on, its threads at their policy by the start; what
         // it stamps before the window is set-up and left out.
-        self.session.start()?;
+        self.reader.session().start()?;
         if self.user {
             self.start_user_thread()?;
         }
@@ -596,22 +575,14 @@ impl Worker for TimerlatWorker {
     ) -> Result<(), RtError> {
         // The last activations are stamped up to a period after the window's end.
         let settle = 2 * self.accounts.setup.period.0 + 2 * DRAIN.as_nanos() as i64;
-        loop {
-            self.drain(window, live);
-            let now = Clock::Monotonic.now_ns();
-            let over = window.end.is_some_and(|end| now > end + settle);
-            if over || stop.load(Ordering::Relaxed) {
-                let stopped = window.end.map_or(now, |end| now.min(end));
-                self.accounts.measured = Some((*window, stopped));
-                break;
-            }
-            std::thread::sleep(DRAIN);
-        }
+        let accounts = &mut self.accounts;
+        let stopped = self.reader.follow(window, stop, settle, Activation::of, |read| {
+            accounts.take(&read, window, live)
+        });
+        self.accounts.measured = Some((*window, stopped));
         let ended = self.stop_user_thread();
-        self.drain(window, live);
-        if let Some(pipe) = self.pipe.take() {
-            self.shared_lost.fetch_add(pipe.bad_pages, Ordering::Relaxed);
-        }
+        let last = self.reader.close(Activation::of);
+        self.accounts.take(&last, window, live);
         ended
     }
 

@@ -297,22 +297,102 @@ impl Shared {
     }
 }
 
+/// A worker's side of the session: its CPU's buffer, read until its window is over.
+pub(super) struct Reader {
+    /// Closed before the session goes: the instance cannot be removed while open.
+    pipe: Option<Pipe>,
+    lost: Arc<AtomicU64>,
+    session: Arc<Session>,
+}
+
+impl Reader {
+    /// The phase's session (made as `plan` says if there is none yet), and the buffer
+    /// of the CPU `placement` measures.
+    pub fn open(
+        shared: &Shared,
+        plan: &Plan,
+        placement: &super::Placement,
+    ) -> Result<Reader, RtError> {
+        let tracer = plan.tracer.name();
+        let cpu = placement.cpu.ok_or_else(|| {
+            RtError::new(
+                format!("place a {tracer} worker"),
+                std::io::Error::other("the kernel's tracers measure given CPUs"),
+            )
+        })?;
+        let session = shared.session(plan)?;
+        Ok(Reader {
+            pipe: Some(Pipe::open(&session, cpu)?),
+            lost: shared.lost.clone(),
+            session,
+        })
+    }
+
+    /// The session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// What the buffer holds now, as `decode` reads each event.
+    pub fn drain<T>(&mut self, decode: impl Fn(&Event<'_>) -> Option<T>) -> Vec<T> {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return Vec::new();
+        };
+        let mut read = Vec::new();
+        let lost = pipe.drain(&self.session, |event| read.extend(decode(event)));
+        self.lost.fetch_add(lost, Ordering::Relaxed);
+        read
+    }
+
+    /// Reads every [`DRAIN`], handing what it read to `take`, until `stop` or until
+    /// `settle` past the window's end (what is due at its end is written after it);
+    /// returns when measuring stopped, the window's end at most.
+    pub fn follow<T>(
+        &mut self,
+        window: &super::Window,
+        stop: &std::sync::atomic::AtomicBool,
+        settle: i64,
+        decode: impl Fn(&Event<'_>) -> Option<T>,
+        mut take: impl FnMut(Vec<T>),
+    ) -> i64 {
+        loop {
+            take(self.drain(&decode));
+            let now = latlab_rt::clock::Clock::Monotonic.now_ns();
+            let over = window.end.is_some_and(|end| now > end + settle);
+            if over || stop.load(Ordering::Relaxed) {
+                return window.end.map_or(now, |end| now.min(end));
+            }
+            std::thread::sleep(DRAIN);
+        }
+    }
+
+    /// Reads what is left and closes the buffer; pages that did not decode count as
+    /// lost.
+    pub fn close<T>(&mut self, decode: impl Fn(&Event<'_>) -> Option<T>) -> Vec<T> {
+        let last = self.drain(decode);
+        if let Some(pipe) = self.pipe.take() {
+            self.lost.fetch_add(pipe.bad_pages, Ordering::Relaxed);
+        }
+        last
+    }
+}
+
 /// Reads one CPU's buffer a page at a time and hands each decoded event on.
-pub(super) struct Pipe {
+struct Pipe {
     cpu: usize,
     file: File,
     page: Vec<u8>,
     /// `overrun` when last read.
     overrun: Option<u64>,
-    /// Pages that did not decode, and the first reason.
-    pub bad_pages: u64,
-    /// Why the first bad page was bad.
-    pub first_problem: Option<String>,
+    /// Pages that did not decode.
+    bad_pages: u64,
+    /// Why the first bad page was bad, or the first read failed.
+    first_problem: Option<String>,
 }
 
 impl Pipe {
     /// The buffer of `cpu` in `session`.
-    pub fn open(session: &Session, cpu: usize) -> Result<Pipe, RtError> {
+    fn open(session: &Session, cpu: usize) -> Result<Pipe, RtError> {
         Ok(Pipe {
             cpu,
             file: session.open_pipe(cpu)?,
@@ -325,7 +405,7 @@ impl Pipe {
 
     /// Reads everything the buffer holds now, handing each event to `each`; returns
     /// how many events were lost (overwritten) since the last drain.
-    pub fn drain(&mut self, session: &Session, mut each: impl FnMut(&Event<'_>)) -> u64 {
+    fn drain(&mut self, session: &Session, mut each: impl FnMut(&Event<'_>)) -> u64 {
         let mut lost = 0;
         if let Some(overrun) = session.overrun(self.cpu) {
             lost += overrun.saturating_sub(self.overrun.unwrap_or(0));
