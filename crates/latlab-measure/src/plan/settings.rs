@@ -16,7 +16,8 @@ pub struct SharedSettings {
     pub cpus: Vec<usize>,
     /// How they were chosen.
     pub cpu_choice: CpuChoice,
-    /// CPUs this process may use (partners may be placed on any of them).
+    /// CPUs partners may be placed on: those latlab was started on, and the measured
+    /// ones.
     pub allowed_cpus: Vec<usize>,
     /// The measuring threads' policy.
     pub policy: Layered<SchedSpec>,
@@ -88,10 +89,21 @@ pub fn resolve(sources: &Sources, cpus: &CpuInventory) -> Result<SharedSettings,
             Origin::flag("--spike-nodes").out_of_range("keep at most 1000000 spikes per thread")
         );
     }
+    // Partners go where latlab was started (its affinity: a `taskset` the user chose,
+    // the housekeeping CPUs of an isolating kernel) and on the measured CPUs.
+    let mut allowed_cpus: Vec<usize> = cpus
+        .affinity
+        .iter()
+        .chain(&measured)
+        .copied()
+        .filter(|c| cpus.usable.contains(c))
+        .collect();
+    allowed_cpus.sort_unstable();
+    allowed_cpus.dedup();
     Ok(SharedSettings {
         cpus: measured,
         cpu_choice,
-        allowed_cpus: cpus.usable.clone(),
+        allowed_cpus,
         policy,
         clock,
         warm_up: warm_up.value,

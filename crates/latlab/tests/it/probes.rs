@@ -227,6 +227,35 @@ fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
         probes.len() >= 10 && probes.contains(&"timer".to_string()),
         "{probes:?}"
     );
+    // The kernel's own tracers (timerlat, osnoise) need a kernel that has them (not
+    // this machine's: the PREEMPT_RT lane runs them); here they are refused, saying
+    // which tracer is missing.
+    let (tracers, probes): (Vec<String>, Vec<String>) = probes
+        .into_iter()
+        .partition(|p| matches!(p.as_str(), "timerlat" | "osnoise"));
+    for probe in &tracers {
+        let out = latlab()
+            .args([
+                "run",
+                "--probe",
+                probe,
+                "-c",
+                "0",
+                "-d",
+                "60ms",
+                "-q",
+                "--no-store",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(2) {
+            assert!(
+                stderr.contains(&format!("probe {probe}: this kernel has no {probe} tracer")),
+                "{probe}: {stderr}"
+            );
+        }
+    }
     let mut refused = Vec::new();
     for probe in &probes {
         for (flag, honoured) in FLAGS {
