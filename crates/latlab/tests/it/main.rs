@@ -18,6 +18,7 @@ mod conventions;
 mod explain_truth;
 mod explain_view;
 mod farm_views;
+mod held;
 mod import_report;
 mod listen;
 mod pg;
