@@ -29,6 +29,7 @@ mod probe_sched;
 mod probes;
 mod published_refs;
 mod real_tools;
+mod rt_lane;
 mod runs_store;
 mod trust_accounting;
 mod trust_figures;

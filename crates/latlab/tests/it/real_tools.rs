@@ -56,7 +56,7 @@ fn run_tool(dir: &Path, program: &str, args: &[&str], stdout_name: &str) -> Path
 }
 
 /// `latlab import FILE EXTRA...` into a new store in `dir` named `store`; the Run it saved.
-fn import(dir: &Path, store: &str, file: &Path, extra: &[&str]) -> Run {
+pub(crate) fn import(dir: &Path, store: &str, file: &Path, extra: &[&str]) -> Run {
     let store = dir.join(store);
     let mut args = vec!["import", file.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -72,20 +72,20 @@ fn import(dir: &Path, store: &str, file: &Path, extra: &[&str]) -> Run {
     Run::from_json(&json).unwrap()
 }
 
-fn warning_codes(run: &Run) -> Vec<&str> {
+pub(crate) fn warning_codes(run: &Run) -> Vec<&str> {
     run.warnings.iter().map(|w| w.code.as_str()).collect()
 }
 
 /// One thread's count, minimum and maximum as the file states them, in its unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Stated {
+pub(crate) struct Stated {
     samples: u64,
     min: i64,
     max: i64,
 }
 
 /// Asserts that each stream has the file's count, and its min and max in `unit_ns`.
-fn assert_as_stated(run: &Run, stated: &[Stated], unit_ns: i64, what: &str) {
+pub(crate) fn assert_as_stated(run: &Run, stated: &[Stated], unit_ns: i64, what: &str) {
     assert_eq!(run.streams.len(), stated.len(), "{what}: streams");
     for (s, st) in run.streams.iter().zip(stated) {
         assert_eq!(s.samples, st.samples, "{what} {}: samples", s.label());
@@ -108,7 +108,7 @@ fn footer(text: &str, label: &str) -> Vec<i64> {
 }
 
 /// Per thread: rows' total plus overflows, and the footer's min and max.
-fn stated_by_histogram(text: &str, threads: usize) -> Vec<Stated> {
+pub(crate) fn stated_by_histogram(text: &str, threads: usize) -> Vec<Stated> {
     let (total, over) = (footer(text, "Total"), footer(text, "Histogram Overflows"));
     let (min, max) = (footer(text, "Min Latencies"), footer(text, "Max Latencies"));
     (0..threads)
@@ -295,7 +295,7 @@ fn real_cyclictest_verbose_logs_import_with_every_sample() {
 
 /// Each thread's `cycles`, `min` and `max`, and the ns in the file's unit
 /// (`resolution_in_ns` is 1 with -N, 0 without).
-fn stated_by_json(json: &Value) -> (Vec<Stated>, i64) {
+pub(crate) fn stated_by_json(json: &Value) -> (Vec<Stated>, i64) {
     let threads = json["thread"].as_object().expect("a thread object");
     let stated = (0..threads.len())
         .map(|t| {
