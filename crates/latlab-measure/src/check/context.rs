@@ -88,6 +88,14 @@ impl Task {
         matches!(self.policy, 1 | 2 | 6)
     }
 
+    /// The interrupt it handles, when it is a threaded interrupt handler (a kernel
+    /// thread `irq/N-ACTION`: every device's on PREEMPT_RT, or with `threadirqs`).
+    pub fn threaded_irq(&self) -> Option<i64> {
+        self.kernel
+            .then(|| latlab_model::explain::ThreadedIrq::number_of(&self.comm))
+            .flatten()
+    }
+
     /// `fifo:50`, `rr:10`, `deadline`.
     pub fn policy_label(&self) -> String {
         match self.policy {

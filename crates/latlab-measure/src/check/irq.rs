@@ -143,11 +143,9 @@ impl Check for IrqAffinity {
         );
         // Threaded handlers (PREEMPT_RT, threadirqs): the hard interrupt only wakes a
         // thread, which follows its interrupt's affinity.
-        let threaded = ctx.tasks().is_ok_and(|tasks| {
-            tasks
-                .iter()
-                .any(|t| super::irq_threads::irq_of(t).is_some())
-        });
+        let threaded = ctx
+            .tasks()
+            .is_ok_and(|tasks| tasks.iter().any(|t| t.threaded_irq().is_some()));
         match threaded {
             true => r.explain(
                 "a device interrupt still stops whatever runs on its CPU, and its threaded \

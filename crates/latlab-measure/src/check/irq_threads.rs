@@ -11,20 +11,12 @@
 use super::irq::interrupts;
 use super::{cpu_list, Check, CheckContext, Task};
 use latlab_model::audit::CheckResult;
-use latlab_model::explain::ThreadedIrq;
 
 /// How many threads a finding names before it says "and N more".
 const NAMED: usize = 6;
 
 /// Threaded interrupt handlers against the task's priority.
 pub struct IrqThreads;
-
-/// Whether `task` is a threaded interrupt handler, and the IRQ it serves.
-pub(super) fn irq_of(task: &Task) -> Option<i64> {
-    task.kernel
-        .then(|| ThreadedIrq::number_of(&task.comm))
-        .flatten()
-}
 
 impl Check for IrqThreads {
     fn id(&self) -> &'static str {
@@ -48,7 +40,10 @@ impl Check for IrqThreads {
             .read_quietly("/proc/interrupts")
             .map(|t| interrupts(&t))
             .unwrap_or_default();
-        let all: Vec<(&Task, i64)> = tasks.iter().filter_map(|t| Some((t, irq_of(t)?))).collect();
+        let all: Vec<(&Task, i64)> = tasks
+            .iter()
+            .filter_map(|t| Some((t, t.threaded_irq()?)))
+            .collect();
         let mut threads: Vec<(&Task, i64)> = all
             .iter()
             .copied()

@@ -51,7 +51,7 @@ impl Check for RtTasks {
         let mut rt: Vec<&Task> = tasks
             .iter()
             .filter(|t| t.is_realtime() && !is_stopper(t))
-            .filter(|t| super::irq_threads::irq_of(t).is_none())
+            .filter(|t| t.threaded_irq().is_none())
             .filter(|t| {
                 t.allowed
                     .as_ref()

@@ -72,6 +72,10 @@ pub struct Placement {
 /// measuring, so that page faults stay out of the samples.
 pub(crate) const PREFAULT_BYTES: usize = 32 * 1024;
 
+/// Stack of a thread a probe starts to be the kernel's workload (timerlat's user
+/// thread): small and fixed, as a measuring thread's.
+pub(crate) const USER_THREAD_STACK_BYTES: usize = 256 * 1024;
+
 /// The kernel policy for a spec.
 pub fn policy_of(spec: SchedSpec) -> Policy {
     match spec {

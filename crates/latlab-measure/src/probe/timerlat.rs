@@ -475,7 +475,7 @@ impl TimerlatWorker {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
             .name(format!("latlab-tl{cpu}"))
-            .stack_size(crate::runner::MEASURING_STACK_BYTES)
+            .stack_size(super::USER_THREAD_STACK_BYTES)
             .spawn(move || {
                 let set_up = || -> Result<File, String> {
                     affinity::pin_current_thread(cpu).map_err(|e| e.to_string())?;
