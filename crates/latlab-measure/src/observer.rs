@@ -567,11 +567,19 @@ mod tests {
         for (system, name) in [("sched", "sched_switch"), ("irq", "irq_handler_entry")] {
             instance.set_event(system, name, true).unwrap();
         }
+        // The buffer as each toggle found it, and as it left it: reading
+        // before a toggle races the measured thread's next switch, so the
+        // off spans are judged from the count taken after switching off
+        // (and after in-flight commits on the measured CPU have landed).
         let mut seen = Vec::new();
         let mut toggle = |on| {
-            // Nothing recorded while off: the buffer grows only in the on spans.
-            seen.push((on, entries(&instance, cpu)));
-            instance.set_tracing(on)
+            let before = entries(&instance, cpu);
+            instance.set_tracing(on)?;
+            if !on {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            seen.push((on, before, entries(&instance, cpu)));
+            Ok::<(), latlab_rt::tracefs::TraceError>(())
         };
         let effect = measure_ab(
             Some(cpu),
@@ -582,15 +590,15 @@ mod tests {
             &mut toggle,
         )
         .unwrap();
-        // Spans off, on, on, off; the buffer as each toggle found it.
-        let counts: Vec<u64> = seen.iter().map(|&(_, n)| n).collect();
+        // Spans off, on, on, off.
         assert_eq!(seen.len(), 4, "{seen:?}");
-        assert_eq!(counts[..2], [0, 0], "nothing recorded while off: {seen:?}");
-        assert!(counts[2] > 0, "switches recorded in the on span: {seen:?}");
-        assert!(counts[3] > counts[2], "and in the second: {seen:?}");
+        let before: Vec<u64> = seen.iter().map(|&(_, b, _)| b).collect();
+        assert_eq!(before[..2], [0, 0], "nothing recorded while off: {seen:?}");
+        assert!(before[2] > 0, "switches recorded in the on span: {seen:?}");
+        assert!(before[3] > before[2], "and in the second: {seen:?}");
         assert_eq!(
             entries(&instance, cpu),
-            counts[3],
+            seen[3].2,
             "nothing in the last, off span: {seen:?}"
         );
         assert!(
