@@ -205,21 +205,10 @@ fn among(cpus: &[usize], of: &[usize]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
-
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, content) in files {
-            let p = dir.path().join(path.trim_start_matches('/'));
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, content).unwrap();
-        }
-        dir
-    }
 
     /// A two-CPU machine booted with `isolcpus=1 nohz_full=1`: latlab starts on CPU 0.
     fn isolated_machine() -> CpuInventory {
-        let root = tree(&[
+        let root = FactReader::test_tree(&[
             ("/sys/devices/system/cpu/online", "0-1\n"),
             ("/sys/devices/system/cpu/isolated", "1\n"),
             ("/sys/devices/system/cpu/nohz_full", "1\n"),
@@ -266,14 +255,14 @@ mod tests {
 
     #[test]
     fn nohz_full_alone_isolates_and_null_is_no_cpu() {
-        let root = tree(&[
+        let root = FactReader::test_tree(&[
             ("/sys/devices/system/cpu/online", "0-3\n"),
             ("/sys/devices/system/cpu/isolated", "\n"),
             ("/sys/devices/system/cpu/nohz_full", "2-3\n"),
         ]);
         let cpus = CpuInventory::read(&FactReader::at(root.path()));
         assert_eq!(cpus.default_cpus(), (vec![2, 3], CpuChoice::Isolated));
-        let root = tree(&[
+        let root = FactReader::test_tree(&[
             ("/sys/devices/system/cpu/online", "0-3\n"),
             ("/sys/devices/system/cpu/nohz_full", "(null)\n"),
         ]);
@@ -284,7 +273,7 @@ mod tests {
 
     #[test]
     fn only_cpus_offline_or_outside_the_cpuset_are_refused_saying_which() {
-        let root = tree(&[
+        let root = FactReader::test_tree(&[
             ("/sys/devices/system/cpu/online", "0-3\n"),
             ("/proc/self/cgroup", "0::/rigs/a\n"),
             ("/sys/fs/cgroup/rigs/cpuset.cpus.effective", "0-2\n"),
@@ -304,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_cgroup_v1_cpuset_is_read_too() {
-        let root = tree(&[
+        let root = FactReader::test_tree(&[
             ("/sys/devices/system/cpu/online", "0-3\n"),
             ("/proc/self/cgroup", "5:cpuset:/rt\n4:memory:/\n"),
             ("/sys/fs/cgroup/cpuset/rt/cpuset.effective_cpus", "2-3\n"),

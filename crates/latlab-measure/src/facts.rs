@@ -30,6 +30,19 @@ impl FactReader {
         FactReader { root: root.into() }
     }
 
+    /// A temporary tree holding `files` (absolute path, content), for a
+    /// [`FactReader::at`] in unit tests.
+    #[cfg(test)]
+    pub(crate) fn test_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let p = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        dir
+    }
+
     fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
     }
@@ -299,21 +312,10 @@ pub fn parse_kernel_cpu_list(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
-
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, content) in files {
-            let p = dir.path().join(path.trim_start_matches('/'));
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, content).unwrap();
-        }
-        dir
-    }
 
     #[test]
     fn preempt_rt_from_sysfs() {
-        let t = tree(&[
+        let t = FactReader::test_tree(&[
             ("/sys/kernel/realtime", "1\n"),
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Thu Jan 1"),
         ]);
@@ -327,7 +329,7 @@ mod tests {
 
     #[test]
     fn dynamic_mode_from_debugfs_or_boot_default() {
-        let t = tree(&[
+        let t = FactReader::test_tree(&[
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0"),
             (
                 "/sys/kernel/debug/sched/preempt",
@@ -340,12 +342,12 @@ mod tests {
             ("dynamic", Some("full"))
         );
 
-        let t = tree(&[("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0")]);
+        let t = FactReader::test_tree(&[("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0")]);
         let p = FactReader::at(t.path())
             .preemption(Some(("/proc/config.gz", "CONFIG_PREEMPT_NONE=y\n")));
         assert_eq!(p.dynamic_mode.as_deref(), Some("none"));
 
-        let t = tree(&[
+        let t = FactReader::test_tree(&[
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0"),
             ("/proc/cmdline", "root=/dev/vda preempt=voluntary"),
         ]);
@@ -355,7 +357,7 @@ mod tests {
 
     #[test]
     fn voluntary_and_none_from_config() {
-        let t = tree(&[("/proc/sys/kernel/version", "#1 SMP Debian 6.1")]);
+        let t = FactReader::test_tree(&[("/proc/sys/kernel/version", "#1 SMP Debian 6.1")]);
         let r = FactReader::at(t.path());
         assert_eq!(
             r.preemption(Some(("c", "CONFIG_PREEMPT_VOLUNTARY=y")))
@@ -371,7 +373,7 @@ mod tests {
 
     #[test]
     fn gathers_a_vm_fixture() {
-        let t = tree(&[
+        let t = FactReader::test_tree(&[
             ("/proc/sys/kernel/hostname", "rig7\n"),
             ("/proc/sys/kernel/osrelease", "6.18.0\n"),
             ("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),

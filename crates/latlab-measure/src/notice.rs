@@ -414,26 +414,7 @@ impl fmt::Display for Notice {
                  period late ({worst}); {cause}"
             ),
             Notice::RtThrottled { cpus, throttling } => {
-                match cpus.is_empty() {
-                    true => f.write_str(
-                        "the kernel log says RT throttling stopped real-time tasks during the \
-                         run",
-                    )?,
-                    false => write!(
-                        f,
-                        "RT throttling stopped the real-time tasks of CPU {} during the run \
-                         (the scheduler showed rt_throttled there)",
-                        latlab_model::spec::format_cpu_list(cpus)
-                    )?,
-                }
-                if let Some(t) = throttling {
-                    write!(
-                        f,
-                        ": real-time tasks may run {} of every {} on a CPU, and are kept off \
-                         it for the rest once they have",
-                        t.runtime, t.period
-                    )?;
-                }
+                crate::stall::write_throttled(f, cpus, throttling.as_ref())?;
                 f.write_str(
                     ". A busy loop at a real-time priority is held off this way; lift the \
                      limit with sysctl kernel.sched_rt_runtime_us=-1 only if a runaway \
@@ -503,41 +484,14 @@ impl fmt::Display for Notice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::info::{self, Measured};
-    use crate::probe::{clock, Placement};
+    use crate::probe::info;
 
     const MS: i64 = 1_000_000;
 
     /// A timer stream at `policy` that missed `missed` periods, its latest wake-up
     /// `latest` late, with `page_faults`.
     fn timer_stream(policy: SchedSpec, missed: u64, latest: i64, page_faults: u64) -> Stream {
-        let setup = info::test_setup(&clock::INFO, &[], &[0]);
-        let mut recorder = setup.recorder();
-        recorder.record(latest, 1);
-        let placement = Placement {
-            thread: 0,
-            cpu: Some(0),
-            policy,
-            timer_slack_ns: 0,
-            feed: None,
-            checkpoint: None,
-        };
-        let mut stream = info::stream_of(
-            Measured {
-                info: &clock::INFO,
-                setup: &setup,
-                placement: &placement,
-                recorder: &recorder,
-                missed,
-                warm_up_samples: 0,
-                first_sample: None,
-                elapsed: Nanos(MS),
-                page_faults,
-            },
-            "main",
-        );
-        stream.probe = "timer".to_string();
-        stream
+        info::test_timer_stream(0, policy, missed, latest, Nanos(MS), page_faults)
     }
 
     #[test]

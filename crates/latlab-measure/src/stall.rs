@@ -662,26 +662,7 @@ impl fmt::Display for MissedCause {
                         tasks_words(in_the_way)
                     )?;
                 }
-                match cpus.is_empty() {
-                    true => f.write_str(
-                        "the kernel log says RT throttling stopped real-time tasks during the \
-                         run",
-                    )?,
-                    false => write!(
-                        f,
-                        "RT throttling stopped the real-time tasks of CPU {} (the scheduler \
-                         showed rt_throttled there)",
-                        latlab_model::spec::format_cpu_list(cpus)
-                    )?,
-                }
-                if let Some(t) = throttling {
-                    write!(
-                        f,
-                        "; real-time tasks may run {} of every {} on a CPU, and are kept off \
-                         it for the rest once they have",
-                        t.runtime, t.period
-                    )?;
-                }
+                write_throttled(f, cpus, throttling.as_ref())?;
                 write!(
                     f,
                     " (wakes came up to {latest} late). Find the real-time task that runs \
@@ -755,11 +736,39 @@ impl fmt::Display for MissedCause {
     }
 }
 
+/// What RT throttling did: on which CPUs (or, with none, that the kernel log said so),
+/// and the limit it keeps when the sysctls were read.
+pub(crate) fn write_throttled(
+    f: &mut fmt::Formatter<'_>,
+    cpus: &[usize],
+    throttling: Option<&RtThrottling>,
+) -> fmt::Result {
+    match cpus.is_empty() {
+        true => {
+            f.write_str("the kernel log says RT throttling stopped real-time tasks during the run")?
+        }
+        false => write!(
+            f,
+            "RT throttling stopped the real-time tasks of CPU {} during the run (the \
+             scheduler showed rt_throttled there)",
+            latlab_model::spec::format_cpu_list(cpus)
+        )?,
+    }
+    if let Some(t) = throttling {
+        write!(
+            f,
+            "; real-time tasks may run {} of every {} on a CPU, and are kept off it for \
+             the rest once they have",
+            t.runtime, t.period
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::info::{self, Measured};
-    use crate::probe::{clock, Placement};
+    use crate::probe::info;
 
     const MS: i64 = 1_000_000;
 
@@ -851,33 +860,7 @@ rt_rq[0]:/
     /// A fifo:95 timer stream on CPU 1 that missed `missed` periods, its latest wake-up
     /// `latest` late.
     fn late_stream(policy: SchedSpec, missed: u64, latest: i64) -> Stream {
-        let setup = info::test_setup(&clock::INFO, &[], &[1]);
-        let mut recorder = setup.recorder();
-        recorder.record(latest, 1);
-        let placement = Placement {
-            thread: 0,
-            cpu: Some(1),
-            policy,
-            timer_slack_ns: 0,
-            feed: None,
-            checkpoint: None,
-        };
-        let mut stream = info::stream_of(
-            Measured {
-                info: &clock::INFO,
-                setup: &setup,
-                placement: &placement,
-                recorder: &recorder,
-                missed,
-                warm_up_samples: 0,
-                first_sample: None,
-                elapsed: Nanos(1_000 * MS),
-                page_faults: 0,
-            },
-            "main",
-        );
-        stream.probe = "timer".to_string();
-        stream
+        info::test_timer_stream(1, policy, missed, latest, Nanos(1_000 * MS), 0)
     }
 
     const THROTTLING: RtThrottling = RtThrottling {

@@ -478,6 +478,47 @@ pub(crate) fn test_setup(
     }
 }
 
+/// A timer stream with one sample, `latest` ns late, on `cpu` at `policy`, that
+/// missed `missed` periods over `elapsed`, for the unit tests of what reads streams.
+#[cfg(test)]
+pub(crate) fn test_timer_stream(
+    cpu: usize,
+    policy: SchedSpec,
+    missed: u64,
+    latest: i64,
+    elapsed: Nanos,
+    page_faults: u64,
+) -> Stream {
+    let info = &super::clock::INFO;
+    let setup = test_setup(info, &[], &[cpu]);
+    let mut recorder = setup.recorder();
+    recorder.record(latest, 1);
+    let placement = Placement {
+        thread: 0,
+        cpu: Some(cpu),
+        policy,
+        timer_slack_ns: 0,
+        feed: None,
+        checkpoint: None,
+    };
+    let mut stream = stream_of(
+        Measured {
+            info,
+            setup: &setup,
+            placement: &placement,
+            recorder: &recorder,
+            missed,
+            warm_up_samples: 0,
+            first_sample: None,
+            elapsed,
+            page_faults,
+        },
+        "main",
+    );
+    stream.probe = "timer".to_string();
+    stream
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

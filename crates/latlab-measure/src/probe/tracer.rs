@@ -442,3 +442,13 @@ impl Pipe {
         lost
     }
 }
+
+/// A file of `tests/fixtures/timerlat/`: what a real kernel's tracers wrote.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/fixtures/timerlat/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

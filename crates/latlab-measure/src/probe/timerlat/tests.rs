@@ -1,16 +1,9 @@
 use super::*;
+use crate::probe::tracer::fixture;
 use latlab_trace::{decode_page, EventFormat, EventTable, PageLayout};
 
 const US: i64 = 1_000;
 const MS: i64 = 1_000_000;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/timerlat/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 /// The activations in the pages a kernel (`6.1-rt`, `6.12-rt`) wrote, decoded with
 /// the formats it published.
