@@ -104,6 +104,8 @@ pub enum Notice {
         tracer: &'static str,
         /// Events (or pages) lost.
         count: u64,
+        /// Why the first page did not decode, or the first read failed.
+        problem: Option<String>,
     },
     /// Cycles of a primitive probe without a sample (a partner that did not answer in
     /// time, an inversion that timed out, ...).
@@ -421,12 +423,31 @@ impl fmt::Display for Notice {
                      real-time task may own its CPU",
                 )
             }
-            Notice::TraceEventsLost { tracer, count } => write!(
-                f,
-                "the {tracer} tracer's trace buffers lost {count} event(s) or page(s) \
-                 before latlab read them (the machine was too busy for the reader): the \
-                 activations they held count as missed periods"
-            ),
+            Notice::TraceEventsLost {
+                tracer,
+                count,
+                problem,
+            } => {
+                if *count > 0 {
+                    write!(
+                        f,
+                        "the {tracer} tracer's trace buffers lost {count} event(s) or \
+                         page(s) before latlab read them (the machine was too busy for the \
+                         reader)"
+                    )?;
+                }
+                if let Some(why) = problem {
+                    let and = if *count > 0 { "; and " } else { "" };
+                    write!(
+                        f,
+                        "{and}reading the {tracer} tracer's buffers failed: {why}"
+                    )?;
+                }
+                f.write_str(match *tracer {
+                    "timerlat" => ": the activations lost count as missed periods",
+                    _ => ": the noise lost is not counted",
+                })
+            }
             Notice::CyclesWithoutSample { count, worst } => write!(
                 f,
                 "{count} cycle(s) of a probe took no sample ({worst}); why a cycle can \

@@ -9,6 +9,7 @@ use crate::breaktrace::Tripwire;
 use crate::load::LoadSpec;
 use crate::probe::catalogue::{self, ProbeSpec};
 use crate::probe::info::{BuildError, PlanError, ProbeInfo, ProbeSetup, Setting};
+use crate::probe::Site;
 use crate::runner::RunRequest;
 use latlab_model::scenario::PhaseSection;
 use latlab_model::spec::TimerMethod;
@@ -132,6 +133,21 @@ fn phase(
             source: Box::new(source),
         }
     })?;
+    // A kernel tracer measures a CPU with its own thread and one buffer: two of
+    // latlab's workers on a CPU would split what it wrote.
+    let once_each = cpus.iter().enumerate().all(|(i, c)| !cpus[..i].contains(c));
+    if probe.site() == Site::Elsewhere && !once_each {
+        return Err(
+            Origin::field(sources.name(), format!("phase {}: threads", section.name)).out_of_range(
+                format!(
+                    "the {} probe measures each CPU once, with the kernel's own thread: give at \
+             most {} thread(s), one a measured CPU, or leave threads out",
+                    info.name,
+                    shared.cpus.len()
+                ),
+            ),
+        );
+    }
     Ok(PhasePlan {
         request: RunRequest {
             cpus,

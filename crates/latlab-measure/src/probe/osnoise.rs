@@ -223,6 +223,8 @@ struct Tally {
     periods: u64,
     total: PeriodSummary,
     elapsed: Nanos,
+    /// When measuring stopped, once it has.
+    stopped: Option<i64>,
 }
 
 impl Tally {
@@ -237,20 +239,29 @@ impl Tally {
             periods: 0,
             total: PeriodSummary::default(),
             elapsed: Nanos(0),
+            stopped: None,
         }
     }
 
     fn take(&mut self, written: &[Written], window: &Window, live: &LiveStats) {
+        // Once measuring stopped, what ended after it is none of the span's.
+        let end = match (window.end, self.stopped) {
+            (end, Some(stopped)) => Some(end.map_or(stopped, |end| end.min(stopped))),
+            (end, None) => end,
+        };
         for &w in written {
             let ended = match w {
                 Written::Noise { ended, .. } | Written::Period { ended, .. } => ended,
             };
-            if ended <= window.start || window.end.is_some_and(|end| ended > end) {
+            if ended <= window.start || end.is_some_and(|end| ended > end) {
                 continue;
             }
             let warm_up = ended <= window.warm_up_end;
             match w {
-                Written::Noise { .. } if warm_up => self.warm_up += 1,
+                Written::Noise { .. } if warm_up => {
+                    self.warm_up += 1;
+                    self.recorder.count_warm_up(1);
+                }
                 Written::Noise { duration, .. } => {
                     self.first.get_or_insert(duration);
                     self.recorder.record(duration, ended - window.warm_up_end);
@@ -303,33 +314,54 @@ impl Tally {
             .placement
             .cpu
             .map_or_else(|| "?".to_string(), |c| c.to_string());
-        let share = match t.runtime {
-            0 => "no runtime to take a share of".to_string(),
-            runtime => format!("{:.4} % of it", t.noise as f64 * 100.0 / runtime as f64),
+        let gaps = format!(
+            "{} gap(s) above {} µs",
+            self.recorder.samples(),
+            self.threshold_us
+        );
+        // A period's counts are written at its end: with none ended in the span,
+        // the noise is unknown, not none.
+        let (value_ns, message) = match (self.periods, t.runtime) {
+            (0, _) => (
+                None,
+                format!(
+                    "cpu {cpu} [{phase}]: no osnoise period ({}) ended in the measured span,                      so its noise is unknown; {gaps}. Measure longer than a period, or                      shorten it (osnoise:period=)",
+                    self.setup.period
+                ),
+            ),
+            (periods, runtime) => {
+                let share = match runtime {
+                    0 => "no runtime to take a share of".to_string(),
+                    runtime => {
+                        format!("{:.4} % of it", t.noise as f64 * 100.0 / runtime as f64)
+                    }
+                };
+                let kinds: Vec<String> = KINDS
+                    .iter()
+                    .zip(t.counts)
+                    .map(|(kind, n)| format!("{n} {kind}"))
+                    .collect();
+                (
+                    Some(Nanos(t.noise)),
+                    format!(
+                        "cpu {cpu} [{phase}]: osnoise counted {} of noise in {} of runtime \
+                         over {periods} period(s) ({share}); {gaps}, the longest {}; \
+                         interruptions: {}",
+                        Nanos(t.noise),
+                        Nanos(runtime),
+                        Nanos(t.max_sample),
+                        kinds.join(", ")
+                    ),
+                )
+            }
         };
-        let kinds: Vec<String> = KINDS
-            .iter()
-            .zip(t.counts)
-            .map(|(kind, n)| format!("{n} {kind}"))
-            .collect();
         Event {
             kind: "noise-summary".to_string(),
             at_ns: self.elapsed,
             thread: self.placement.thread,
             cpu: self.placement.cpu,
-            value_ns: Some(Nanos(t.noise)),
-            message: format!(
-                "cpu {cpu} [{phase}]: osnoise counted {} of noise in {} of runtime over {} \
-                 period(s) ({share}); {} gap(s) above {} µs, the longest {}; interruptions: \
-                 {}",
-                Nanos(t.noise),
-                Nanos(t.runtime),
-                self.periods,
-                self.recorder.samples(),
-                self.threshold_us,
-                Nanos(t.max_sample),
-                kinds.join(", ")
-            ),
+            value_ns,
+            message,
         }
     }
 }
@@ -357,6 +389,7 @@ impl Worker for OsnoiseWorker {
             tally.take(&read, window, live)
         });
         self.tally.elapsed = Nanos((stopped - window.warm_up_end).max(0));
+        self.tally.stopped = Some(stopped);
         let last = self.reader.close(Written::of);
         self.tally.take(&last, window, live);
         Ok(())

@@ -111,7 +111,7 @@ fn build(setup: &ProbeSetup) -> Result<Box<dyn Probe>, BuildError> {
     if user && matches!(setup.policy, SchedSpec::Deadline { .. }) {
         return Err(unsupported(
             "a SCHED_DEADLINE thread cannot be pinned to its CPU, as timerlat_fd's reader \
-             must be: use workload=kernel, or a fifo/rr policy"
+             must be: use a fifo or rr policy"
                 .to_string(),
         ));
     }
@@ -278,6 +278,11 @@ impl Grid {
         self.base + (due - self.anchor + self.period / 2).div_euclid(self.period)
     }
 
+    /// The number of the first grid point after `t`.
+    fn first_after(&self, t: i64) -> i64 {
+        self.base + (t - self.anchor).div_euclid(self.period) + 1
+    }
+
     /// Grid points in (`after`, `until`].
     fn points(&self, after: i64, until: i64) -> u64 {
         let p = self.period;
@@ -334,9 +339,17 @@ impl Accounts {
     /// thread context's samples go to the live display, with the periods between
     /// them that had no activation.
     fn take(&mut self, activations: &[Activation], window: &Window, live: &LiveStats) {
+        // Once measuring stopped, what came due after it is none of the span's.
+        let end = match (window.end, self.measured) {
+            (end, Some((_, stopped))) => Some(end.map_or(stopped, |end| end.min(stopped))),
+            (end, None) => end,
+        };
         for activation in activations {
             let due = activation.due();
             let Some(index) = self.number(activation) else {
+                continue;
+            };
+            let Some(grid) = self.grid else {
                 continue;
             };
             let Some(context) = self
@@ -346,18 +359,22 @@ impl Accounts {
             else {
                 continue;
             };
-            if due < window.start || window.end.is_some_and(|end| due > end) {
+            if due < window.start || end.is_some_and(|end| due > end) {
                 continue;
             }
-            let missed = context
-                .last
-                .map_or(0, |last| (index - last - 1).max(0) as u64);
-            context.last = Some(index);
+            let previous = context.last.replace(index);
             if due <= window.warm_up_end {
                 context.warm_up += 1;
+                context.recorder.count_warm_up(1);
                 continue;
             }
+            // The measured periods since the last activation (or the warm-up's end)
+            // that gave this context none.
+            let first_measured = grid.first_after(window.warm_up_end);
+            let since = previous.map_or(first_measured, |last| (last + 1).max(first_measured));
+            let missed = (index - since).max(0) as u64;
             context.first.get_or_insert(activation.latency);
+            context.recorder.count_missed(missed);
             context
                 .recorder
                 .record(activation.latency, due - window.warm_up_end);
@@ -389,21 +406,16 @@ impl Accounts {
         }
     }
 
-    /// Activations due in the measured span: the grid's points after the warm-up's
-    /// end up to `until`.
-    fn periods_due(&self, window: &Window, until: i64) -> u64 {
-        self.grid
-            .map_or(0, |grid| grid.points(window.warm_up_end, until))
-    }
-
     /// Each context's stream: its samples, and as missed the periods due that gave
     /// it none.
     fn streams(&self, phase: &str) -> Vec<Stream> {
+        // With no interrupt seen there is no grid to count the periods due on: how
+        // many were missed is unknown, not none.
         let (due, elapsed) = match self.measured {
             Some((window, stopped)) => {
                 let until = window.end.map_or(stopped, |end| end.min(stopped));
                 (
-                    Some(self.periods_due(&window, until)),
+                    self.grid.map(|grid| grid.points(window.warm_up_end, until)),
                     Nanos((until - window.warm_up_end).max(0)),
                 )
             }
@@ -434,6 +446,9 @@ impl Accounts {
                 }
                 .to_string();
                 stream.method = Some("timerlat".to_string());
+                if self.measured.is_some() && due.is_none() {
+                    stream.missed_periods = None;
+                }
                 // The kernel's thread (or latlab's user thread) measured: latlab's
                 // reader's page faults and timer slack are not the measurement's.
                 stream.page_faults = None;

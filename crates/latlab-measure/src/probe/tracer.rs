@@ -17,7 +17,7 @@
 
 use crate::notice::Notice;
 use latlab_model::spec::SchedSpec;
-use latlab_rt::sched::{self, Policy};
+use latlab_rt::sched;
 use latlab_rt::tracefs::osnoise::{self, KernelTracer, OsnoiseSettings};
 use latlab_rt::tracefs::{TraceError, TraceInstance};
 use latlab_rt::RtError;
@@ -180,15 +180,32 @@ impl Session {
         let name = self.plan.tracer.name();
         let until = Instant::now() + THREADS_APPEAR;
         let mut missing: Vec<usize> = self.plan.cpus.clone();
+        let mut refused = None;
         while !missing.is_empty() {
             let threads = kernel_threads(name);
             missing.retain(|cpu| match threads.iter().find(|(c, _)| c == cpu) {
                 Some(&(_, tid)) => {
-                    let _ = set_policy(tid, policy);
+                    refused = refused.take().or_else(|| {
+                        set_policy(tid, policy).err().map(|e| {
+                            let hint = match policy {
+                                SchedSpec::Deadline { .. } => {
+                                    " (the kernel gives SCHED_DEADLINE only to a thread \
+                                     that may run on every CPU of its scheduling domain, \
+                                     which a tracer's per-CPU thread may not: use a fifo or \
+                                     rr policy)"
+                                }
+                                _ => "",
+                            };
+                            format!("put {name}/{cpu} at {policy}: {e}{hint}")
+                        })
+                    });
                     false
                 }
                 None => true,
             });
+            if let Some(why) = refused {
+                return Err(why);
+            }
             if missing.is_empty() {
                 break;
             }
@@ -259,11 +276,7 @@ fn kernel_threads(name: &str) -> Vec<(usize, i32)> {
 
 /// Puts thread `tid` at `policy`.
 fn set_policy(tid: i32, policy: SchedSpec) -> Result<(), RtError> {
-    sched::set_task(tid, policy_of(policy))
-}
-
-fn policy_of(spec: SchedSpec) -> Policy {
-    super::policy_of(spec)
+    sched::set_task(tid, super::policy_of(policy))
 }
 
 /// The phase's session, shared by its workers: the first to ask makes it, the others
@@ -273,6 +286,8 @@ pub(super) struct Shared {
     current: Mutex<Weak<Session>>,
     /// Events the buffers lost, over every session of the probe.
     pub lost: Arc<AtomicU64>,
+    /// Why the first page that did not decode, or the first read that failed, did.
+    problem: Arc<Mutex<Option<String>>>,
 }
 
 impl Shared {
@@ -290,8 +305,17 @@ impl Shared {
     /// What the probe's results need said: the events its buffers lost.
     pub fn notices(&self, tracer: &'static str) -> Vec<Notice> {
         let count = self.lost.load(Ordering::Relaxed);
-        (count > 0)
-            .then_some(Notice::TraceEventsLost { tracer, count })
+        let problem = self
+            .problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        (count > 0 || problem.is_some())
+            .then_some(Notice::TraceEventsLost {
+                tracer,
+                count,
+                problem,
+            })
             .into_iter()
             .collect()
     }
@@ -302,6 +326,7 @@ pub(super) struct Reader {
     /// Closed before the session goes: the instance cannot be removed while open.
     pipe: Option<Pipe>,
     lost: Arc<AtomicU64>,
+    problem: Arc<Mutex<Option<String>>>,
     session: Arc<Session>,
 }
 
@@ -324,6 +349,7 @@ impl Reader {
         Ok(Reader {
             pipe: Some(Pipe::open(&session, cpu)?),
             lost: shared.lost.clone(),
+            problem: shared.problem.clone(),
             session,
         })
     }
@@ -372,6 +398,10 @@ impl Reader {
         let last = self.drain(decode);
         if let Some(pipe) = self.pipe.take() {
             self.lost.fetch_add(pipe.bad_pages, Ordering::Relaxed);
+            if let Some(why) = pipe.first_problem {
+                let mut problem = self.problem.lock().unwrap_or_else(|e| e.into_inner());
+                problem.get_or_insert(why);
+            }
         }
         last
     }
@@ -407,8 +437,10 @@ impl Pipe {
     /// how many events were lost (overwritten) since the last drain.
     fn drain(&mut self, session: &Session, mut each: impl FnMut(&Event<'_>)) -> u64 {
         let mut lost = 0;
+        // Counted from the first drain on: what the tracer overwrote before it was
+        // set-up, before the window.
         if let Some(overrun) = session.overrun(self.cpu) {
-            lost += overrun.saturating_sub(self.overrun.unwrap_or(0));
+            lost += overrun.saturating_sub(self.overrun.unwrap_or(overrun));
             self.overrun = Some(overrun);
         }
         loop {

@@ -227,29 +227,49 @@ fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
         probes.len() >= 10 && probes.contains(&"timer".to_string()),
         "{probes:?}"
     );
-    // The kernel's own tracers (timerlat, osnoise) need a kernel that has them (not
-    // this machine's: the PREEMPT_RT lane runs them); here they are refused, saying
-    // which tracer is missing.
+    // The kernel's own tracers (timerlat, osnoise) need a kernel that has them (the
+    // PREEMPT_RT lane runs them); where it has not, they are refused, saying which
+    // tracer is missing. Wherever they run, a timer-only flag is refused first.
     let (tracers, probes): (Vec<String>, Vec<String>) = probes
         .into_iter()
         .partition(|p| matches!(p.as_str(), "timerlat" | "osnoise"));
+    let offered =
+        std::fs::read_to_string("/sys/kernel/tracing/available_tracers").unwrap_or_default();
     for probe in &tracers {
-        let out = latlab()
-            .args([
-                "run",
-                "--probe",
-                probe,
-                "-c",
-                "0",
-                "-d",
-                "60ms",
-                "-q",
-                "--no-store",
-            ])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() == Some(2) {
+        let run = |flags: &[&str]| {
+            let out = latlab()
+                .args([
+                    "run",
+                    "--probe",
+                    probe,
+                    "-c",
+                    "0",
+                    "-d",
+                    "60ms",
+                    "-q",
+                    "--no-store",
+                ])
+                .args(flags)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(2), "{probe} {flags:?}: {stderr}");
+            stderr
+        };
+        // osnoise's period is its parameter: -p is refused too.
+        let mut refused: Vec<&[&str]> = vec![&["--method", "rel"], &["--clock", "realtime"]];
+        if probe == "osnoise" {
+            refused.push(&["-p", "2ms"]);
+        }
+        for flag in refused {
+            let stderr = run(flag);
+            assert!(
+                stderr.contains(&format!("probe {probe} ")) && stderr.contains(flag[0]),
+                "{probe} {flag:?}: {stderr}"
+            );
+        }
+        if !offered.split_whitespace().any(|t| t == probe) {
+            let stderr = run(&[]);
             assert!(
                 stderr.contains(&format!("probe {probe}: this kernel has no {probe} tracer")),
                 "{probe}: {stderr}"

@@ -137,6 +137,32 @@ fn samples_belong_to_the_window_in_which_their_noise_ended() {
 }
 
 #[test]
+fn with_no_period_ended_in_the_span_the_noise_is_unknown_not_none() {
+    let mut tally = tally();
+    let window = Window {
+        start: 0,
+        warm_up_end: 0,
+        end: Some(800 * MS),
+    };
+    let gap = Written::Noise {
+        ended: 300 * MS,
+        duration: 12_000,
+    };
+    // Stopped at 500 ms: the gap that ended at 600 ms and the period at 1 s are past it.
+    tally.stopped = Some(500 * MS);
+    let late = Written::Noise {
+        ended: 600 * MS,
+        duration: 40_000,
+    };
+    tally.take(&[gap, late], &window, &LiveStats::default());
+    tally.elapsed = Nanos(500 * MS);
+    let event = tally.summary("main");
+    assert_eq!(event.value_ns, None);
+    assert!(event.message.contains("noise is unknown"), "{}", event.message);
+    assert!(event.message.contains("1 gap(s) above 5 µs"), "{}", event.message);
+}
+
+#[test]
 fn parameters_are_whole_micro_seconds_within_the_tracers_bounds() {
     let err = |params: &[(&str, &str)]| {
         build(&info::test_setup(&INFO, params, &[0]))

@@ -193,3 +193,45 @@ fn periods_outside_whole_micro_seconds_or_the_tracers_range_are_refused() {
     }
 }
 
+
+#[test]
+fn what_came_due_after_a_stop_is_left_out_and_the_counts_still_add_up() {
+    let mut acc = accounts(MS, false);
+    let window = Window {
+        start: 0,
+        warm_up_end: 0,
+        end: Some(100 * MS),
+    };
+    let live = LiveStats::default();
+    // Read while measuring: 1 … 20 ms, 6 and 7 skipped. Stopped at 20.5 ms; the
+    // buffer's last read still holds what came due until 25 ms.
+    let before: Vec<Activation> = (1..=20)
+        .filter(|k| !(6..=7).contains(k))
+        .flat_map(|k| irq_and_thread(k, MS, 3 * US, 9 * US))
+        .collect();
+    acc.take(&before, &window, &live);
+    acc.measured = Some((window, 20 * MS + MS / 2));
+    let after: Vec<Activation> = (21..=25)
+        .flat_map(|k| irq_and_thread(k, MS, 3 * US, 9 * US))
+        .collect();
+    acc.take(&after, &window, &live);
+    for s in acc.streams("main") {
+        assert_eq!((s.samples, s.missed_periods), (18, Some(2)), "{}", s.probe);
+    }
+    // A checkpoint's copy counts what it has seen: the skipped periods too.
+    assert_eq!(live.snapshot().missed_periods, 2);
+}
+
+#[test]
+fn with_no_interrupt_seen_the_missed_periods_are_unknown_not_none() {
+    let mut acc = accounts(MS, false);
+    let window = Window {
+        start: 0,
+        warm_up_end: 0,
+        end: Some(100 * MS),
+    };
+    acc.measured = Some((window, 100 * MS));
+    for s in acc.streams("main") {
+        assert_eq!((s.samples, s.missed_periods), (0, None), "{}", s.probe);
+    }
+}
