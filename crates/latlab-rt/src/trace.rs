@@ -31,6 +31,8 @@ pub struct BreakTrace {
 struct MountGuard {
     path: PathBuf,
     keep: bool,
+    /// Busy when unmounted: detach it (it goes once unused) rather than leave it.
+    detach_if_busy: bool,
 }
 
 impl Drop for MountGuard {
@@ -42,7 +44,7 @@ impl Drop for MountGuard {
             // SAFETY: umount2 with a valid C string path we mounted ourselves. A mount
             // still in use (tracefs automounted inside debugfs) goes once unused.
             unsafe {
-                if libc::umount2(path.as_ptr(), 0) != 0 {
+                if libc::umount2(path.as_ptr(), 0) != 0 && self.detach_if_busy {
                     libc::umount2(path.as_ptr(), libc::MNT_DETACH);
                 }
             }
@@ -62,6 +64,7 @@ impl BreakTrace {
                 let guard = MountGuard {
                     path: root.clone(),
                     keep: false,
+                    detach_if_busy: true,
                 };
                 (root, Some(guard))
             }
@@ -174,6 +177,19 @@ fn mount(fstype: &str, target: &str) -> Result<(), RtError> {
 /// Where debugfs is mounted on Linux.
 const DEBUGFS: &str = "/sys/kernel/debug";
 
+/// Whether a debugfs is mounted at `path` (its file system's magic number).
+fn is_debugfs(path: &Path) -> bool {
+    const DEBUGFS_MAGIC: i64 = 0x6462_6720;
+    let Ok(c_path) = CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills the zeroed struct it is given from a valid C string path.
+    unsafe {
+        let mut stat: libc::statfs = std::mem::zeroed();
+        libc::statfs(c_path.as_ptr(), &mut stat) == 0 && stat.f_type as i64 == DEBUGFS_MAGIC
+    }
+}
+
 /// debugfs at `/sys/kernel/debug`, mounted by latlab for as long as this lives (to
 /// read the scheduler's state there), or found mounted already and left so.
 #[derive(Debug)]
@@ -182,18 +198,39 @@ pub struct DebugfsMount {
 }
 
 impl DebugfsMount {
-    /// Mounts debugfs unless it is mounted (`sched/` is there) already; only root may.
+    /// Mounts debugfs unless it is mounted already; only root may.
     pub fn ensure() -> Result<DebugfsMount, RtError> {
         let root = Path::new(DEBUGFS);
-        if root.join("sched").exists() {
+        if is_debugfs(root) {
             return Ok(DebugfsMount { _mounted: None });
         }
         mount("debugfs", DEBUGFS)?;
         Ok(DebugfsMount {
+            // Someone who began using it while latlab held it keeps it mounted.
             _mounted: Some(MountGuard {
                 path: root.to_path_buf(),
                 keep: false,
+                detach_if_busy: false,
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debugfs_is_mounted_for_as_long_as_needed_and_left_as_found() {
+        assert!(!is_debugfs(Path::new("/proc")));
+        let root = Path::new(DEBUGFS);
+        let before = is_debugfs(root);
+        let first = DebugfsMount::ensure().expect("root may mount debugfs");
+        assert!(is_debugfs(root));
+        // Mounted already: a second holder neither mounts nor unmounts it.
+        drop(DebugfsMount::ensure().unwrap());
+        assert!(is_debugfs(root));
+        drop(first);
+        assert_eq!(is_debugfs(root), before, "left as found");
     }
 }

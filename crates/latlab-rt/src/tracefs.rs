@@ -288,10 +288,12 @@ impl TraceInstance {
         })
     }
 
-    fn event_dir(&self, system: &str, name: &str) -> Result<PathBuf, TraceError> {
+    /// The directory of trace event `system:name`, if it has `file` (`enable`,
+    /// `format`).
+    fn event_dir(&self, system: &str, name: &str, file: &str) -> Result<PathBuf, TraceError> {
         let plain = |s: &str| !s.is_empty() && !s.contains('/') && s != "." && s != "..";
         let path = self.dir.join("events").join(system).join(name);
-        if !plain(system) || !plain(name) || !path.join("enable").is_file() {
+        if !plain(system) || !plain(name) || !path.join(file).is_file() {
             return Err(TraceError::NoEvent {
                 system: system.to_string(),
                 name: name.to_string(),
@@ -303,7 +305,7 @@ impl TraceInstance {
 
     /// Turns trace event `system:name` on or off in this instance.
     pub fn set_event(&self, system: &str, name: &str, on: bool) -> Result<(), TraceError> {
-        let path = self.event_dir(system, name)?.join("enable");
+        let path = self.event_dir(system, name, "enable")?.join("enable");
         fs::write(&path, if on { "1" } else { "0" })
             .map_err(|e| TraceError::io("enable a trace event", &path, e))
     }
@@ -315,7 +317,7 @@ impl TraceInstance {
 
     /// The `format` file of trace event `system:name`: its fields and their offsets.
     pub fn event_format(&self, system: &str, name: &str) -> Result<PathBuf, TraceError> {
-        Ok(self.event_dir(system, name)?.join("format"))
+        Ok(self.event_dir(system, name, "format")?.join("format"))
     }
 
     /// Makes `tracer` this instance's tracer (`nop` for none), and checks the kernel
@@ -392,29 +394,14 @@ impl TraceInstance {
     /// read in one `read` of a page or more: after a short first read the kernel
     /// reports the end of the file.
     pub fn header_page(&self) -> Result<String, TraceError> {
-        use std::io::Read;
         let path = self.dir.join("events/header_page");
-        let mut buffer = vec![0; 16 << 10];
-        let n = fs::File::open(&path)
-            .and_then(|mut file| file.read(&mut buffer))
-            .map_err(|e| TraceError::io("read the page layout", &path, e))?;
-        buffer.truncate(n);
-        Ok(String::from_utf8_lossy(&buffer).into_owned())
+        read_at_once(&path).map_err(|e| TraceError::io("read the page layout", &path, e))
     }
 
     /// The text of trace event `system:name`'s `format` file; events a tracer writes
     /// (`ftrace:timerlat`) have one, though they cannot be enabled on their own.
     pub fn read_event_format(&self, system: &str, name: &str) -> Result<String, TraceError> {
-        let plain = |s: &str| !s.is_empty() && !s.contains('/') && s != "." && s != "..";
-        let dir = self.dir.join("events").join(system).join(name);
-        let path = dir.join("format");
-        if !plain(system) || !plain(name) || !path.is_file() {
-            return Err(TraceError::NoEvent {
-                system: system.to_string(),
-                name: name.to_string(),
-                path: dir,
-            });
-        }
+        let path = self.event_format(system, name)?;
         fs::read_to_string(&path).map_err(|e| TraceError::io("read an event's format", &path, e))
     }
 
@@ -562,6 +549,18 @@ fn sweep_stale_in(instances: &Path) -> Vec<String> {
 }
 
 pub mod osnoise;
+
+/// A tracefs file's text read in one `read` of a generous buffer. Some of the
+/// kernel's files refuse a read into a buffer no longer than their text
+/// (`osnoise/cpus`: `EINVAL`) or report the end after a short first read
+/// (`events/header_page`), which `read_to_string`'s first small read can be.
+pub(crate) fn read_at_once(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut buffer = vec![0; 64 << 10];
+    let n = fs::File::open(path)?.read(&mut buffer)?;
+    buffer.truncate(n);
+    Ok(String::from_utf8_lossy(&buffer).into_owned())
+}
 
 #[cfg(test)]
 mod tests;

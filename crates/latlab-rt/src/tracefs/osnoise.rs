@@ -108,7 +108,7 @@ impl OsnoiseSettings {
         let mut saved = Vec::new();
         for file in SETTINGS {
             let path = root.join(file);
-            match read_setting(&path) {
+            match super::read_at_once(&path) {
                 Ok(value) => saved.push((file.to_string(), value.trim().to_string())),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(TraceError::io("read a tracer setting", &path, e)),
@@ -164,34 +164,33 @@ impl Drop for OsnoiseSettings {
     }
 }
 
-/// A setting's text, read in one `read` of a generous buffer: the kernel refuses
-/// (`EINVAL`) a read of `osnoise/cpus` into a buffer no longer than its text, which
-/// `read_to_string`'s first small read can be.
-fn read_setting(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut buffer = vec![0; 64 << 10];
-    let n = fs::File::open(path)?.read(&mut buffer)?;
-    buffer.truncate(n);
-    Ok(String::from_utf8_lossy(&buffer).into_owned())
-}
-
 /// Writes `saved` back under `root`. `options` is a list of flags, each written on its
 /// own (`OSNOISE_WORKLOAD` or `NO_OSNOISE_WORKLOAD`); `DEFAULTS` is not a flag.
 fn restore_all(root: &Path, saved: &[(String, String)]) -> Result<(), TraceError> {
-    let mut first_error = None;
+    let mut writes = Vec::new();
     for (file, value) in saved {
         let path = root.join(file);
-        let values: Vec<&str> = match file.ends_with("/options") {
-            true => value
-                .split_whitespace()
-                .filter(|f| *f != "DEFAULTS")
-                .collect(),
-            false => vec![value.as_str()],
-        };
-        for value in values {
-            if let Err(e) = fs::write(&path, value) {
-                first_error.get_or_insert(TraceError::io("restore a tracer setting", &path, e));
-            }
+        match file.ends_with("/options") {
+            true => writes.extend(
+                value
+                    .split_whitespace()
+                    .filter(|f| *f != "DEFAULTS")
+                    .map(|flag| (path.clone(), flag)),
+            ),
+            false => writes.push((path, value.as_str())),
+        }
+    }
+    // Settings checked against each other (a runtime at most its period) may be
+    // refused in one order and taken in the other: those refused are written again
+    // after the rest.
+    let refused: Vec<_> = writes
+        .into_iter()
+        .filter(|(path, value)| fs::write(path, value).is_err())
+        .collect();
+    let mut first_error = None;
+    for (path, value) in refused {
+        if let Err(e) = fs::write(&path, value) {
+            first_error.get_or_insert(TraceError::io("restore a tracer setting", &path, e));
         }
     }
     first_error.map_or(Ok(()), Err)
