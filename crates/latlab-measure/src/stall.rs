@@ -37,7 +37,8 @@ const HELD_AT_LEAST: Duration = Duration::from_millis(15);
 /// At most this many reads of the scheduler's state per phase: each takes the
 /// scheduler's locks briefly, and a run held for minutes needs no more evidence.
 const SCHED_READS: usize = 64;
-/// The coordinating thread polls every 20 ms: a gap this long means it was held too.
+/// The coordinating thread sleeps 20 ms between polls: a sleep this long means it was
+/// held too.
 const COORDINATOR_HELD: Duration = Duration::from_millis(200);
 
 /// What the scheduler's debug file says of one CPU.
@@ -190,43 +191,54 @@ fn steal_ns(files: &FactReader) -> Vec<(usize, i64)> {
         .collect()
 }
 
-/// Whether the kernel log (`/dev/kmsg`) says it throttled real-time tasks between
-/// `from` and `until` (`CLOCK_MONOTONIC` ns): `None` when the log is not readable.
+/// The kernel log (`/dev/kmsg`) from a point on: what it says of RT throttling after.
 /// The kernel says so once per boot, so silence after an earlier message proves
-/// nothing; a message inside the span does.
-fn kernel_log_throttled(from: i64, until: i64) -> Option<bool> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut log = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open("/dev/kmsg")
-        .ok()?;
-    let mut record = vec![0u8; 8192];
-    let mut seen = false;
-    // One record per read, until EAGAIN (the end); at most a buffer's worth.
-    for _ in 0..100_000 {
-        let n = match log.read(&mut record) {
-            Ok(0) => break,
-            Ok(n) => n,
-            // EPIPE: records were overwritten while reading; go on with the next.
-            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
-            Err(_) => break,
-        };
-        let text = String::from_utf8_lossy(&record[..n]);
-        let Some((prefix, message)) = text.split_once(';') else {
-            continue;
-        };
-        if !message.contains("RT throttling activated") {
-            continue;
-        }
-        // `level,sequence,microseconds,flags;message`
-        let at_us = prefix.split(',').nth(2).and_then(|t| t.parse::<i64>().ok());
-        if let Some(at) = at_us.map(|us| us * 1_000) {
-            seen |= (from..=until).contains(&at);
-        }
+/// nothing; a message after the point does. Records are read from where the log
+/// ended when opened, not by their time stamps: those are the scheduler's clock,
+/// which drifts from the monotonic one over a long uptime.
+#[derive(Debug)]
+struct KernelLog {
+    file: std::fs::File,
+}
+
+impl KernelLog {
+    /// The log from now on; `None` when it is not readable.
+    fn from_now() -> Option<KernelLog> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open("/dev/kmsg")
+            .ok()?;
+        file.seek(SeekFrom::End(0)).ok()?;
+        Some(KernelLog { file })
     }
-    Some(seen)
+
+    /// Whether a record written since says the kernel throttled real-time tasks.
+    fn says_throttled(&mut self) -> bool {
+        use std::io::Read;
+        let mut record = vec![0u8; 8192];
+        // One record per read, until EAGAIN (the end); at most a buffer's worth.
+        for _ in 0..100_000 {
+            let n = match self.file.read(&mut record) {
+                Ok(0) => break,
+                Ok(n) => n,
+                // EPIPE: records were overwritten while reading; go on with the next.
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+                Err(_) => break,
+            };
+            // `level,sequence,microseconds,flags;message`
+            let text = String::from_utf8_lossy(&record[..n]);
+            if text
+                .split_once(';')
+                .is_some_and(|(_, message)| message.contains("RT throttling activated"))
+            {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 /// What [`StallWatch`] saw during one phase.
@@ -305,10 +317,10 @@ pub struct StallWatch {
     own_pid: u32,
     threads: Vec<Followed>,
     started: Instant,
-    started_mono: i64,
+    /// The kernel log from the start on (`None`: not readable).
+    log: Option<KernelLog>,
     continues_at_start: u64,
     steal_at_start: Vec<(usize, i64)>,
-    last_poll: Instant,
     evidence: StallEvidence,
 }
 
@@ -316,13 +328,18 @@ impl StallWatch {
     /// Starts following one measuring thread per entry of `cpus` (`None`: not pinned);
     /// unless `follow`, only the process's stops, its own holds and steal time.
     pub fn start(cpus: &[Option<usize>], follow: bool) -> StallWatch {
-        let files = FactReader::system();
+        StallWatch::reading(FactReader::system(), cpus, follow, true)
+    }
+
+    /// [`start`](Self::start), reading `files`; mounting debugfs if `mount` and the
+    /// scheduler's file is not there.
+    fn reading(files: FactReader, cpus: &[Option<usize>], follow: bool, mount: bool) -> StallWatch {
         let now = Instant::now();
         StallWatch {
             follow,
             steal_at_start: steal_ns(&files),
             files,
-            debugfs: None,
+            debugfs: (!mount).then_some(Err(())),
             own_pid: std::process::id(),
             threads: cpus
                 .iter()
@@ -334,20 +351,19 @@ impl StallWatch {
                 })
                 .collect(),
             started: now,
-            started_mono: latlab_rt::clock::Clock::Monotonic.now_ns(),
+            log: KernelLog::from_now(),
             continues_at_start: latlab_rt::signal::continues(),
-            last_poll: now,
             evidence: StallEvidence::default(),
         }
     }
 
-    /// Looks at the threads once (called every poll of the coordinating thread).
-    pub fn poll(&mut self, live: &[LiveStats]) {
+    /// Looks at the threads once (called every poll of the coordinating thread, with
+    /// how long its sleep before took: a sleep far longer than asked is the machine
+    /// held; the coordinator's own work between sleeps is not).
+    pub fn poll(&mut self, live: &[LiveStats], slept: Duration) {
         let now = Instant::now();
-        let gap = now - self.last_poll;
-        self.last_poll = now;
-        if gap >= COORDINATOR_HELD {
-            let held = Nanos(gap.as_nanos() as i64);
+        if slept >= COORDINATOR_HELD {
+            let held = Nanos(slept.as_nanos() as i64);
             self.evidence.whole_held = self.evidence.whole_held.max(Some(held));
         }
         if !self.follow {
@@ -384,11 +400,13 @@ impl StallWatch {
 
     /// Reads the scheduler's state of `cpus`, whose measuring threads are held.
     fn look(&mut self, cpus: &[usize]) {
-        if self.debugfs.is_none() {
+        let mut text = read_sched_debug(&self.files);
+        if text.is_none() && self.debugfs.is_none() {
             // Unmounted again when the watch ends (latlab leaves the system as found).
             self.debugfs = Some(latlab_rt::trace::DebugfsMount::ensure().map_err(|_| ()));
+            text = read_sched_debug(&self.files);
         }
-        let Some(text) = read_sched_debug(&self.files) else {
+        let Some(text) = text else {
             self.evidence.sched_unreadable = true;
             return;
         };
@@ -428,12 +446,8 @@ impl StallWatch {
 
     /// What was seen, with the kernel log and steal time over the whole phase.
     pub fn finish(mut self) -> StallEvidence {
-        let until = latlab_rt::clock::Clock::Monotonic.now_ns();
         self.evidence.stops = latlab_rt::signal::continues() - self.continues_at_start;
-        // A second either side: the log's clock is the scheduler's, not quite the
-        // monotonic one.
-        self.evidence.throttled_in_log =
-            kernel_log_throttled(self.started_mono - 1_000_000_000, until + 1_000_000_000);
+        self.evidence.throttled_in_log = self.log.as_mut().map(KernelLog::says_throttled);
         let measured: Vec<usize> = self.threads.iter().filter_map(|t| t.cpu).collect();
         let steal_now = steal_ns(&self.files);
         self.evidence.steal = steal_now
@@ -1038,25 +1052,88 @@ rt_rq[0]:/
         assert_eq!(RtThrottling::read(&files), None);
     }
 
-    #[test]
-    fn a_thread_without_samples_for_many_intervals_is_looked_at_once_per_hold() {
-        let live = [LiveStats::default()];
-        let mut watch = StallWatch::start(&[Some(0)], true);
-        // Samples every millisecond for 10 ms.
+    /// A watch of one thread on CPU 1 reading the scheduler's state from `fixture`,
+    /// and that thread's samples.
+    fn watching(fixture_name: &str) -> (tempfile::TempDir, StallWatch, [LiveStats; 1]) {
+        let root =
+            FactReader::test_tree(&[("/sys/kernel/debug/sched/debug", &fixture(fixture_name))]);
+        let watch = StallWatch::reading(FactReader::at(root.path()), &[Some(1)], true, false);
+        (root, watch, [LiveStats::default()])
+    }
+
+    const SLEPT: Duration = Duration::from_millis(1);
+
+    /// A sample every millisecond for 10 ms, then none for 40 ms: held (longer than
+    /// 4 intervals and 15 ms).
+    fn samples_then_a_hold(watch: &mut StallWatch, live: &[LiveStats]) {
         for _ in 0..10 {
             live[0].publish(1_000, 0);
-            watch.poll(&live);
-            std::thread::sleep(Duration::from_millis(1));
+            watch.poll(live, SLEPT);
+            std::thread::sleep(SLEPT);
         }
-        assert_eq!(watch.evidence.longest_held, None);
-        // Then none for 40 ms: held (longer than 4 intervals and 25 ms).
         std::thread::sleep(Duration::from_millis(40));
-        watch.poll(&live);
+    }
+
+    #[test]
+    fn a_thread_held_on_a_throttled_cpu_is_looked_at_once_per_hold() {
+        let (_root, mut watch, live) = watching("6.1-rt-throttled.txt");
+        samples_then_a_hold(&mut watch, &live);
+        for _ in 0..3 {
+            watch.poll(&live, SLEPT);
+        }
         let held = watch.evidence.longest_held.expect("a hold");
         assert!(held >= Nanos(40 * MS), "{held}");
-        let looks = watch.evidence.sched_reads + usize::from(watch.evidence.sched_unreadable);
-        assert!(looks >= 1, "the scheduler's state was not looked at");
+        assert_eq!(watch.evidence.sched_reads, 1);
+        assert_eq!(watch.evidence.throttled_cpus, [1]);
+        // A second hold: a second look.
+        samples_then_a_hold(&mut watch, &live);
+        watch.poll(&live, SLEPT);
+        assert_eq!(watch.evidence.sched_reads, 2);
+        // The coordinator's sleeps were as asked: the machine was not held.
+        assert_eq!(watch.evidence.whole_held, None);
         let evidence = watch.finish();
         assert_eq!(evidence.stops, 0);
+    }
+
+    #[test]
+    fn a_hold_that_showed_no_throttling_is_looked_at_again_and_its_task_named() {
+        let (_root, mut watch, live) = watching("6.1-rt-spinner.txt");
+        samples_then_a_hold(&mut watch, &live);
+        for _ in 0..3 {
+            watch.poll(&live, SLEPT);
+        }
+        // Throttling may begin later in the hold: every poll looks.
+        assert_eq!(watch.evidence.sched_reads, 3);
+        assert!(watch.evidence.throttled_cpus.is_empty());
+        let named: Vec<String> = watch
+            .evidence
+            .in_the_way
+            .iter()
+            .map(|(cpu, task)| format!("{cpu} {task}"))
+            .collect();
+        assert_eq!(named, ["1 sh:142 (fifo/rr 96)"]);
+    }
+
+    #[test]
+    fn the_kernel_log_is_read_from_where_it_ended_when_opened() {
+        // Root may write a record to the log: the kernel's words, marked as a test's.
+        let mut log = KernelLog::from_now().expect("/dev/kmsg readable by root");
+        assert!(!log.says_throttled());
+        let record = "latlab-measure unit test: sched: RT throttling activated (not real)\n";
+        std::fs::write("/dev/kmsg", record).expect("/dev/kmsg writable: run the tests as root");
+        assert!(log.says_throttled());
+        // Opened after it: that record is before the point.
+        let mut later = KernelLog::from_now().unwrap();
+        assert!(!later.says_throttled());
+    }
+
+    #[test]
+    fn a_coordinator_sleep_far_longer_than_asked_is_the_machine_held() {
+        let (_root, mut watch, live) = watching("6.1-rt-spinner.txt");
+        watch.poll(&live, Duration::from_millis(100));
+        assert_eq!(watch.evidence.whole_held, None);
+        watch.poll(&live, Duration::from_millis(300));
+        watch.poll(&live, Duration::from_millis(250));
+        assert_eq!(watch.evidence.whole_held, Some(Nanos(300 * MS)));
     }
 }

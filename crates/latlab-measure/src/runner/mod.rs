@@ -469,8 +469,9 @@ fn watch(
     let mut last_observed = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
         pass_on_stop(shared, stop);
+        let asleep = Instant::now();
         std::thread::sleep(POLL);
-        stalls.poll(live);
+        stalls.poll(live, asleep.elapsed());
         if last_observed.elapsed() >= every {
             observer.progress(live, begun.elapsed());
             last_observed = Instant::now();
