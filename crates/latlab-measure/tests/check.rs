@@ -653,6 +653,11 @@ fn irq_threads_are_judged_against_the_tasks_priority() {
     expect(&r, Warn);
     has(&r, "2 IRQ thread(s) at or above the task (fifo:40)");
     has(&r, "-P f:51");
+    // At 99 nothing is above: the task comes down, never to "100".
+    let r = run_at(&fixture("vm"), None, 99, "irq-threads");
+    expect(&r, Info);
+    has(&r, "-P f:98");
+    assert!(!format!("{r:?}").contains("100"), "{r:#?}");
     // Not real-time: every one preempts it.
     let r = run_at(&fixture("vm"), None, 0, "irq-threads");
     expect(&r, Warn);

@@ -138,11 +138,15 @@ impl Check for IrqThreads {
                     describe(&above)
                 ),
                 format!(
-                    "run the task above them (-P f:{}), keeping only the IRQ threads of \
-                     devices it waits for above it; or move their interrupts off the task \
-                     CPUs (echo OTHER_CPUS > /proc/irq/N/smp_affinity_list: the thread \
-                     follows its interrupt); or lower them (chrt -f -p 1 PID)",
-                    highest + 1
+                    "{}, keeping only the IRQ threads of devices it waits for above it; or \
+                     move their interrupts off the task CPUs (echo OTHER_CPUS > \
+                     /proc/irq/N/smp_affinity_list: the thread follows its interrupt); or \
+                     lower them (chrt -f -p 1 PID)",
+                    match highest {
+                        ..=98 => format!("run the task above them (-P f:{})", highest + 1),
+                        // Nothing is above 99: they must come down.
+                        _ => "lower those at 99 below the task (chrt -f -p 98 PID)".to_string(),
+                    }
                 ),
             );
         }
@@ -156,11 +160,18 @@ impl Check for IrqThreads {
                 threads.len(),
                 describe(&threads)
             ),
-            Some(format!(
-                "for a device the task waits for, raise its IRQ thread above the task: chrt \
-                 -f -p {} PID (ps -eo pid,comm | grep irq/N-)",
-                u32::from(ctx.priority) + 1
-            )),
+            Some(match ctx.priority {
+                ..=98 => format!(
+                    "for a device the task waits for, raise its IRQ thread above the task: \
+                     chrt -f -p {} PID (ps -eo pid,comm | grep irq/N-)",
+                    ctx.priority + 1
+                ),
+                // Nothing is above 99: the task must come down to let one above.
+                _ => "for a device the task waits for, its IRQ thread must be above the \
+                      task, which at 99 nothing can be: run the task at 98 or below \
+                      (latlab run -P f:98) and that IRQ thread at 99 (chrt -f -p 99 PID)"
+                    .to_string(),
+            }),
         )
     }
 }
