@@ -125,9 +125,11 @@ fn rt_lane_the_real_time_kernel_is_recognised_and_its_tracers_measure() {
             "{SETTINGS} > settings-before.txt
              latlab check --json check.json > /dev/null
              latlab run --probe timerlat -d 3s -q --name tl --json timerlat.json > /dev/null
-             latlab run --probe osnoise:period=500ms,runtime=450ms -d 2s -q --no-store \
-                 --json osnoise.json > /dev/null
+             latlab run --probe osnoise:period=1200ms,runtime=1100ms -d 2500ms -q \
+                 --no-store --json osnoise.json > /dev/null
              {SETTINGS} > settings-after.txt
+             printf 'name = \"s\"\\ndescription = \"d\"\\nduration = \"1s\"\\n[[phase]]\\nname = \"x\"\\nthreads = 3\\nprobe = \"timerlat\"\\n' > three.toml
+             latlab run three.toml -q --no-store > three.txt 2>&1; echo $? > three.rc
              rtla timerlat hist -d 3s > rtla.txt
              id=$(latlab import rtla.txt | sed -n 's/^imported .* as \\([^:]*\\):.*/\\1/p')
              latlab compare \"$id\" tl --metric p50 > compare.txt 2>&1; echo $? > compare.rc
@@ -167,8 +169,24 @@ fn rt_lane_the_real_time_kernel_is_recognised_and_its_tracers_measure() {
         .filter(|e| e.kind == "noise-summary")
         .collect();
     assert_eq!(summaries.len(), 2, "{:?}", osnoise.events);
-    assert!(summaries.iter().all(|e| e.message.contains("period(s)")));
-    // The tracer's settings as they were, no instance left.
+    assert!(
+        summaries.iter().all(|e| e.value_ns.is_some()),
+        "a period ended in the span: {summaries:?}"
+    );
+    // A tracer's CPU measured by two of latlab's threads is refused.
+    assert_eq!(
+        boot.text("three.rc").trim(),
+        "2",
+        "{}",
+        boot.text("three.txt")
+    );
+    assert!(
+        boot.text("three.txt").contains("threads"),
+        "{}",
+        boot.text("three.txt")
+    );
+    // The tracer's settings as they were, no instance left: the runtime of 1.1 s
+    // above the default period of 1 s is restored after the period.
     assert_eq!(
         boot.text("settings-before.txt"),
         boot.text("settings-after.txt")
@@ -281,13 +299,14 @@ fn rt_lane_isolated_cpus_are_measured_by_default_and_when_named() {
 
 #[test]
 #[ignore = "boots the PREEMPT_RT guest: scripts/test runs it (scripts/rt-guest)"]
-fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_nothing_is_throttling() {
+fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_throttling_only_when_it_was() {
     let boot = Boot::run(
         "bookworm",
         &["--disk", "64", "--append", "irqaffinity=0"],
-        "# A fifo:96 task on CPU 1, busy 3 ms of every 10 ms.
-         taskset -c 1 chrt -f 96 sh -c 'while :; do i=0; while [ $i -lt 2000 ]; do \
-             i=$((i+1)); done; usleep 7000; done' &
+        "# A fifo:96 task on CPU 1, busy about 40 % of the time under the emulator (a
+         # busier one makes the kernel throttle: it says so once a boot, in its log).
+         taskset -c 1 chrt -f 96 sh -c 'while :; do i=0; while [ $i -lt 300 ]; do \
+             i=$((i+1)); done; usleep 20000; done' &
          spinner=$!
          latlab run -c 1 -d 2s --explain -q --no-store --no-audit --json spinner.json > /dev/null
          kill $spinner
@@ -303,7 +322,15 @@ fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_nothing_is_throttling(
          # latlab stopped for a second mid-run: never throttling.
          latlab run -c 1 -d 6s -q --no-store --no-audit --json stopped.json > /dev/null &
          run=$!
-         sleep 3; kill -STOP $run; sleep 1; kill -CONT $run; wait $run",
+         sleep 3; kill -STOP $run; sleep 1; kill -CONT $run; wait $run
+         dmesg > dmesg-before.txt
+         # Now real throttling: a fifo:96 task that never sleeps, latlab above it; both
+         # real-time, so the kernel stops them 50 ms of every second.
+         taskset -c 1 chrt -f 96 sh -c 'while :; do :; done' &
+         hog=$!
+         latlab run -c 1 -P f:97 -d 3s -q --no-store --no-audit --json throttled.json > /dev/null
+         kill $hog
+         dmesg > dmesg-after.txt",
     );
     let causes = |run: &Run| -> Vec<String> {
         let explain = run.explain.as_ref().expect("an explanation");
@@ -325,8 +352,11 @@ fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_nothing_is_throttling(
             .any(|c| c.starts_with("thread irq/") && c.contains(", handling irq ")),
         "{named:?}"
     );
-    // Neither the spinner nor the stop is blamed on RT throttling.
-    for file in ["spinner.json", "stopped.json"] {
+    // Neither the spinner nor the stop is blamed on RT throttling: the kernel did not
+    // throttle then (it says so in its log, once a boot).
+    const ACTIVATED: &str = "RT throttling activated";
+    assert!(!boot.text("dmesg-before.txt").contains(ACTIVATED));
+    for file in ["spinner.json", "disk.json", "stopped.json"] {
         let run = boot.run_file(file);
         for w in &run.warnings {
             assert!(
@@ -347,6 +377,18 @@ fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_nothing_is_throttling(
         missed.message.contains("latlab itself was stopped"),
         "{}",
         missed.message
+    );
+    // When the kernel did throttle, it is named, with the limit's advice.
+    assert!(boot.text("dmesg-after.txt").contains(ACTIVATED));
+    let throttled = boot.run_file("throttled.json");
+    assert!(
+        throttled
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("RT throttling stopped")
+                && w.message.contains("sched_rt_runtime_us=-1")),
+        "{:#?}",
+        throttled.warnings
     );
 }
 
