@@ -437,6 +437,41 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     SIGNALLED.store(true, Ordering::Relaxed);
 }
 
+/// What a set-up warning of a periodic task (published on its page) is about, for a
+/// reader that files it under the code a measuring run gives the same condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetUpWarning {
+    /// The policy asked for was refused: the loop runs at another.
+    PolicyRefused,
+    /// Memory could not be locked.
+    MemoryNotLocked,
+    /// Memory was locked only as mapped then.
+    MemoryLockLimited,
+    /// Anything else (not pinned, not published).
+    Other,
+}
+
+/// The words that follow the refused policy in its warning.
+const POLICY_REFUSED: &str = " refused ";
+/// How the two memory warnings begin.
+const MEMORY_NOT_LOCKED: &str = "memory not locked";
+const MEMORY_LOCKED_NOW: &str = "memory locked only as mapped now";
+
+impl SetUpWarning {
+    /// What `text`, a warning the set-up of a periodic task wrote, is about.
+    pub fn of(text: &str) -> SetUpWarning {
+        if text.starts_with(MEMORY_NOT_LOCKED) {
+            SetUpWarning::MemoryNotLocked
+        } else if text.starts_with(MEMORY_LOCKED_NOW) {
+            SetUpWarning::MemoryLockLimited
+        } else if text.contains(POLICY_REFUSED) && text.contains("the loop runs at") {
+            SetUpWarning::PolicyRefused
+        } else {
+            SetUpWarning::Other
+        }
+    }
+}
+
 /// Ends every task of this process at its next wake-up when one of `signals`
 /// arrives (SIGINT, SIGTERM and SIGHUP, typically). The handler only stores a flag, and
 /// a sleep it interrupts ends at once. It handles each signal once: the same signal
@@ -515,7 +550,7 @@ impl<S: WakeSource> Periodic<S> {
             match PolicyGuard::apply(policy) {
                 Ok(guard) => policy_guard = Some(guard),
                 Err(e) => warnings.push(format!(
-                    "{} refused ({}): the loop runs at {}",
+                    "{}{POLICY_REFUSED}({}): the loop runs at {}",
                     policy,
                     sched::explain_refusal(&policy, &e),
                     sched::current_thread()
@@ -537,25 +572,23 @@ impl<S: WakeSource> Periodic<S> {
             match reach.map(|reach| MemoryLock::lock(LockScope::All, reach)) {
                 Some(Ok(lock)) => {
                     if lock.reach == LockReach::Current {
-                        warnings.push(
-                            "memory locked only as mapped now: RLIMIT_MEMLOCK leaves no room \
-                             for later mappings (this task's page, thread stacks, buffers), \
-                             which can fault; raise it (ulimit -l unlimited) or grant \
-                             CAP_IPC_LOCK"
-                                .to_string(),
-                        );
+                        warnings.push(format!(
+                            "{MEMORY_LOCKED_NOW}: RLIMIT_MEMLOCK leaves no room for later \
+                                 mappings (this task's page, thread stacks, buffers), which \
+                                 can fault; raise it (ulimit -l unlimited) or grant \
+                                 CAP_IPC_LOCK"
+                        ));
                     }
                     memory = Some(lock);
                 }
                 Some(Err(e)) => warnings.push(format!(
-                    "memory not locked ({e}): a page fault can delay the loop; raise the \
+                    "{MEMORY_NOT_LOCKED} ({e}): a page fault can delay the loop; raise the \
                      limit (ulimit -l unlimited) or grant CAP_IPC_LOCK"
                 )),
-                None => warnings.push(
-                    "memory not locked: RLIMIT_MEMLOCK is smaller than what the process maps; \
-                     raise it (ulimit -l unlimited) or grant CAP_IPC_LOCK"
-                        .to_string(),
-                ),
+                None => warnings.push(format!(
+                    "{MEMORY_NOT_LOCKED}: RLIMIT_MEMLOCK is smaller than what the process \
+                         maps; raise it (ulimit -l unlimited) or grant CAP_IPC_LOCK"
+                )),
             }
         }
         crate::memory::prefault_stack::<PREFAULT_STACK>();
