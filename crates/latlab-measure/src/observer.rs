@@ -538,9 +538,16 @@ mod tests {
         .expect("SCHED_FIFO 90 on a pinned thread: run the tests as root");
         assert!(competitor.is_none(), "the A/B ends with the toggle off");
         let (off, on) = (tally.off.summary(), tally.on.summary());
-        // A quarter of the on side's deadlines fall in the competitor's busy time.
-        assert!(on.p99_ns > off.p99_ns, "off {off:?}, on {on:?}");
-        assert!(tally.on.missed > 0, "wakes held 500 µs miss 100 µs periods");
+        // A quarter of the on side's deadlines fall in the competitor's busy time: each
+        // hold of 500 µs misses some 100 µs periods, about 50 holds in the on spans. A
+        // host stall can put a few ms into either side's p99 (it is a VM), but not
+        // that many missed periods into the off side.
+        assert!(
+            tally.on.missed > tally.off.missed,
+            "off {off:?} missed {}, on {on:?} missed {}",
+            tally.off.missed,
+            tally.on.missed
+        );
         for side in [&tally.off, &tally.on] {
             assert_eq!(side.samples() + side.settling + side.missed, side.periods);
         }

@@ -138,9 +138,11 @@ impl Drop for Spinner {
 fn a_higher_priority_task_on_the_measured_cpu_is_named_not_throttling() {
     let _serial = serial();
     let cpu = measured_cpu();
-    // Busy 30 ms of every 100: it holds the fifo:95 thread for 30 periods at a time,
-    // and leaves real-time tasks far below what RT throttling allows.
-    let spinner = Spinner::start(cpu, Duration::from_millis(30), Duration::from_millis(100));
+    // Busy 60 ms of every 200: it holds the fifo:95 thread for 60 periods at a time
+    // (long enough for the coordinator to look even when the other CPU is busy with
+    // the rest of the suite), and leaves real-time tasks far below what RT throttling
+    // allows.
+    let spinner = Spinner::start(cpu, Duration::from_millis(60), Duration::from_millis(200));
     let (_, run, _) = crate::common::measure(&["-c", &cpu.to_string(), "-d", "2s", "--no-audit"]);
     drop(spinner);
     let missed = missed_periods(&run);
