@@ -3,6 +3,7 @@
 use crate::stall::StallEvidence;
 pub use crate::stall::{MissedCause, RtThrottling};
 use latlab_model::run::{Stream, Warning};
+use latlab_model::seal::WarningCode;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
 use std::fmt;
@@ -156,50 +157,41 @@ pub enum Notice {
 
 impl Notice {
     /// A stable code for the Run file.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> WarningCode {
         match self {
-            Notice::NotRealtime { .. } => "not-realtime",
-            Notice::NonRealtimeRequested { .. } => "non-realtime-policy",
-            Notice::MemoryNotLocked { .. } => "memory-not-locked",
-            Notice::MemoryLockSkipped => "memory-lock-skipped",
-            Notice::MemoryLockLimited { .. } => "memory-lock-limited",
-            Notice::DmaLatencyUnavailable { .. } => "dma-latency-unavailable",
-            Notice::BreakTraceUnavailable { .. } => "breaktrace-unavailable",
-            Notice::ExplainUnavailable { .. } => "explain-unavailable",
-            Notice::ExplainIncomplete { .. } => "explain-incomplete",
-            Notice::DeadlineUnpinned => "deadline-unpinned",
-            Notice::EarlyWakes { .. } => "early-wakes",
-            Notice::MissedPeriods { .. } => "missed-periods",
-            Notice::CyclesWithoutSample { .. } => "cycles-without-sample",
-            Notice::RtThrottled { .. } => "rt-throttled",
-            Notice::TraceEventsLost { .. } => "trace-events-lost",
-            Notice::Clamped { .. } => "clamped-samples",
-            Notice::Saturated { .. } => "saturated-counts",
-            Notice::MeasuringFailed { .. } => latlab_model::outcome::MEASURING_FAILED,
-            Notice::PageFaults { .. } => "page-faults",
-            Notice::CoarseClock { .. } => "coarse-clock",
-            Notice::LoadEndedEarly { .. } => "load-ended-early",
+            Notice::NotRealtime { .. } => WarningCode::NotRealtime,
+            Notice::NonRealtimeRequested { .. } => WarningCode::NonRealtimePolicy,
+            Notice::MemoryNotLocked { .. } => WarningCode::MemoryNotLocked,
+            Notice::MemoryLockSkipped => WarningCode::MemoryLockSkipped,
+            Notice::MemoryLockLimited { .. } => WarningCode::MemoryLockLimited,
+            Notice::DmaLatencyUnavailable { .. } => WarningCode::DmaLatencyUnavailable,
+            Notice::BreakTraceUnavailable { .. } => WarningCode::BreaktraceUnavailable,
+            Notice::ExplainUnavailable { .. } => WarningCode::ExplainUnavailable,
+            Notice::ExplainIncomplete { .. } => WarningCode::ExplainIncomplete,
+            Notice::DeadlineUnpinned => WarningCode::DeadlineUnpinned,
+            Notice::EarlyWakes { .. } => WarningCode::EarlyWakes,
+            Notice::MissedPeriods { .. } => WarningCode::MissedPeriods,
+            Notice::CyclesWithoutSample { .. } => WarningCode::CyclesWithoutSample,
+            Notice::RtThrottled { .. } => WarningCode::RtThrottled,
+            Notice::TraceEventsLost { .. } => WarningCode::TraceEventsLost,
+            Notice::Clamped { .. } => WarningCode::ClampedSamples,
+            Notice::Saturated { .. } => WarningCode::SaturatedCounts,
+            Notice::MeasuringFailed { .. } => WarningCode::MeasuringFailed,
+            Notice::PageFaults { .. } => WarningCode::PageFaults,
+            Notice::CoarseClock { .. } => WarningCode::CoarseClock,
+            Notice::LoadEndedEarly { .. } => WarningCode::LoadEndedEarly,
         }
     }
 
-    /// True when the run's results must not be read as real-time results.
+    /// True when the run's results must not be read as real-time results (the model's
+    /// list of codes decides).
     pub fn degrades(&self) -> bool {
-        matches!(
-            self,
-            Notice::NotRealtime { .. }
-                | Notice::MemoryNotLocked { .. }
-                | Notice::MemoryLockSkipped
-                | Notice::MemoryLockLimited { .. }
-        )
+        self.code().degrades()
     }
 
     /// As stored in the Run.
     pub fn to_warning(&self) -> Warning {
-        Warning {
-            code: self.code().to_string(),
-            message: self.to_string(),
-            degrades: self.degrades(),
-        }
+        Warning::new(self.code(), self.to_string())
     }
 
     /// The notices that follow from what the streams measured, in `context`.
@@ -524,7 +516,10 @@ mod tests {
                 ..StreamContext::default()
             };
             let notices = Notice::from_streams(std::slice::from_ref(&stream), &context);
-            let faults = notices.iter().find(|n| n.code() == "page-faults").unwrap();
+            let faults = notices
+                .iter()
+                .find(|n| n.code() == WarningCode::PageFaults)
+                .unwrap();
             let text = faults.to_string();
             assert!(!text.contains("as root"), "{text}");
         }

@@ -17,10 +17,12 @@
 //! * [`params`] — `NAME[:key=value,...]`, how probes and loads are named with their
 //!   parameters: one parser, with each parameter's default and choices.
 //! * [`threshold`] — pass/fail limits and the verdict they give; [`outcome`] — the exit
-//!   status a Run stands for, as `latlab run` and every export give it.
+//!   status a Run stands for, as `latlab run` and every export give it; [`seal`] — the
+//!   one rule every Run is sealed by: its warnings' codes, degraded, the verdict.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts.
-//! * [`import`] — other tools' result files (cyclictest, rtla, oslat, jitterdebugger)
-//!   read into Runs, with what they lack; [`export`] writes Runs in other tools' formats.
+//!
+//! Other tools' files are read into Runs and written from them in `latlab-formats`,
+//! above this crate.
 //!
 //! Everything here is deterministic, so it is tested with plain unit tests.
 
@@ -29,9 +31,9 @@
 
 pub mod audit;
 pub mod explain;
-pub mod export;
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
 pub mod hist;
-pub mod import;
 mod judge;
 pub mod labels;
 pub mod outcome;
@@ -41,6 +43,7 @@ pub mod published;
 pub mod run;
 mod run_check;
 pub mod scenario;
+pub mod seal;
 pub mod spec;
 pub mod stamp;
 pub mod text;

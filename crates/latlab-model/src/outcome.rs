@@ -3,11 +3,8 @@
 //! once so that `latlab run` and every export agree.
 
 use crate::run::Run;
+use crate::seal::WarningCode;
 use crate::threshold::Status;
-
-/// The code of the warning a Run keeps when a measuring thread failed part-way (the
-/// figures cover what was measured until then).
-pub const MEASURING_FAILED: &str = "measuring-failed";
 
 /// The exit status of a Run, as README's "Exit codes" defines it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,14 +58,16 @@ impl Run {
 
     /// Whether a measuring thread failed part-way.
     pub fn measuring_failed(&self) -> bool {
-        self.warnings.iter().any(|w| w.code == MEASURING_FAILED)
+        self.warnings
+            .iter()
+            .any(|w| w.is(WarningCode::MeasuringFailed))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use crate::fixture;
     use crate::run::Warning;
 
     #[test]
@@ -79,11 +78,10 @@ mod tests {
         assert_eq!(run.exit_status().code(), 2);
         run.verdict.status = Status::None;
         assert_eq!(run.exit_status(), ExitStatus::Passed);
-        run.warnings.push(Warning {
-            code: MEASURING_FAILED.into(),
-            message: "measuring on CPU 1 failed".into(),
-            degrades: false,
-        });
+        run.warnings.push(Warning::new(
+            WarningCode::MeasuringFailed,
+            "measuring on CPU 1 failed",
+        ));
         assert_eq!(run.exit_status(), ExitStatus::CouldNotMeasure);
         assert_eq!(run.exit_status().code(), 3);
     }

@@ -205,6 +205,23 @@ pub enum RunFormatError {
     },
 }
 
+impl Run {
+    /// Which value of a histogram bucket stands for the samples in this Run's
+    /// histograms: the highest (latlab's own samples, recorded at their values, and a
+    /// cyclictest `-v` log's, read one by one), or the lowest (an import of a source's
+    /// buckets, recorded at their lower edges). `latlab-formats` keeps its formats in
+    /// step with this (a test there).
+    pub fn bucket_edge(&self) -> Edge {
+        match self.import.as_ref().map(|i| i.format.as_str()) {
+            None | Some(IMPORTED_SAMPLE_BY_SAMPLE) => Edge::Highest,
+            Some(_) => Edge::Lowest,
+        }
+    }
+}
+
+/// The import format that reads every sample (cyclictest `-v`), not a source's buckets.
+pub const IMPORTED_SAMPLE_BY_SAMPLE: &str = "cyclictest-verbose";
+
 /// Where an imported Run came from and what its source did not have.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportRecord {

@@ -6,59 +6,28 @@
 //! The writer is a thread of its own at the normal policy, off the measured CPUs when
 //! others exist (it inherits the coordinating thread's CPUs, started before they are
 //! narrowed, so it is moved explicitly). It never blocks a measuring thread: their
-//! figures come through each recorder's hand-over ([`PhaseCheckpoint`]). Each
-//! checkpoint is committed and synced before the next begins.
+//! figures come through each recorder's hand-over (`PhaseCheckpoint`), read from the
+//! run's [ledger](crate::ledger). Each checkpoint is committed and synced before the
+//! next begins.
 
-use super::explaining::ExplainSource;
+use crate::explaining::ExplainSource;
+use crate::ledger::Ledger;
 use crate::output::OutputFile;
-use latlab_measure::checkpoint::PhaseCheckpoint;
-use latlab_measure::load::running::RunningLoad;
-use latlab_measure::notice::Notice;
+use crate::sink::Sink;
 use latlab_model::progress::{Progress, RunState};
-use latlab_model::run::{Event, LoadRecord, Phase, Run, Stream};
-use latlab_model::stamp::rfc3339;
-use latlab_model::threshold::Verdict;
+use latlab_model::run::Run;
 use latlab_model::Nanos;
 use latlab_store::RunStore;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How long a checkpoint waits for the explaining thread's copy (it drains about
 /// every 100 ms).
 const EXPLAIN_WAIT: Duration = Duration::from_millis(500);
 /// How long a checkpoint waits for every measuring thread's next sample.
 const HANDOVER_WAIT: Duration = Duration::from_secs(1);
-
-/// What the run has measured so far, as the journal keeps it.
-#[derive(Default)]
-pub struct SoFar {
-    /// The finished phases.
-    pub phases: Vec<Phase>,
-    /// Their streams.
-    pub streams: Vec<Stream>,
-    /// Their events.
-    pub events: Vec<Event>,
-    /// The warnings so far.
-    pub notices: Vec<Notice>,
-    /// What was in force, once a phase has ended.
-    pub conditions: Option<latlab_model::run::Conditions>,
-    /// The phase measuring now, if any.
-    pub current: Option<CurrentPhase>,
-}
-
-/// The phase measuring now.
-pub struct CurrentPhase {
-    /// Its name.
-    pub name: String,
-    /// When it started.
-    pub started_at: SystemTime,
-    /// Its threads' hand-overs.
-    pub checkpoint: Arc<PhaseCheckpoint>,
-    /// Its loads, running.
-    pub loads: Arc<Mutex<Vec<RunningLoad>>>,
-}
 
 /// How the checkpoints went, for the end of the run.
 #[derive(Debug, Clone, Default)]
@@ -83,9 +52,35 @@ pub struct JournalStats {
 pub type Store = Box<dyn RunStore + Send>;
 
 struct Shared {
-    so_far: Mutex<SoFar>,
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+impl JournalStats {
+    /// One line on how the checkpoints went (nothing for a run shorter than the
+    /// interval, unless one failed).
+    pub fn summary(&self) -> String {
+        let mut line = match self.written {
+            0 => String::new(),
+            n => {
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                format!(
+                    "Checkpoints: {n} written; gathering {:.1} ms on average (slowest {:.1} \
+                     ms), writing and syncing {:.1} ms on average (slowest {:.1} ms)\n",
+                    ms(self.gather_total) / n as f64,
+                    ms(self.gather_slowest),
+                    ms(self.write_total) / n as f64,
+                    ms(self.write_slowest),
+                )
+            }
+        };
+        if let Some(failure) = &self.failure {
+            line.push_str(&format!(
+                "latlab: warning: a checkpoint could not be written: {failure}\n"
+            ));
+        }
+        line
+    }
 }
 
 /// The checkpoint writer of one run.
@@ -108,18 +103,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Journal {
     /// Starts writing checkpoints of `base` (the run as it started: plan, host,
-    /// audit, labels, `progress` running) every `every` on `cpus` (the CPUs nothing
-    /// measures; empty: wherever the scheduler likes).
+    /// audit, labels, `progress` running) with what `ledger` holds, every `every` on
+    /// `cpus` (the CPUs nothing measures; empty: wherever the scheduler likes).
     /// With `explain`, each checkpoint holds what is explained so far.
     pub fn start(
         base: Run,
+        ledger: Arc<Ledger>,
         targets: Targets,
         every: Duration,
         cpus: Vec<usize>,
         explain: Option<ExplainSource>,
     ) -> Journal {
         let shared = Arc::new(Shared {
-            so_far: Mutex::new(SoFar::default()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -130,15 +125,10 @@ impl Journal {
                 if !cpus.is_empty() {
                     let _ = latlab_rt::affinity::set_current_thread(&cpus);
                 }
-                write_checkpoints(&writer, base, targets, every, explain)
+                write_checkpoints(&writer, &ledger, base, targets, every, explain)
             })
             .ok();
         Journal { shared, thread }
-    }
-
-    /// The run's measured state so far, for the next checkpoint to read.
-    pub fn so_far(&self) -> MutexGuard<'_, SoFar> {
-        lock(&self.shared.so_far)
     }
 
     /// Stops writing (a checkpoint under way is finished first) and gives the store
@@ -162,6 +152,7 @@ impl Journal {
 /// The writer's loop: a checkpoint every `every` until told to stop.
 fn write_checkpoints(
     shared: &Shared,
+    ledger: &Ledger,
     base: Run,
     mut targets: Targets,
     every: Duration,
@@ -188,7 +179,11 @@ fn write_checkpoints(
             }
         }
         let began = Instant::now();
-        let mut run = checkpoint_run(&base, &shared.so_far, stats.written + 1);
+        let mut run = ledger.checkpoint(&base, HANDOVER_WAIT);
+        if let Some(progress) = run.progress.as_mut() {
+            progress.checkpoints = stats.written + 1;
+            progress.checkpoint_at = run.ended_at.clone();
+        }
         if let Some(source) = &explain {
             run.explain = source.now(EXPLAIN_WAIT);
         }
@@ -224,62 +219,6 @@ fn write_checkpoints(
     (targets.store, stats)
 }
 
-/// The run as it stands at checkpoint `n`: what the finished phases measured, the
-/// current phase's streams and loads as they are now.
-fn checkpoint_run(base: &Run, so_far: &Mutex<SoFar>, n: u64) -> Run {
-    // The lock is held while copying, never while waiting for the threads.
-    let (mut phases, mut streams, events, notices, conditions, current) = {
-        let s = lock(so_far);
-        let current = s.current.as_ref().map(|c| {
-            (
-                c.name.clone(),
-                c.started_at,
-                c.checkpoint.clone(),
-                c.loads.clone(),
-            )
-        });
-        (
-            s.phases.clone(),
-            s.streams.clone(),
-            s.events.clone(),
-            s.notices.clone(),
-            s.conditions.clone(),
-            current,
-        )
-    };
-    if let Some((name, started_at, checkpoint, loads)) = current {
-        let now = checkpoint.streams(HANDOVER_WAIT);
-        let loads: Vec<LoadRecord> = lock(&loads).iter().map(RunningLoad::so_far).collect();
-        let elapsed = now.iter().filter_map(|s| s.elapsed_ns).max();
-        if checkpoint.is_measuring() {
-            phases.push(Phase {
-                name,
-                started_at: Some(rfc3339(started_at)),
-                elapsed_ns: elapsed,
-                loads,
-            });
-            streams.extend(now);
-        }
-    }
-    let mut run = base.clone();
-    let mut notices = notices;
-    notices.sort_by_key(|n| !n.degrades());
-    run.warnings = notices.iter().map(Notice::to_warning).collect();
-    run.degraded = run.warnings.iter().any(|w| w.degrades);
-    run.verdict = Verdict::judge(&run.thresholds, &streams);
-    run.phases = phases;
-    run.streams = streams;
-    run.events = events;
-    run.conditions = conditions;
-    let now = rfc3339(SystemTime::now());
-    run.ended_at = Some(now.clone());
-    if let Some(progress) = run.progress.as_mut() {
-        progress.checkpoints = n;
-        progress.checkpoint_at = Some(now);
-    }
-    run
-}
-
 /// The progress of a run starting now in this process, checkpointed every `every`.
 pub fn starting(every: Duration) -> Progress {
     let pid = std::process::id();
@@ -292,5 +231,12 @@ pub fn starting(every: Duration) -> Progress {
         checkpoint_at: None,
         checkpoint_every_ns: Nanos(every.as_nanos() as i64).0,
         death: None,
+    }
+}
+
+impl Sink for Journal {
+    /// Checkpoints read the measuring threads' figures while they measure.
+    fn wants_checkpoints(&self) -> bool {
+        true
     }
 }

@@ -1,7 +1,6 @@
 //! The user's name, tags and note for a run (`--name`, `--tag`, `--note`), checked
 //! before any work is done, and given to the Runs made.
 
-use crate::cli::LabelArgs;
 use crate::error::CliError;
 use latlab_model::labels::{check_name, check_note, parse_tag};
 use latlab_model::run::Run;
@@ -17,23 +16,28 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// Checks the flags; a bad one is a usage error naming it (exit 2).
-    pub fn from_args(args: &LabelArgs) -> Result<Labels, CliError> {
-        if let Some(name) = &args.name {
+    /// Checks what `--name`, each `--tag` and `--note` gave; a bad one is a usage
+    /// error naming its flag (exit 2).
+    pub fn checked(
+        name: Option<&str>,
+        tags: &[String],
+        note: Option<&str>,
+    ) -> Result<Labels, CliError> {
+        if let Some(name) = name {
             check_name(name).map_err(|e| CliError::usage("--name", e))?;
         }
-        let mut tags = BTreeMap::new();
-        for text in &args.tags {
+        let mut checked = BTreeMap::new();
+        for text in tags {
             let (key, value) = parse_tag(text).map_err(|e| CliError::usage("--tag", e))?;
-            tags.insert(key, value);
+            checked.insert(key, value);
         }
-        if let Some(note) = &args.note {
+        if let Some(note) = note {
             check_note(note).map_err(|e| CliError::usage("--note", e))?;
         }
         Ok(Labels {
-            name: args.name.clone(),
-            tags,
-            note: args.note.clone(),
+            name: name.map(str::to_string),
+            tags: checked,
+            note: note.map(str::to_string),
         })
     }
 

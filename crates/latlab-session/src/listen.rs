@@ -19,9 +19,12 @@
 //! and a scrape's text is dropped once sent.
 
 use crate::error::CliError;
+use crate::sink::{PhaseStart, Sink};
 use latlab_measure::live::LiveStats;
 use latlab_measure::load::running::RunningLoad;
+use latlab_measure::plan::PhasePlan;
 use latlab_model::explain::CauseTotal;
+use latlab_model::spec::SchedSpec;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -286,9 +289,45 @@ impl Drop for Listener {
     }
 }
 
+/// What identifies the streams a phase will measure, the first being the run's
+/// `first`-th: one per CPU, pinned unless under SCHED_DEADLINE (as the runner places
+/// them).
+fn stream_ids(phase: &PhasePlan, first: usize) -> Vec<StreamId> {
+    let pinned = !matches!(phase.request.policy, SchedSpec::Deadline { .. });
+    let method = phase.setup.variant(phase.spec.info());
+    phase
+        .request
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| StreamId {
+            probe: phase.spec.name.clone(),
+            method: Some(method.clone()),
+            phase: phase.request.phase.clone(),
+            index: first + i,
+            cpu: pinned.then_some(cpu),
+        })
+        .collect()
+}
+
+impl Sink for Listener {
+    fn phase_begins(&mut self, start: &PhaseStart<'_>) {
+        self.begin_phase(
+            start.live.clone(),
+            &stream_ids(start.phase, start.first_stream),
+            &start.phase.request.phase,
+            start.loads.clone(),
+        );
+    }
+
+    fn phase_ends(&mut self) {
+        self.end_phase();
+    }
+}
+
 /// The address of `--listen`, refused unless loopback or `any`: anyone who reaches it
 /// could read what it `serves` (`the metrics`).
-pub(crate) fn resolve(addr: &str, any: bool, serves: &str) -> Result<SocketAddr, CliError> {
+pub fn resolve(addr: &str, any: bool, serves: &str) -> Result<SocketAddr, CliError> {
     let address = addr
         .to_socket_addrs()
         .ok()

@@ -4,10 +4,12 @@
 //! plan (`latlab_measure::plan`) turns into a validated request naming the flag in
 //! every error.
 
+use crate::error::CliError;
 use crate::store::StoreLocation;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
+use latlab_session::labels::Labels;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -46,7 +48,7 @@ pub enum ColorWhen {
 /// at run time (the export formats, each with its one line). Parsing, help, the
 /// completions and the manual page all come from it, so they cannot disagree.
 pub fn command() -> clap::Command {
-    let formats: Vec<PossibleValue> = latlab_model::export::exporters()
+    let formats: Vec<PossibleValue> = latlab_formats::export::exporters()
         .into_iter()
         .map(|e| PossibleValue::new(e.name()).help(e.describe()))
         .collect();
@@ -312,6 +314,13 @@ pub struct LabelArgs {
     /// A note kept with the run.
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+}
+
+impl LabelArgs {
+    /// The labels, checked.
+    pub fn checked(&self) -> Result<Labels, CliError> {
+        Labels::checked(self.name.as_deref(), &self.tags, self.note.as_deref())
+    }
 }
 
 impl RunArgs {
@@ -929,7 +938,7 @@ mod tests {
             .term_width(1000)
             .render_long_help()
             .to_string();
-        for exporter in latlab_model::export::exporters() {
+        for exporter in latlab_formats::export::exporters() {
             let name = exporter.name();
             let line = help
                 .lines()

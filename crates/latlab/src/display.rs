@@ -8,11 +8,12 @@
 use crate::output::Human;
 use latlab_measure::live::{LiveSnapshot, LiveStats};
 use latlab_measure::notice::Notice;
-use latlab_measure::runner::{RunObserver, RunRequest};
+use latlab_measure::runner::RunRequest;
 use latlab_model::explain::Explain;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
 use latlab_model::Nanos;
+use latlab_session::sink::{PhaseStart, Sink};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ enum Mode {
     Lines,
 }
 
-/// The live display.
+/// The live display: a sink of the run, showing each phase as it measures.
 pub struct LiveDisplay {
     human: Human,
     mode: Mode,
@@ -47,8 +48,8 @@ fn us(v: Option<i64>) -> String {
 }
 
 impl LiveDisplay {
-    /// A display for a run.
-    pub fn new(human: Human, quiet: bool, request: &RunRequest, what: &str) -> LiveDisplay {
+    /// A display for a run, on `human`; only what degrades it when `quiet`.
+    pub fn new(human: Human, quiet: bool) -> LiveDisplay {
         let mode = if quiet {
             Mode::Off
         } else if crate::terminal::redraws(human) {
@@ -56,6 +57,19 @@ impl LiveDisplay {
         } else {
             Mode::Lines
         };
+        LiveDisplay {
+            human,
+            mode,
+            labels: Vec::new(),
+            drawn_lines: 0,
+            duration: None,
+            banner: String::new(),
+        }
+    }
+
+    /// Sets the display up for a phase measuring `request` (`what`: the phase and its
+    /// probe, in words).
+    fn begin(&mut self, request: &RunRequest, what: &str) {
         let total = request.duration.map(|d| Nanos(d.0 + request.warm_up.0));
         let banner = format!(
             "latlab: {what}, {} on CPU {} at {}{} — Ctrl-C stops early\n",
@@ -69,34 +83,31 @@ impl LiveDisplay {
             }
         );
         // The phase and the probe come from a scenario file, perhaps someone else's.
-        let banner = terminal_safe_lines(&banner).into_owned();
-        LiveDisplay {
-            human,
-            mode,
-            labels: request.cpus.iter().map(|c| c.to_string()).collect(),
-            drawn_lines: 0,
-            duration: total,
-            banner,
-        }
+        self.banner = terminal_safe_lines(&banner).into_owned();
+        self.labels = request.cpus.iter().map(|c| c.to_string()).collect();
+        self.drawn_lines = 0;
+        self.duration = total;
     }
+}
 
-    /// Prints the banner (unless quiet). A banner that cannot be written is dropped,
-    /// as every later line of the display is.
-    pub fn start(&mut self) {
+impl Sink for LiveDisplay {
+    /// Prints the phase's banner (unless quiet). A display nobody can read any more (a
+    /// closed pipe, a hung-up terminal) is no reason to lose the measurement: what
+    /// cannot be written is dropped, here and below.
+    fn phase_begins(&mut self, start: &PhaseStart<'_>) {
+        self.begin(&start.phase.request, &start.phase.describe());
         if self.mode != Mode::Off {
             let _ = self.human.write(&self.banner);
         }
     }
 
     /// Leaves the last table on screen with a blank line after it.
-    pub fn finish(&mut self) {
+    fn phase_ends(&mut self) {
         if self.mode == Mode::Redraw && self.drawn_lines > 0 {
             let _ = self.human.write("\n");
         }
     }
-}
 
-impl RunObserver for LiveDisplay {
     /// Says at once what makes the run degraded, so nobody waits a whole run to learn
     /// that its numbers are not real-time numbers (the summary repeats it). Shown even
     /// with `-q`.
@@ -120,11 +131,11 @@ impl RunObserver for LiveDisplay {
         let _ = self.human.write(&text);
     }
 
-    fn refresh_every(&self) -> Duration {
+    fn refresh_every(&self) -> Option<Duration> {
         match self.mode {
-            Mode::Redraw => Duration::from_millis(250),
-            Mode::Lines => Duration::from_secs(1),
-            Mode::Off => Duration::from_secs(3600),
+            Mode::Redraw => Some(Duration::from_millis(250)),
+            Mode::Lines => Some(Duration::from_secs(1)),
+            Mode::Off => None,
         }
     }
 

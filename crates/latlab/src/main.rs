@@ -6,14 +6,11 @@
 mod cli;
 mod cmd;
 mod display;
-mod error;
-mod keep;
-mod labels;
-mod listen;
-mod output;
 mod stop;
-mod store;
 mod terminal;
+
+// What a run is made of lives in the library; the commands name it as their own.
+use latlab_session::{error, keep, listen, output, store};
 
 use error::exit;
 use std::process::ExitCode;

@@ -3,7 +3,7 @@
 
 use super::csv::quote;
 use super::{ExportError, Exporter};
-use crate::run::Run;
+use latlab_model::run::Run;
 
 pub(super) struct CausesCsv;
 
@@ -54,7 +54,7 @@ impl Exporter for CausesCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn one_row_per_cause_phase_and_cpu_quoted_where_needed() {

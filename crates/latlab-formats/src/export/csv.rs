@@ -2,7 +2,7 @@
 //! were measured or published.
 
 use super::{ExportError, Exporter};
-use crate::run::{Percentile, Run, REPORTED_PERCENTILES};
+use latlab_model::run::{Percentile, Run, REPORTED_PERCENTILES};
 
 pub(super) struct Csv;
 
@@ -28,11 +28,11 @@ impl Exporter for Csv {
              early_wakes,min_ns,mean_ns,stddev_ns",
         );
         for p in REPORTED_PERCENTILES {
-            out.push_str(&format!(",p{}_ns", crate::run::percentile_key(p)));
+            out.push_str(&format!(",p{}_ns", latlab_model::run::percentile_key(p)));
         }
         out.push_str(",max_ns,source\n");
         // Unknown is an empty cell; a bound is written `>=N`, never as a plain number.
-        let n = |v: Option<crate::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
+        let n = |v: Option<latlab_model::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
         let count = |v: Option<u64>| v.map_or(String::new(), |c| c.to_string());
         let percentile = |v: Option<Percentile>| match v {
@@ -79,11 +79,11 @@ pub(super) fn quote(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn published_figures_say_so_in_every_row() {
-        let run = crate::published::reference_run("rr-table3").unwrap();
+        let run = latlab_model::published::reference_run("rr-table3").unwrap();
         let text = Csv.export(&run).unwrap();
         let mut lines = text.lines();
         assert!(lines.next().unwrap().starts_with("run,phase,"));

@@ -15,7 +15,7 @@
 
 use super::series::wake_up_series;
 use super::{microsecond_bins, ExportError, Exporter};
-use crate::run::Run;
+use latlab_model::run::Run;
 use std::fmt::Write as _;
 
 pub(super) struct Cyclictest;
@@ -104,7 +104,7 @@ impl Exporter for Cyclictest {
                 .map(|c| format!("{:09}", c.iter().sum::<u64>()))
                 .collect(),
         ));
-        let us = |v: Option<crate::Nanos>| v.map_or(0, |n| n.0.max(0) / 1_000);
+        let us = |v: Option<latlab_model::Nanos>| v.map_or(0, |n| n.0.max(0) / 1_000);
         // Without samples cyclictest prints its initial minimum, 1000000.
         out.push_str(&line(
             "Min Latencies",
@@ -149,7 +149,7 @@ impl Exporter for Cyclictest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn looks_like_cyclictest() {

@@ -18,7 +18,7 @@
 use super::series::wake_up_series;
 use super::{microsecond_bins, ExportError, Exporter};
 use crate::import::time::rfc3339_to_rfc2822;
-use crate::run::Run;
+use latlab_model::run::Run;
 use std::fmt::Write as _;
 
 pub(super) struct CyclictestJson;
@@ -91,7 +91,7 @@ impl Exporter for CyclictestJson {
             out.push_str("      },\n");
             // cyclictest's values for a thread without cycles are its initial min and
             // max; a figure the source lacked is null.
-            let us = |n: Option<crate::Nanos>, initial: i64| match n {
+            let us = |n: Option<latlab_model::Nanos>, initial: i64| match n {
                 Some(n) => (n.0 / 1_000).to_string(),
                 None if stream.samples == 0 => initial.to_string(),
                 None => "null".to_string(),
@@ -126,7 +126,7 @@ impl Exporter for CyclictestJson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn writes_cyclictest_layout_as_valid_json() {
@@ -144,15 +144,14 @@ mod tests {
         };
         let mut run = fixture::run();
         assert_eq!(code(&run), 1, "the fixture's max=20us fails on cpu 1");
-        run.verdict.status = crate::threshold::Status::Pass;
+        run.verdict.status = latlab_model::threshold::Status::Pass;
         assert_eq!(code(&run), 0);
-        run.verdict.status = crate::threshold::Status::Undecided;
+        run.verdict.status = latlab_model::threshold::Status::Undecided;
         assert_eq!(code(&run), 2);
-        run.warnings.push(crate::run::Warning {
-            code: crate::outcome::MEASURING_FAILED.into(),
-            message: "measuring on CPU 1 failed".into(),
-            degrades: false,
-        });
+        run.warnings.push(latlab_model::run::Warning::new(
+            latlab_model::seal::WarningCode::MeasuringFailed,
+            "measuring on CPU 1 failed",
+        ));
         assert_eq!(code(&run), 3);
     }
 }

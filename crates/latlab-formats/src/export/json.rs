@@ -1,7 +1,7 @@
 //! `json`: the Run itself (latlab.run/2).
 
 use super::{ExportError, Exporter};
-use crate::run::Run;
+use latlab_model::run::Run;
 
 pub(super) struct Json;
 
@@ -22,7 +22,7 @@ impl Exporter for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn writes_the_run_as_it_is() {

@@ -24,9 +24,10 @@
 //! The suite's `time` is the measured span (the phases' sum), left out when not known.
 
 use super::{ExportError, Exporter};
-use crate::run::{Run, Stream};
-use crate::text::xml_escaped;
-use crate::threshold::Check;
+use latlab_model::run::{Run, Stream};
+use latlab_model::seal::WarningCode;
+use latlab_model::text::xml_escaped;
+use latlab_model::threshold::Check;
 use std::fmt::Write as _;
 
 pub(super) struct Junit;
@@ -226,13 +227,13 @@ fn run_cases(run: &Run) -> [Case; 2] {
     let failures: Vec<&str> = run
         .warnings
         .iter()
-        .filter(|w| w.code == crate::outcome::MEASURING_FAILED)
+        .filter(|w| w.is(WarningCode::MeasuringFailed))
         .map(|w| w.message.as_str())
         .collect();
     let measurement = match failures.first() {
         None => Outcome::Passed,
         Some(first) => Outcome::Error {
-            kind: crate::outcome::MEASURING_FAILED,
+            kind: WarningCode::MeasuringFailed.as_str(),
             message: format!("measuring failed part-way: {first}"),
             body: failures.join("\n") + "\n",
         },
@@ -418,8 +419,8 @@ impl Exporter for Junit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
-    use crate::run::Warning;
+    use latlab_model::fixture;
+    use latlab_model::run::Warning;
 
     #[test]
     fn one_case_per_check_with_a_failure_body() {
@@ -429,7 +430,7 @@ mod tests {
     #[test]
     fn a_run_without_thresholds_counts_its_one_case_as_skipped() {
         let mut run = fixture::run();
-        run.verdict = crate::threshold::Verdict::judge(&[], &run.streams);
+        run.verdict = latlab_model::threshold::Verdict::judge(&[], &run.streams);
         run.thresholds.clear();
         insta::assert_snapshot!(Junit.export(&run).unwrap());
     }
@@ -439,16 +440,14 @@ mod tests {
         let mut run = fixture::run();
         run.degraded = true;
         run.warnings = vec![
-            Warning {
-                code: "not-realtime".into(),
-                message: "SCHED_FIFO not permitted: run as root".into(),
-                degrades: true,
-            },
-            Warning {
-                code: crate::outcome::MEASURING_FAILED.into(),
-                message: "measuring on CPU 1 failed: <boom> & \u{1}".into(),
-                degrades: false,
-            },
+            Warning::new(
+                WarningCode::NotRealtime,
+                "SCHED_FIFO not permitted: run as root",
+            ),
+            Warning::new(
+                WarningCode::MeasuringFailed,
+                "measuring on CPU 1 failed: <boom> & \u{1}",
+            ),
         ];
         insta::assert_snapshot!(Junit.export(&run).unwrap());
     }
@@ -459,8 +458,8 @@ mod tests {
         for stream in &mut run.streams {
             stream.stats.mean_ns = None;
         }
-        run.thresholds = vec![crate::threshold::Threshold::parse("mean=1ms").unwrap()];
-        run.verdict = crate::threshold::Verdict::judge(&run.thresholds, &run.streams);
+        run.thresholds = vec![latlab_model::threshold::Threshold::parse("mean=1ms").unwrap()];
+        run.verdict = latlab_model::threshold::Verdict::judge(&run.thresholds, &run.streams);
         let text = Junit.export(&run).unwrap();
         assert_eq!(
             text.matches("<error type=\"undecided\"").count(),
@@ -474,7 +473,7 @@ mod tests {
     /// skipped as published, it has no exit status, and it says what its table lacks.
     #[test]
     fn a_published_run_says_so_and_passes_nothing() {
-        let run = crate::published::reference_run("rr-table3").unwrap();
+        let run = latlab_model::published::reference_run("rr-table3").unwrap();
         insta::assert_snapshot!(Junit.export(&run).unwrap());
     }
 

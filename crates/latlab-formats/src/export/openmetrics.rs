@@ -24,9 +24,9 @@ mod buckets;
 mod causes;
 
 use super::{histogram_of, ExportError, Exporter};
-use crate::hist::LatencyHistogram;
-use crate::run::{percentile_key, Run, Stream, REPORTED_PERCENTILES};
 use buckets::StreamValues;
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{percentile_key, Run, Stream, REPORTED_PERCENTILES};
 use std::fmt::Write as _;
 
 /// OpenMetrics 1.0 text.
@@ -412,7 +412,7 @@ fn escape_help(help: &str, dialect: Dialect) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     #[test]
     fn writes_every_figure_and_ends_with_eof() {
@@ -427,7 +427,7 @@ mod tests {
     /// Every series of a published reference names the paper and table.
     #[test]
     fn every_series_of_published_figures_says_whose_they_are() {
-        let run = crate::published::reference_run("rr-table3").unwrap();
+        let run = latlab_model::published::reference_run("rr-table3").unwrap();
         let label = "published=\"A. C. Heursch, H. Rzehak: Rapid Reaction Linux, Proceedings of \
                      the 5th Annual Linux Showcase & Conference (ALS 2001), Oakland, CA, Table 3\"";
         for text in [

@@ -6,7 +6,7 @@
 //! that choose, never flattened.
 
 use super::ExportError;
-use crate::run::{Run, Stream};
+use latlab_model::run::{Run, Stream};
 use std::collections::BTreeSet;
 
 /// Names in the order their streams first come.
@@ -89,7 +89,7 @@ pub(super) fn wake_up_series<'a>(run: &'a Run, format: &str) -> Result<&'a [Stre
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixture;
+    use latlab_model::fixture;
 
     /// The fixture with a second phase, `load`, of the same CPUs.
     fn two_phases() -> Run {

@@ -4,8 +4,8 @@
 //! against the buckets and used to refine each other.
 
 use super::provenance::Provenance;
-use crate::hist::Percentile;
-use crate::Nanos;
+use latlab_model::hist::Percentile;
+use latlab_model::Nanos;
 
 /// A source histogram (each bucket's count at the bucket's lower edge) and the source's
 /// summary figures.
@@ -55,7 +55,7 @@ impl Binned {
             .fold(self.overflow, |sum, b| sum.saturating_add(b.1))
     }
 
-    /// The value of rank ⌈q/100 · n⌉ (nearest rank, as [`LatencyHistogram::percentile`](crate::hist::LatencyHistogram::percentile)
+    /// The value of rank ⌈q/100 · n⌉ (nearest rank, as [`LatencyHistogram::percentile`](latlab_model::hist::LatencyHistogram::percentile)
     /// ranks): its bucket's lower edge, exact on the source's own buckets; for an
     /// overflowed sample the range's end, or the maximum for the largest. `None` without
     /// samples.

@@ -10,11 +10,10 @@
 use super::binned::Binned;
 use super::provenance::Provenance;
 use super::{Format, ImportContext, ImportError};
-use crate::hist::LatencyHistogram;
-use crate::run::*;
-use crate::spec::SchedSpec;
-use crate::threshold::Verdict;
-use crate::Nanos;
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::*;
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
 use std::collections::BTreeMap;
 
 /// Run-level facts of the source; `None` where it does not have them.
@@ -113,59 +112,36 @@ pub(super) fn assemble(
     let mut cpus: Vec<usize> = built.iter().filter_map(|s| s.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let verdict = Verdict::judge(&[], &built);
-    let run = Run {
-        schema: SCHEMA.to_string(),
-        id: ctx.id.clone(),
-        tool: Tool {
-            name: source.tool.to_string(),
-            version: source.version,
-        },
-        started_at: source.started_at.clone(),
-        ended_at: source.ended_at.clone(),
-        command_line: source.command_line,
-        scenario: None,
-        name: None,
-        tags: Default::default(),
-        note: None,
-        // Not latlab's plan: what the source says of how it ran. An empty `probes`
-        // tells readers that the other requested settings are not known.
-        plan: Plan {
-            duration_ns: source.duration,
-            warm_up_ns: Nanos::ZERO,
-            cpus,
-            cpu_choice: None,
-            probes: Vec::new(),
-            dma_latency_us: None,
-            memory_lock: source.memory_lock,
-            phases: Vec::new(),
-        },
-        host: source.host,
-        conditions: None,
-        degraded: false,
-        interrupted: source.interrupted,
-        warnings: source.warnings,
-        phases: vec![Phase {
-            name: "main".to_string(),
-            started_at: source.started_at,
-            elapsed_ns: elapsed,
-            loads: Vec::new(),
-        }],
-        streams: built,
-        events: Vec::new(),
-        thresholds: Vec::new(),
-        verdict,
-        audit: None,
-        import: Some(ImportRecord {
-            format: format.name().to_string(),
-            file: ctx.file.clone(),
-            imported_at: ctx.imported_at.clone(),
-            lacks: provenance.into_lacks(),
-        }),
-        published: None,
-        explain: None,
-        progress: None,
-    };
+    let mut run = Run::new(Tool {
+        name: source.tool.to_string(),
+        version: source.version,
+    });
+    run.id = ctx.id.clone();
+    run.started_at = source.started_at.clone();
+    run.ended_at = source.ended_at.clone();
+    run.command_line = source.command_line;
+    // Not latlab's plan: what the source says of how it ran. An empty `probes` tells
+    // readers that the other requested settings are not known.
+    run.plan.duration_ns = source.duration;
+    run.plan.cpus = cpus;
+    run.plan.memory_lock = source.memory_lock;
+    run.host = source.host;
+    run.interrupted = source.interrupted;
+    run.warnings = source.warnings;
+    run.phases = vec![Phase {
+        name: "main".to_string(),
+        started_at: source.started_at,
+        elapsed_ns: elapsed,
+        loads: Vec::new(),
+    }];
+    run.streams = built;
+    run.import = Some(ImportRecord {
+        format: format.name().to_string(),
+        file: ctx.file.clone(),
+        imported_at: ctx.imported_at.clone(),
+        lacks: provenance.into_lacks(),
+    });
+    run.seal();
     // The checks every Run read from a file or the store passes: what is saved can be
     // read back.
     run.check().map_err(|e| {

@@ -5,8 +5,8 @@
 //! scheduling policy, memory locking, the histogram's range, the sleep method.
 
 use super::getopt::{self, atoi, parse_time_string, Arg, Long, OptionError};
-use crate::spec::SchedSpec;
-use crate::Nanos;
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
 
 /// `getopt_long` option string of cyclictest 2.x (`n` is accepted by later versions as an
 /// obsolete no-op).

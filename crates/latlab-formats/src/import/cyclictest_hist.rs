@@ -29,9 +29,10 @@ use super::cyclictest_status::{self as status, Status};
 use super::lines::Lines;
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
-use crate::run::{Run, Warning};
-use crate::spec::SchedSpec;
-use crate::Nanos;
+use latlab_model::run::{Run, Warning};
+use latlab_model::seal::WarningCode;
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
 use std::io::BufRead;
 
 /// What the status lines tell of the values' unit.
@@ -248,15 +249,14 @@ fn status_behind_warning(behind: &[StatusBehind]) -> Option<Warning> {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    Some(Warning {
-        code: "status-behind-histogram".to_string(),
-        message: format!(
+    Some(Warning::new(
+        WarningCode::StatusBehindHistogram,
+        format!(
             "cyclictest printed its last status line before its last cycles ({threads}): the \
              histogram is taken as the count; the status lines gave only the priority and \
              interval (save cyclictest's output with -q to leave them out)"
         ),
-        degrades: false,
-    })
+    ))
 }
 
 /// Reads the rows up to the footer's first line, which it returns.

@@ -30,9 +30,10 @@ use super::build::{self, Exact, Source, StreamSource, Values};
 use super::cyclictest_status::{self as status, Status};
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
-use crate::hist::LatencyHistogram;
-use crate::run::{ExactSums, Run, Spike, Spikes, Timeline, Warning};
-use crate::Nanos;
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::{ExactSums, Run, Spike, Spikes, Timeline, Warning};
+use latlab_model::seal::WarningCode;
+use latlab_model::Nanos;
 use std::io::BufRead;
 
 /// Most threads a log may name (cyclictest allows one per CPU).
@@ -415,14 +416,15 @@ fn unlogged_warning(log: &Log, unit: TimeUnit) -> Option<Warning> {
         }
         threads.push(said);
     }
-    (!threads.is_empty()).then(|| Warning {
-        code: "samples-not-logged".to_string(),
-        message: format!(
-            "cyclictest measured more cycles than its -v log holds ({}): it stopped printing \
+    (!threads.is_empty()).then(|| {
+        Warning::new(
+            WarningCode::SamplesNotLogged,
+            format!(
+                "cyclictest measured more cycles than its -v log holds ({}): it stopped printing \
              samples before its threads stopped; the figures are the logged samples'",
-            threads.join("; ")
-        ),
-        degrades: false,
+                threads.join("; ")
+            ),
+        )
     })
 }
 

@@ -4,11 +4,11 @@
 //! One file per format, each parsing the exact layout the tool's source prints (cited in
 //! the file), refusing anything else with the file, the line and the fix. Whatever the
 //! source does not have is never invented: the fields it would fill are `null`, and the
-//! Run's [`import`](crate::run::Run::import) record says in sentences what it lacked
+//! Run's [`import`](latlab_model::run::Run::import) record says in sentences what it lacked
 //! (`lacks`).
 //!
 //! ```
-//! use latlab_model::import::{self, Format, ImportContext};
+//! use latlab_formats::import::{self, Format, ImportContext};
 //! let text = concat!(
 //!     "# Histogram\n000003 000002\n000004 000001\n# Total: 000000003\n",
 //!     "# Min Latencies: 00003\n# Avg Latencies: 00003\n# Max Latencies: 00004\n",
@@ -43,26 +43,12 @@ pub(crate) mod time;
 
 pub use error::ImportError;
 
-use crate::hist::Edge;
-use crate::run::Run;
-use crate::Nanos;
+use latlab_model::hist::Edge;
+use latlab_model::run::Run;
+use latlab_model::Nanos;
 use std::fmt;
 use std::io::BufRead;
 use std::path::PathBuf;
-
-// How a Run's buckets are read depends on the format it was imported from, which only
-// the importers know.
-impl Run {
-    /// Which value of a histogram bucket stands for the samples in this Run's
-    /// histograms: the highest (latlab's own samples, recorded at their values), or the
-    /// lowest (an import of a source's buckets, recorded at their lower edges).
-    pub fn bucket_edge(&self) -> Edge {
-        self.import
-            .as_ref()
-            .and_then(|i| Format::from_name(&i.format))
-            .map_or(Edge::Highest, Format::bucket_edge)
-    }
-}
 
 /// A foreign result format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -338,6 +324,22 @@ mod tests {
         }
         assert_eq!(Format::from_name("csv"), None);
         assert_eq!(TimeUnit::from_name("ns"), Some(TimeUnit::Nanoseconds));
+    }
+
+    /// What the model reads from an imported Run's format name is what each format
+    /// records.
+    #[test]
+    fn the_models_bucket_edge_is_each_formats() {
+        for f in Format::ALL {
+            let mut run = latlab_model::fixture::run();
+            run.import = Some(latlab_model::run::ImportRecord {
+                format: f.name().to_string(),
+                file: "f".to_string(),
+                imported_at: "2026-11-21T00:00:00.000Z".to_string(),
+                lacks: Vec::new(),
+            });
+            assert_eq!(run.bucket_edge(), f.bucket_edge(), "{}", f.name());
+        }
     }
 
     #[test]

@@ -32,9 +32,9 @@ use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError};
-use crate::run::{MemoryLockPlan, Run};
-use crate::spec::SchedSpec;
-use crate::Nanos;
+use latlab_model::run::{MemoryLockPlan, Run};
+use latlab_model::spec::SchedSpec;
+use latlab_model::Nanos;
 use std::io::BufRead;
 
 /// One CPU's column as oslat prints it, values in ns.

@@ -3,8 +3,9 @@
 //! whether they hold µs or ns (`-N`), and a wrong guess makes every figure 1000× off.
 
 use super::TimeUnit;
-use crate::run::{Run, Warning};
-use crate::Nanos;
+use latlab_model::run::{Run, Warning};
+use latlab_model::seal::WarningCode;
+use latlab_model::Nanos;
 
 /// Below this minimum latency no working timer wakes every time: read as µs, it says
 /// the values are likely ns.
@@ -61,15 +62,14 @@ pub(super) fn warn_of_unit(run: &mut Run, unit: TimeUnit) {
             "import it again with --unit us",
         ),
     };
-    run.warnings.push(Warning {
-        code: "implausible-unit".to_string(),
-        message: format!(
+    run.warnings.push(Warning::new(
+        WarningCode::ImplausibleUnit,
+        format!(
             "values read as {read_as} are implausible for a timer's wake-up latency ({}): \
              they are likely {likely}; if so, {fix}",
             implausible.join(", ")
         ),
-        degrades: false,
-    });
+    ));
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use super::build::Source;
 use super::printf_json;
 use super::provenance::Provenance;
 use super::{time, ImportContext, ImportError};
-use crate::run::{HostFacts, Preemption, Warning};
-use crate::Nanos;
+use latlab_model::run::{HostFacts, Preemption, Warning};
+use latlab_model::seal::WarningCode;
+use latlab_model::Nanos;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::io::BufRead;
@@ -89,12 +90,13 @@ impl Header {
         let warnings = self
             .return_code
             .filter(|&c| c != 0)
-            .map(|code| Warning {
-                code: "source-failed".to_string(),
-                message: format!(
-                    "{program} ended with return code {code}: its results may be incomplete"
-                ),
-                degrades: false,
+            .map(|code| {
+                Warning::new(
+                    WarningCode::SourceFailed,
+                    format!(
+                        "{program} ended with return code {code}: its results may be incomplete"
+                    ),
+                )
             })
             .into_iter()
             .collect();

@@ -27,8 +27,8 @@ use super::build::{self, Source, StreamSource, Values};
 use super::lines::Lines;
 use super::provenance::Provenance;
 use super::{ImportContext, ImportError, TimeUnit};
-use crate::run::Run;
-use crate::Nanos;
+use latlab_model::run::Run;
+use latlab_model::Nanos;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 

@@ -2,8 +2,8 @@
 //! imports, is detected as what it is, adds up, reproduces the tool's own figures, and
 //! damaged or truncated copies give an error naming the file and the line.
 
-use latlab_model::export;
-use latlab_model::import::{self, Format, ImportContext, TimeUnit};
+use latlab_formats::export;
+use latlab_formats::import::{self, Format, ImportContext, TimeUnit};
 use latlab_model::run::{Percentile, Run, Stream};
 use latlab_model::Nanos;
 use proptest::prelude::*;

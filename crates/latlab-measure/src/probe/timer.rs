@@ -301,38 +301,57 @@ impl Worker for TimerWorker {
 
 impl TimerWorker {
     fn describe_now(&self, phase: &str) -> Stream {
-        let s = &self.summary;
-        let rec = &self.recorder;
-        let drift = self
-            .settings
-            .method
-            .is_relative()
-            .then(|| relative_drift(s, rec.samples(), self.settings.period_ns.0))
-            .flatten();
-        let histogram = rec.histogram();
-        Stream {
-            probe: "timer".to_string(),
-            method: Some(self.settings.method.name().to_string()),
-            phase: phase.to_string(),
-            thread: self.placement.thread,
-            cpu: self.placement.cpu,
-            policy: Some(self.placement.policy),
-            period_ns: Some(self.settings.period_ns),
-            samples: rec.samples(),
-            missed_periods: Some(s.missed_periods),
-            overrun_wakes: Some(s.overrun_wakes),
-            early_wakes: Some(rec.early_wakes()),
-            first_sample_ns: s.first_sample.map(Nanos),
-            warm_up_samples: s.warm_up_samples,
-            drift_ns: drift.map(Nanos),
-            elapsed_ns: Some(Nanos(s.elapsed())),
-            timer_slack_ns: Some(self.placement.timer_slack_ns),
-            page_faults: Some(self.page_faults),
-            stats: Statistics::compute(rec.sums(), &histogram),
-            histogram: Some(EncodedHistogram::from_histogram(&histogram)),
-            spikes: rec.spikes(self.settings.spike_threshold_ns),
-            timeline: rec.timeline(),
-        }
+        stream_of(
+            &self.settings,
+            &self.placement,
+            &self.recorder,
+            &self.summary,
+            self.page_faults,
+            phase,
+        )
+    }
+}
+
+/// The Run stream of a timer thread of `phase`: the samples `recorder` holds and what
+/// the loop counted (`summary`), with the thread's `settings` and `placement`, and the
+/// page faults it took while measuring.
+pub fn stream_of(
+    settings: &TimerSettings,
+    placement: &Placement,
+    recorder: &SampleRecorder,
+    summary: &LoopSummary,
+    page_faults: u64,
+    phase: &str,
+) -> Stream {
+    let (s, rec) = (summary, recorder);
+    let drift = settings
+        .method
+        .is_relative()
+        .then(|| relative_drift(s, rec.samples(), settings.period_ns.0))
+        .flatten();
+    let histogram = rec.histogram();
+    Stream {
+        probe: "timer".to_string(),
+        method: Some(settings.method.name().to_string()),
+        phase: phase.to_string(),
+        thread: placement.thread,
+        cpu: placement.cpu,
+        policy: Some(placement.policy),
+        period_ns: Some(settings.period_ns),
+        samples: rec.samples(),
+        missed_periods: Some(s.missed_periods),
+        overrun_wakes: Some(s.overrun_wakes),
+        early_wakes: Some(rec.early_wakes()),
+        first_sample_ns: s.first_sample.map(Nanos),
+        warm_up_samples: s.warm_up_samples,
+        drift_ns: drift.map(Nanos),
+        elapsed_ns: Some(Nanos(s.elapsed())),
+        timer_slack_ns: Some(placement.timer_slack_ns),
+        page_faults: Some(page_faults),
+        stats: Statistics::compute(rec.sums(), &histogram),
+        histogram: Some(EncodedHistogram::from_histogram(&histogram)),
+        spikes: rec.spikes(settings.spike_threshold_ns),
+        timeline: rec.timeline(),
     }
 }
 

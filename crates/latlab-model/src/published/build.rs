@@ -4,8 +4,6 @@
 use super::table::{PublishedRow, PublishedTable, RowFigures};
 use super::{table_named, PublishedError, PublishedRecord, NOT_MEASURED_HERE, REFERENCE_PREFIX};
 use crate::run::*;
-use crate::threshold::Verdict;
-use crate::Nanos;
 use std::collections::BTreeMap;
 
 /// The Run of the shipped table named `name` (`rr-table3`); its id is `ref:NAME`.
@@ -38,61 +36,29 @@ pub fn reference_run(name: &str) -> Result<Run, PublishedError> {
             uncounted.join(", ")
         ));
     }
-    let verdict = Verdict::judge(&[], &streams);
-    let run = Run {
-        schema: SCHEMA.to_string(),
-        id: format!("{REFERENCE_PREFIX}{}", table.name),
-        tool: Tool {
-            name: table.tool.clone(),
-            version: None,
-        },
-        started_at: None,
-        ended_at: None,
-        command_line: None,
-        scenario: None,
-        name: None,
-        tags: BTreeMap::new(),
-        note: None,
-        plan: Plan {
-            duration_ns: None,
-            warm_up_ns: Nanos::ZERO,
-            cpus: Vec::new(),
-            cpu_choice: None,
-            probes: Vec::new(),
-            dma_latency_us: None,
-            memory_lock: None,
-            phases: Vec::new(),
-        },
-        host: None,
-        audit: None,
-        conditions: None,
-        degraded: false,
-        interrupted: false,
-        warnings: Vec::new(),
-        phases,
-        streams,
-        events: Vec::new(),
-        thresholds: Vec::new(),
-        verdict,
-        import: None,
-        published: Some(PublishedRecord {
-            note: NOT_MEASURED_HERE.to_string(),
-            name: table.name.clone(),
-            title: table.title.clone(),
-            source: table.source.clone(),
-            table: table.table.clone(),
-            machine: table.machine.clone(),
-            kernel: table.kernel.clone(),
-            load: table.load.clone(),
-            tool: table.tool.clone(),
-            figure: table.figure.clone(),
-            unit: table.unit.clone(),
-            lacks,
-            rows: table.row.clone(),
-        }),
-        explain: None,
-        progress: None,
-    };
+    let mut run = Run::new(Tool {
+        name: table.tool.clone(),
+        version: None,
+    });
+    run.id = format!("{REFERENCE_PREFIX}{}", table.name);
+    run.phases = phases;
+    run.streams = streams;
+    run.published = Some(PublishedRecord {
+        note: NOT_MEASURED_HERE.to_string(),
+        name: table.name.clone(),
+        title: table.title.clone(),
+        source: table.source.clone(),
+        table: table.table.clone(),
+        machine: table.machine.clone(),
+        kernel: table.kernel.clone(),
+        load: table.load.clone(),
+        tool: table.tool.clone(),
+        figure: table.figure.clone(),
+        unit: table.unit.clone(),
+        lacks,
+        rows: table.row.clone(),
+    });
+    run.seal();
     run.check().map_err(|e| {
         PublishedError::Table(super::TableError {
             table: table.name.clone(),
@@ -146,6 +112,7 @@ fn stream(table: &PublishedTable, row: &PublishedRow, f: &RowFigures, samples: u
 mod tests {
     use super::*;
     use crate::published::names;
+    use crate::Nanos;
 
     #[test]
     fn every_reference_is_a_run_that_reads_back() {

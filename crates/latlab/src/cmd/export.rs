@@ -5,7 +5,7 @@ use crate::cmd::show::find_run;
 use crate::error::{exit, CliError};
 use crate::output::{Human, OutputTarget};
 use crate::store::StoreLocation;
-use latlab_model::export::{exporter, exporters, narrow};
+use latlab_formats::export::{exporter, exporters, narrow};
 
 /// Writes the run in the chosen format to stdout or a file.
 pub fn execute(args: &ExportArgs) -> Result<u8, CliError> {

@@ -1,10 +1,9 @@
 //! `latlab serve`: the store's runs as web pages, read-only, until SIGINT or SIGTERM.
 //!
-//! A small HTTP/1.1 server on `std::net`, like `--listen`: one thread per connection
-//! (at most [`MAX_CONNECTIONS`] at once), GET and HEAD only, one request per
-//! connection. Every page is rendered by the report code (`latlab_report::report::site`)
-//! from the store as it is at that request, so a running run's page shows its last
-//! checkpoint. The store is opened read-only for each request and never written.
+//! Served by [`latlab_session::http`] (GET and HEAD, a bounded number of connections).
+//! Every page is rendered by the report code (`latlab_report::report::site`) from the
+//! store as it is at that request, so a running run's page shows its last checkpoint.
+//! The store is opened read-only for each request and never written.
 
 use crate::cli::{RunFilterArgs, ServeArgs};
 use crate::cmd::runs::{columns, filter_of};
@@ -17,24 +16,10 @@ use latlab_model::progress::RunState;
 use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
+use latlab_session::http::{self, decoded, parsed_query, Response, Site};
 use latlab_store::{RunStore, StoreError};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Connections answered at once; one more is told to try again (503).
-const MAX_CONNECTIONS: usize = 16;
-
-/// How long a client may take to send its request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The longest request head read.
-const MAX_HEAD: usize = 16 * 1024;
-
-/// How long stopping waits for the requests being answered.
-const DRAIN: Duration = Duration::from_secs(5);
 
 /// Serves until SIGINT or SIGTERM.
 pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
@@ -57,139 +42,39 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
     ignore_closed(Human::Stdout.write(&format!(
         "Serving the runs of {location} at http://{bound}/ (read-only; Ctrl-C stops)\n"
     )))?;
-    let active = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::Relaxed) {
-        let connection = match socket.accept() {
-            Ok((connection, _)) => connection,
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            }
-        };
-        if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-            answer_busy(connection);
-            continue;
-        }
-        active.fetch_add(1, Ordering::Relaxed);
-        let (in_thread, location) = (active.clone(), location.clone());
-        let spawned = std::thread::Builder::new()
-            .name("serve".to_string())
-            .spawn(move || {
-                answer(connection, &location);
-                in_thread.fetch_sub(1, Ordering::Relaxed);
-            });
-        if spawned.is_err() {
-            active.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-    let deadline = Instant::now() + DRAIN;
-    while active.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    http::serve(&socket, Arc::new(Pages(location)), &stop);
     // Nobody may be reading any more (a closed terminal, a test).
     ignore_closed(Human::Stdout.write(&format!("Stopped serving {bound}\n")))?;
     Ok(exit::OK)
 }
 
-/// An HTTP answer.
-struct Response {
-    status: &'static str,
-    body: String,
-    /// Extra header lines, each ending in CRLF.
-    headers: String,
-}
+/// The pages of the store at a location.
+struct Pages(StoreLocation);
 
-impl Response {
-    fn page(body: String) -> Response {
-        Response {
-            status: "200 OK",
-            body,
-            headers: String::new(),
-        }
+impl Site for Pages {
+    fn get(&self, target: &str) -> Response {
+        route(target, &self.0)
     }
 
-    fn error(status: &'static str, title: &str, message: &str) -> Response {
-        Response {
-            status,
-            body: site::error_page(title, message),
-            headers: String::new(),
-        }
-    }
-
-    /// The bytes sent: the status line, the headers (a policy that lets the page run
-    /// no script and load nothing), and the body unless `head_only`.
-    fn bytes(&self, head_only: bool) -> Vec<u8> {
-        let mut out = format!(
-            "HTTP/1.1 {}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
-             Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
-             Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; \
-             img-src data:; form-action 'self'\r\n{}Connection: close\r\n\r\n",
-            self.status,
-            self.body.len(),
-            self.headers
-        )
-        .into_bytes();
-        if !head_only {
-            out.extend_from_slice(self.body.as_bytes());
-        }
-        out
+    fn error(&self, status: &'static str, title: &str, message: &str) -> Response {
+        error(status, title, message)
     }
 }
 
-/// Tells a client that too many requests are being answered.
-fn answer_busy(mut connection: TcpStream) {
-    let response = Response::error(
-        "503 Service Unavailable",
-        "Busy",
-        "Too many pages are being rendered at once; try again in a moment.",
-    );
-    let _ = connection.set_nonblocking(false);
-    let _ = connection.write_all(&response.bytes(false));
-}
-
-/// Reads one request from `connection` and answers it.
-fn answer(mut connection: TcpStream, store: &StoreLocation) {
-    let _ = connection.set_nonblocking(false);
-    let _ = connection.set_read_timeout(Some(REQUEST_TIMEOUT));
-    let mut head = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        if head.len() > MAX_HEAD {
-            let response = Response::error(
-                "431 Request Header Fields Too Large",
-                "Bad request",
-                "The request's head is too long.",
-            );
-            let _ = connection.write_all(&response.bytes(false));
-            return;
-        }
-        match connection.read(&mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buffer[..n]),
-        }
+/// The page of an error.
+fn error(status: &'static str, title: &str, message: &str) -> Response {
+    Response {
+        status,
+        body: site::error_page(title, message),
+        headers: String::new(),
     }
-    let head = String::from_utf8_lossy(&head);
-    let mut words = head.lines().next().unwrap_or("").split(' ');
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let response = match method {
-        "GET" | "HEAD" => route(target, store),
-        _ => Response {
-            headers: "Allow: GET, HEAD\r\n".to_string(),
-            ..Response::error(
-                "405 Method Not Allowed",
-                "Read-only",
-                "latlab serve only reads: it answers GET and HEAD.",
-            )
-        },
-    };
-    let _ = connection.write_all(&response.bytes(method == "HEAD"));
 }
 
 /// The page `target` (`/run/ID?…`) names.
 fn route(target: &str, store: &StoreLocation) -> Response {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (Some(path), Some(query)) = (decoded(path, false), parsed_query(query)) else {
-        return Response::error(
+        return error(
             "400 Bad Request",
             "Bad request",
             "The address is not valid percent-encoded UTF-8.",
@@ -202,7 +87,7 @@ fn route(target: &str, store: &StoreLocation) -> Response {
         _ => match path.strip_prefix("/run/") {
             Some(reference) if !reference.is_empty() => run(store, reference),
             _ => {
-                return Response::error(
+                return error(
                     "404 Not Found",
                     "Not found",
                     &format!(
@@ -222,12 +107,12 @@ type Page = Result<Response, Response>;
 /// A usage error in a request's parameters: 400, with what to change.
 fn bad_parameter(e: CliError) -> Response {
     let message = e.message.trim_start_matches("--").to_string();
-    Response::error("400 Bad Request", "Bad request", &message)
+    error("400 Bad Request", "Bad request", &message)
 }
 
 /// A store that could not be read, or a run that could not be rendered: 500.
 fn failed(e: impl std::fmt::Display) -> Response {
-    Response::error(
+    error(
         "500 Internal Server Error",
         "Cannot show this page",
         &e.to_string(),
@@ -299,7 +184,7 @@ fn index(store: &StoreLocation, query: &[(String, String)]) -> Page {
 fn resolved(store: &dyn RunStore, reference: &str) -> Result<Run, Response> {
     store.resolve(reference).map_err(|e| match e {
         StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => {
-            Response::error("404 Not Found", "No such run", &e.to_string())
+            error("404 Not Found", "No such run", &e.to_string())
         }
         other => failed(other),
     })
@@ -320,7 +205,7 @@ fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
             .map(|(_, v)| v.as_str())
     };
     let (Some(base), Some(new)) = (given("base"), given("new")) else {
-        return Err(Response::error(
+        return Err(error(
             "400 Bad Request",
             "Choose two runs",
             "A comparison needs a base and a new run: choose one of each in the runs index.",
@@ -357,66 +242,9 @@ fn trend(store: &StoreLocation, query: &[(String, String)]) -> Page {
         .map_err(failed)
 }
 
-/// A query string's parameters, decoded (`+` is a space); `None` when one is not
-/// valid percent-encoded UTF-8.
-fn parsed_query(query: &str) -> Option<Vec<(String, String)>> {
-    query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            Some((decoded(name, true)?, decoded(value, true)?))
-        })
-        .collect()
-}
-
-/// `text` with its `%XX` escapes decoded, and `+` as a space in a query (`plus`);
-/// `None` when an escape is broken or the result is not UTF-8.
-fn decoded(text: &str, plus: bool) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' if plus => {
-                out.push(b' ');
-                i += 1;
-            }
-            byte => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn queries_are_decoded() {
-        assert_eq!(
-            parsed_query("host=rig+1&kernel=6.18%2A&tag=board%3Dx1&&since=").unwrap(),
-            [
-                ("host".to_string(), "rig 1".to_string()),
-                ("kernel".to_string(), "6.18*".to_string()),
-                ("tag".to_string(), "board=x1".to_string()),
-                ("since".to_string(), String::new()),
-            ]
-        );
-        assert_eq!(decoded("/run/a+b", false).unwrap(), "/run/a+b");
-        assert_eq!(decoded("%C3%A9", true).unwrap(), "é");
-        assert!(decoded("%zz", true).is_none());
-        assert!(decoded("%4", true).is_none());
-        assert!(decoded("%FF", true).is_none(), "not UTF-8");
-    }
 
     #[test]
     fn empty_parameters_are_not_filters() {

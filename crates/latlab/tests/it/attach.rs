@@ -333,6 +333,8 @@ fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
         .iter()
         .filter_map(|w| w["code"].as_str())
         .collect();
-    assert!(codes.contains(&"application-set-up"), "{codes:?}");
+    // The refused policy and the failed lock under the codes `latlab run` gives them.
     assert!(codes.contains(&"not-realtime"), "{codes:?}");
+    assert!(codes.contains(&"memory-not-locked"), "{codes:?}");
+    assert!(!codes.contains(&"non-realtime-policy"), "{codes:?}");
 }

@@ -206,7 +206,7 @@ pub fn measure(args: &[&str]) -> (i32, Run, String) {
 /// A file the real tools wrote (see the fixtures' README).
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latlab-model/tests/fixtures/import")
+        .join("../latlab-formats/tests/fixtures/import")
         .join(name)
 }
 

@@ -168,7 +168,7 @@ fn bash_completes_subcommands_and_export_formats() {
     assert_eq!(complete("latlab expo", 1), "export\n");
     assert_eq!(complete("latlab expl", 1), "explain\n");
     let formats = complete("latlab export last --format ''", 4);
-    let names: Vec<&str> = latlab_model::export::exporters()
+    let names: Vec<&str> = latlab_formats::export::exporters()
         .iter()
         .map(|e| e.name())
         .collect();
@@ -189,7 +189,7 @@ fn fish_completes_subcommands_and_export_formats_with_their_lines() {
     assert!(complete("latlab expo").starts_with("export\t"));
     assert!(complete("latlab expl").starts_with("explain\t"));
     let formats = complete("latlab export last --format ");
-    for exporter in latlab_model::export::exporters() {
+    for exporter in latlab_formats::export::exporters() {
         let line = format!("{}\t{}", exporter.name(), exporter.describe());
         assert!(formats.lines().any(|l| l == line), "{line} in\n{formats}");
     }

@@ -241,7 +241,7 @@ fn one_stream_and_one_run_are_counted_in_the_singular() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latlab-model/tests/fixtures/import/cyclictest-1t.hist.txt");
+        .join("../latlab-formats/tests/fixtures/import/cyclictest-1t.hist.txt");
     let import = bounded_latlab()
         .args(["import", "--store", store.to_str().unwrap()])
         .arg(&fixture)

@@ -2,8 +2,8 @@
 //! fine enough that Prometheus's `histogram_quantile` estimates a percentile within
 //! 6 %, and cumulative counts read from each stream's HdrHistogram.
 
-use crate::hist::LatencyHistogram;
-use crate::run::Stream;
+use latlab_model::hist::LatencyHistogram;
+use latlab_model::run::Stream;
 
 /// Bounds per decade: consecutive bounds lie 10^(1/40) ≈ 5.9 % apart. Prometheus's
 /// `histogram_quantile` interpolates linearly inside the bucket that holds the rank,

@@ -3,8 +3,8 @@
 //! spikes seen. Absent when the run was not explained, or could not be.
 
 use super::{escape_label, seconds, Family, Kind, Sample};
-use crate::explain::Explain;
-use crate::run::Run;
+use latlab_model::explain::Explain;
+use latlab_model::run::Run;
 use std::collections::BTreeMap;
 
 /// The explanation's families (none when the Run holds no explanation or tracing was
