@@ -6,7 +6,7 @@ use crate::run::Run;
 use crate::seal::WarningCode;
 use crate::threshold::Status;
 
-/// The exit status of a Run, as README's "Exit codes" defines it.
+/// The exit status of a Run, as docs/measuring.md's exit codes define it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ExitStatus {
     /// `0`: measured, and every threshold held (or none was set).
