@@ -15,6 +15,7 @@ mod compare_gate;
 mod consumer_ci;
 mod consumer_prometheus;
 mod conventions;
+mod docs;
 mod explain_truth;
 mod explain_view;
 mod farm_views;
