@@ -44,7 +44,8 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let json = dir.path().join("run.json");
-    let every = Duration::from_secs(5);
+    // The shortest interval allowed: the test waits a few of them, not minutes.
+    let every = Duration::from_secs(1);
     let child = std::process::Command::new(latlab_path())
         .args([
             "run",
@@ -55,7 +56,7 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
             "-p",
             "1ms",
             "--checkpoint",
-            "5s",
+            "1s",
             "-q",
         ])
         .arg("--store")
@@ -84,7 +85,7 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
     assert!(begun.streams.is_empty(), "nothing measured yet");
 
     // A crash image mid-run holds the last checkpoint.
-    std::thread::sleep(Duration::from_secs(12));
+    std::thread::sleep(Duration::from_millis(2500));
     let image = dir.path().join("image.sqlite");
     crash_image(&store, &image);
     let copied = the_run(&image).expect("the crash image opens and holds the run");
@@ -92,7 +93,7 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
     assert!(copied_progress.checkpoints >= 1, "{copied_progress:?}");
     assert!(copied.streams[0].samples > 0);
 
-    std::thread::sleep(Duration::from_secs(8));
+    std::thread::sleep(Duration::from_secs(2));
     child.0.kill().unwrap();
     let killed_at = SystemTime::now();
     child.0.wait().unwrap();
