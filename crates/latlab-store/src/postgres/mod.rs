@@ -19,11 +19,8 @@ mod connect;
 
 pub use connect::{is_url, redact};
 
-use crate::summary::Listing;
-use crate::{
-    worst, worst_p99_9, ListingColumns, ProgressColumns, RunFilter, RunStore, RunSummary,
-    StoreError,
-};
+use crate::row::{IndexRow, ListingColumns};
+use crate::{RunFilter, RunStore, RunSummary, StoreError};
 use connect::{classify, Target};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::Nanos;
@@ -197,7 +194,7 @@ impl PostgresStore {
     }
 
     fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
-        let c = Columns::of(run);
+        let c = IndexRow::of(run);
         let inserted = self.with_client(|client| {
             client.execute(
                 "INSERT INTO runs
@@ -290,48 +287,6 @@ impl PostgresStore {
             false => format!("WHERE {}", conditions.join(" AND ")),
         };
         (clause, params)
-    }
-}
-
-/// What a run's row holds beside its id, scenario and degraded flag.
-struct Columns {
-    started_at: String,
-    host: String,
-    kernel: String,
-    p99_9_ns: Option<i64>,
-    p99_9_bound: bool,
-    max_ns: Option<i64>,
-    verdict: String,
-    json: String,
-    listing: ListingColumns,
-    progress: ProgressColumns,
-}
-
-impl Columns {
-    fn of(run: &Run) -> Columns {
-        let p99_9 = worst_p99_9(run);
-        Columns {
-            // The index's columns hold "" for what an imported Run does not know.
-            started_at: run.started_at.clone().unwrap_or_default(),
-            host: run
-                .host
-                .as_ref()
-                .map_or(String::new(), |h| h.hostname.clone()),
-            kernel: run
-                .host
-                .as_ref()
-                .map_or(String::new(), |h| h.kernel_release.clone()),
-            p99_9_ns: p99_9.map(|p| p.value().0),
-            p99_9_bound: p99_9.is_some_and(Percentile::is_bound),
-            max_ns: worst(run, |s| s.stats.max_ns.map(|n| n.0)),
-            verdict: serde_json::to_value(run.verdict.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            json: serde_json::to_string(run).expect("a Run always serialises"),
-            listing: ListingColumns::of(&Listing::of(run)),
-            progress: ProgressColumns::of(run),
-        }
     }
 }
 
@@ -466,7 +421,7 @@ impl RunStore for PostgresStore {
     }
 
     fn update(&mut self, run: &Run) -> Result<(), StoreError> {
-        let c = Columns::of(run);
+        let c = IndexRow::of(run);
         let (location, server) = (self.location.clone(), self.server.clone());
         let fail = |e| classify(&location, &server, e);
         let client = self.client.get_mut();

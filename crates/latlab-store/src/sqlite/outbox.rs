@@ -2,7 +2,8 @@
 //! not be reached when they were written, each with that store's URL (without its
 //! password), until `latlab push` has sent them.
 
-use crate::{classify, SqliteStore, StoreError};
+use super::{classify, SqliteStore};
+use crate::StoreError;
 use latlab_model::stamp::rfc3339;
 use rusqlite::params;
 use std::time::SystemTime;
