@@ -324,3 +324,24 @@ pub(crate) fn recover_where<S: RunStore + ?Sized>(
     }
     Ok(found)
 }
+
+/// Whether a run whose row's `state` is this (`None`: no row) may be updated: only a
+/// run not ended (running, or died) is; an ended one is never replaced.
+pub(crate) fn updatable(
+    state: Option<Option<String>>,
+    id: &str,
+    location: &std::path::Path,
+) -> Result<(), StoreError> {
+    match state {
+        None => Err(StoreError::NotFound {
+            reference: id.to_string(),
+            reason: "the store does not hold it".to_string(),
+        }),
+        // Running, or died: not ended.
+        Some(Some(_)) => Ok(()),
+        Some(None) => Err(StoreError::NotRunning {
+            path: location.to_path_buf(),
+            id: id.to_string(),
+        }),
+    }
+}

@@ -6,7 +6,7 @@ pub(crate) mod outbox;
 
 use crate::row::{IndexRow, ListingColumns};
 use crate::summary::{added_before_it_was_kept, Listing};
-use crate::{RunStore, RunSummary, StoreError, BUSY_TIMEOUT, SCHEMA_VERSION};
+use crate::{updatable, RunStore, RunSummary, StoreError, BUSY_TIMEOUT, SCHEMA_VERSION};
 use latlab_model::progress::Progress;
 use latlab_model::run::{Percentile, Run};
 use latlab_model::stamp::rfc3339;
@@ -567,22 +567,7 @@ impl RunStore for SqliteStore {
                 e => Err(e),
             })
             .map_err(|e| classify(&path, e))?;
-        match state {
-            None => {
-                return Err(StoreError::NotFound {
-                    reference: run.id.clone(),
-                    reason: "the store does not hold it".to_string(),
-                })
-            }
-            // Running, or died: not ended.
-            Some(Some(_)) => {}
-            Some(_) => {
-                return Err(StoreError::NotRunning {
-                    path,
-                    id: run.id.clone(),
-                })
-            }
-        }
+        updatable(state, &run.id, &path)?;
         tx.execute(
             "UPDATE runs SET started_at = ?2, host = ?3, kernel = ?4, scenario = ?5,
                  p99_9_ns = ?6, p99_9_bound = ?7, max_ns = ?8, verdict = ?9, degraded = ?10,

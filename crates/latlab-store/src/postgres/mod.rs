@@ -20,7 +20,7 @@ mod connect;
 pub use connect::{is_url, redact};
 
 use crate::row::{IndexRow, ListingColumns};
-use crate::{RunFilter, RunStore, RunSummary, StoreError};
+use crate::{updatable, RunFilter, RunStore, RunSummary, StoreError};
 use connect::{classify, Target};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::Nanos;
@@ -433,22 +433,7 @@ impl RunStore for PostgresStore {
             )
             .map_err(fail)?
             .map(|r| r.get(0));
-        match state {
-            None => {
-                return Err(StoreError::NotFound {
-                    reference: run.id.clone(),
-                    reason: "the store does not hold it".to_string(),
-                })
-            }
-            // Running, or died: not ended.
-            Some(Some(_)) => {}
-            Some(_) => {
-                return Err(StoreError::NotRunning {
-                    path: PathBuf::from(&location),
-                    id: run.id.clone(),
-                })
-            }
-        }
+        updatable(state, &run.id, std::path::Path::new(&location))?;
         tx.execute(
             "UPDATE runs SET started_at = $2, host = $3, kernel = $4, scenario = $5,
                  p99_9_ns = $6, p99_9_bound = $7, max_ns = $8, verdict = $9, degraded = $10,
