@@ -61,14 +61,14 @@ impl Measured {
     }
 
     /// `run` (the run as it started: plan, host, audit, labels) with what is measured
-    /// in it, `phases` and `streams` being the ones to show, sealed.
-    fn fill(&self, run: &mut Run, phases: Vec<Phase>, streams: Vec<Stream>) {
+    /// in it: warnings, phases, streams, events, conditions. Not sealed yet.
+    fn fill(&self, run: &mut Run) {
         run.warnings = self.notices.iter().map(Notice::to_warning).collect();
-        run.phases = phases;
-        run.streams = streams;
+        run.phases = self.phases.clone();
+        run.streams = self.streams.clone();
         run.events = self.events.clone();
         run.interrupted = self.interrupted;
-        run.seal();
+        run.conditions = self.conditions.clone();
     }
 }
 
@@ -91,19 +91,19 @@ impl Ledger {
     /// loads as they are now. `base` is the run as it started.
     pub fn checkpoint(&self, base: &Run, wait: Duration) -> Run {
         let mut run = base.clone();
-        // Copied under the lock; the threads are waited for without it.
-        let (current, mut phases, mut streams) = {
+        // Everything copied under one lock, so a phase is either running or finished
+        // in it; the threads are waited for without the lock.
+        let current = {
             let m = self.lock();
-            let current = m.current.as_ref().map(|c| {
+            m.fill(&mut run);
+            m.current.as_ref().map(|c| {
                 (
                     c.name.clone(),
                     c.started_at,
                     c.checkpoint.clone(),
                     c.loads.clone(),
                 )
-            });
-            run.conditions = m.conditions.clone();
-            (current, m.phases.clone(), m.streams.clone())
+            })
         };
         if let Some((name, started_at, Some(checkpoint), loads)) = current {
             let now = checkpoint.streams(wait);
@@ -114,16 +114,16 @@ impl Ledger {
                 .map(RunningLoad::so_far)
                 .collect();
             if checkpoint.is_measuring() {
-                phases.push(Phase {
+                run.phases.push(Phase {
                     name,
                     started_at: Some(rfc3339(started_at)),
                     elapsed_ns: now.iter().filter_map(|s| s.elapsed_ns).max(),
                     loads,
                 });
-                streams.extend(now);
+                run.streams.extend(now);
             }
         }
-        self.lock().fill(&mut run, phases, streams);
+        run.seal();
         run.ended_at = Some(rfc3339(SystemTime::now()));
         run
     }
@@ -131,7 +131,8 @@ impl Ledger {
     /// The Run when its phases are over: `base` with everything measured, sealed.
     pub fn seal(&self, mut base: Run) -> Run {
         let m = self.lock();
-        m.fill(&mut base, m.phases.clone(), m.streams.clone());
+        m.fill(&mut base);
+        base.seal();
         let started = m.started_at.unwrap_or_else(SystemTime::now);
         base.started_at = Some(rfc3339(started));
         base.ended_at = Some(rfc3339(m.ended_at.unwrap_or(started)));
