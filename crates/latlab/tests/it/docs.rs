@@ -32,15 +32,24 @@ fn shell_lines(page: &Path) -> Vec<(usize, String)> {
 }
 
 /// `line` split into words as sh would (quotes, no expansions), up to a comment;
-/// `None` for an operator (`&&`, `;`, `|`, `>`), which ends a command.
+/// `None` for an operator (`&&`, `;`, `|`), which ends a command. A redirection
+/// (`> FILE`, `2>&1`) is dropped with its target.
 fn words(line: &str) -> Vec<Option<String>> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
     let mut chars = line.chars().peekable();
-    let end_word = |word: &mut String, in_word: &mut bool, out: &mut Vec<Option<String>>| {
+    let mut redirected = false;
+    let end_word = |word: &mut String,
+                    in_word: &mut bool,
+                    redirected: &mut bool,
+                    out: &mut Vec<Option<String>>| {
         if *in_word {
-            out.push(Some(std::mem::take(word)));
+            let word = std::mem::take(word);
+            // The target of a redirection is no word of the command.
+            if !std::mem::take(redirected) {
+                out.push(Some(word));
+            }
             *in_word = false;
         }
     };
@@ -56,9 +65,26 @@ fn words(line: &str) -> Vec<Option<String>> {
                 }
             }
             '#' if !in_word => break,
-            ' ' | '\t' => end_word(&mut word, &mut in_word, &mut out),
-            '&' | ';' | '|' | '>' | '<' => {
-                end_word(&mut word, &mut in_word, &mut out);
+            ' ' | '\t' => end_word(&mut word, &mut in_word, &mut redirected, &mut out),
+            '>' | '<' => {
+                // A file descriptor's number before it (`2>`) is part of it.
+                if in_word && word.chars().all(|c| c.is_ascii_digit()) {
+                    word.clear();
+                    in_word = false;
+                }
+                end_word(&mut word, &mut in_word, &mut redirected, &mut out);
+                // `>&1` names no file; `> FILE` does.
+                if chars.peek() == Some(&'&') {
+                    chars.next();
+                    while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+                        chars.next();
+                    }
+                } else {
+                    redirected = true;
+                }
+            }
+            '&' | ';' | '|' => {
+                end_word(&mut word, &mut in_word, &mut redirected, &mut out);
                 if out.last() != Some(&None) {
                     out.push(None);
                 }
@@ -69,7 +95,7 @@ fn words(line: &str) -> Vec<Option<String>> {
             }
         }
     }
-    end_word(&mut word, &mut in_word, &mut out);
+    end_word(&mut word, &mut in_word, &mut redirected, &mut out);
     out
 }
 
@@ -110,6 +136,12 @@ fn words_split_as_sh_splits_them() {
         [vec!["import", "ct.txt"]]
     );
     assert!(latlab_commands("scripts/install-periodic [PREFIX]   # latlab").is_empty());
+    // A redirection's target is no command, nor are its descriptors arguments.
+    assert!(latlab_commands("latlab completions bash > /etc/x/latlab").len() == 1);
+    assert_eq!(
+        latlab_commands("latlab show last 2>&1 > out.txt"),
+        [vec!["show", "last"]]
+    );
 }
 
 #[test]
@@ -165,6 +197,7 @@ fn readme_tasks() -> Vec<(usize, String)> {
 #[test]
 fn the_readmes_common_tasks_run_as_shown() {
     let _serial = serial();
+    crate::common::needs("cyclictest", "rt-tests");
     let tasks = readme_tasks();
     assert_eq!(tasks.len(), 10, "{tasks:?}");
     let dir = tempfile::tempdir().unwrap();
@@ -173,7 +206,10 @@ fn the_readmes_common_tasks_run_as_shown() {
     let timerlat = std::fs::read_to_string("/sys/kernel/tracing/available_tracers")
         .is_ok_and(|t| t.split_whitespace().any(|n| n == "timerlat"));
     for (n, line) in tasks {
-        // As shown, but a second long.
+        // As shown, but a second long: a task that measures says how long, as 5 s.
+        if line.contains("latlab run") || line.starts_with("cyclictest") {
+            assert!(line.contains(" -d 5s") || line.contains(" -D 5s"), "{line}");
+        }
         let line = line.replace("-d 5s", "-d 1s").replace("-D 5s", "-D 1s");
         let out = Command::new("sh")
             .arg("-c")
@@ -198,6 +234,18 @@ fn the_readmes_common_tasks_run_as_shown() {
             assert!(matches!(code, Some(0 | 1)), "{said}");
         } else {
             assert_eq!(code, Some(0), "{said}");
+        }
+        // Where sh reports the status of the last command (`; echo`, `| head`), what
+        // latlab printed says how it went.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if line.contains("echo \"exit $?\"") {
+            assert!(
+                stdout.contains("exit 0") || stdout.contains("exit 1"),
+                "{said}"
+            );
+        }
+        if line.contains("--format csv | head") {
+            assert!(stdout.starts_with("run,phase,"), "{said}");
         }
     }
     assert!(dir.path().join("report.html").is_file());
