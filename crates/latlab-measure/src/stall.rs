@@ -215,30 +215,49 @@ impl KernelLog {
         Some(KernelLog { file })
     }
 
-    /// Whether a record written since says the kernel throttled real-time tasks.
-    fn says_throttled(&mut self) -> bool {
-        use std::io::Read;
+    /// Whether a record the kernel wrote since says it throttled real-time tasks;
+    /// `None` when that cannot be told: records were overwritten before they were read,
+    /// or the log could not be read to its end.
+    fn says_throttled(&mut self) -> Option<bool> {
+        use std::io::{ErrorKind, Read};
         let mut record = vec![0u8; 8192];
+        let mut lost = false;
         // One record per read, until EAGAIN (the end); at most a buffer's worth.
         for _ in 0..100_000 {
             let n = match self.file.read(&mut record) {
-                Ok(0) => break,
+                Ok(0) => return (!lost).then_some(false),
                 Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return (!lost).then_some(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 // EPIPE: records were overwritten while reading; go on with the next.
-                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
-                Err(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
+                    lost = true;
+                    continue;
+                }
+                Err(_) => return None,
             };
-            // `level,sequence,microseconds,flags;message`
-            let text = String::from_utf8_lossy(&record[..n]);
-            if text
-                .split_once(';')
-                .is_some_and(|(_, message)| message.contains("RT throttling activated"))
-            {
-                return true;
+            if kernel_says_throttled(&String::from_utf8_lossy(&record[..n])) {
+                return Some(true);
             }
         }
-        false
+        None
     }
+}
+
+/// Whether `record`, one of `/dev/kmsg` (`priority,sequence,microseconds,flags;message`),
+/// is the kernel's own saying it throttled real-time tasks. The priority's facility
+/// (priority >> 3) is 0 only for the kernel: what user space writes there is at least
+/// LOG_USER, and cannot pass for it.
+fn kernel_says_throttled(record: &str) -> bool {
+    let Some((prefix, message)) = record.split_once(';') else {
+        return false;
+    };
+    let kernel = prefix
+        .split(',')
+        .next()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        .is_some_and(|priority| priority >> 3 == 0);
+    kernel && message.contains("RT throttling activated")
 }
 
 /// What [`StallWatch`] saw during one phase.
@@ -447,7 +466,7 @@ impl StallWatch {
     /// What was seen, with the kernel log and steal time over the whole phase.
     pub fn finish(mut self) -> StallEvidence {
         self.evidence.stops = latlab_rt::signal::continues() - self.continues_at_start;
-        self.evidence.throttled_in_log = self.log.as_mut().map(KernelLog::says_throttled);
+        self.evidence.throttled_in_log = self.log.as_mut().and_then(KernelLog::says_throttled);
         let measured: Vec<usize> = self.threads.iter().filter_map(|t| t.cpu).collect();
         let steal_now = steal_ns(&self.files);
         self.evidence.steal = steal_now
@@ -1116,15 +1135,30 @@ rt_rq[0]:/
 
     #[test]
     fn the_kernel_log_is_read_from_where_it_ended_when_opened() {
-        // Root may write a record to the log: the kernel's words, marked as a test's.
         let mut log = KernelLog::from_now().expect("/dev/kmsg readable by root");
-        assert!(!log.says_throttled());
+        assert_eq!(log.says_throttled(), Some(false));
+        // Root may write a record to the log, but as user space, never as the kernel:
+        // the kernel's words forged there are read, and not taken for the kernel's.
         let record = "latlab-measure unit test: sched: RT throttling activated (not real)\n";
         std::fs::write("/dev/kmsg", record).expect("/dev/kmsg writable: run the tests as root");
-        assert!(log.says_throttled());
-        // Opened after it: that record is before the point.
+        assert_eq!(log.says_throttled(), Some(false));
+        // Opened after it: nothing since.
         let mut later = KernelLog::from_now().unwrap();
-        assert!(!later.says_throttled());
+        assert_eq!(later.says_throttled(), Some(false));
+    }
+
+    #[test]
+    fn only_the_kernels_own_record_says_it_throttled() {
+        let kernel = "4,1234,15720000,-;sched: RT throttling activated";
+        assert!(kernel_says_throttled(kernel));
+        // Facility LOG_USER (1 << 3) + warning: what a write to /dev/kmsg gives.
+        assert!(!kernel_says_throttled(
+            "12,1235,15720001,-;sched: RT throttling activated"
+        ));
+        assert!(!kernel_says_throttled(
+            "4,1236,15720002,-;sched: RT runtime exceeded"
+        ));
+        assert!(!kernel_says_throttled("RT throttling activated"));
     }
 
     #[test]

@@ -325,7 +325,9 @@ impl Tally {
             (0, _) => (
                 None,
                 format!(
-                    "cpu {cpu} [{phase}]: no osnoise period ({}) ended in the measured span,                      so its noise is unknown; {gaps}. Measure longer than a period, or                      shorten it (osnoise:period=)",
+                    "cpu {cpu} [{phase}]: no osnoise period ({}) ended in the measured span, \
+                     so its noise is unknown; {gaps}. Measure longer than a period, or \
+                     shorten it (osnoise:period=)",
                     self.setup.period
                 ),
             ),
