@@ -325,7 +325,15 @@ fn rt_lane_explain_names_a_spinner_and_a_threaded_irq_and_throttling_only_when_i
          sleep 3; kill -STOP $run; sleep 1; kill -CONT $run; wait $run
          dmesg > dmesg-before.txt
          # Now real throttling: a fifo:96 task that never sleeps, latlab above it; both
-         # real-time, so the kernel stops them 50 ms of every second.
+         # real-time, so the kernel stops them 50 ms of every second. CPU 1's timer and
+         # RCU threads (fifo 1 on PREEMPT_RT) go above the hog first, as on any rig that
+         # runs one: below it they would never run again, and with them every timer of
+         # CPU 1 — latlab's wake-ups, the guest's own deadline — and the guest would hang.
+         for p in /proc/[0-9]*; do
+             case \"$(cat $p/comm 2> /dev/null)\" in
+                 ktimers/1|rcuc/1|rcub/*) chrt -f -p 98 ${p#/proc/} ;;
+             esac
+         done
          taskset -c 1 chrt -f 96 sh -c 'while :; do :; done' &
          hog=$!
          latlab run -c 1 -P f:97 -d 3s -q --no-store --no-audit --json throttled.json > /dev/null
