@@ -687,7 +687,7 @@ fn the_pages_of_serve_render_from_the_farm_store_in_chromium() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    crate::common::await_checkpoint(&url, "killed", &dir.path().join("outbox.sqlite"));
     killed.kill().unwrap();
     killed.wait().unwrap();
     let mut served = Served::start(&url);

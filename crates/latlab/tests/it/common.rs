@@ -260,3 +260,27 @@ impl Drop for RmdirOnDrop {
         let _ = std::fs::remove_dir(&self.0);
     }
 }
+
+/// Waits (20 s at most) until run `name` in `store` has written its first checkpoint,
+/// so that a test ending it early knows it kept something; `outbox` is the run's
+/// `LATLAB_OUTBOX`.
+pub fn await_checkpoint(store: &str, name: &str, outbox: &Path) {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = latlab()
+            .env("LATLAB_OUTBOX", outbox)
+            .args(["show", name, "--json", "-", "--store", store])
+            .output()
+            .unwrap();
+        let run = Run::from_json(&text(&out.stdout)).ok();
+        if run.is_some_and(|r| r.progress.is_some_and(|p| p.checkpoints >= 1)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "run {name} wrote no checkpoint in 20 s: {}",
+            text(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -276,41 +276,28 @@ fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
             );
         }
     }
-    let mut refused = Vec::new();
-    for probe in &probes {
-        for (flag, honoured) in FLAGS {
-            let mut args = vec!["--probe", probe, "--no-audit"];
-            for (name, default) in [("-c", "0"), ("-d", "60ms")] {
-                if !flag.contains(&name) {
-                    args.extend([name, default]);
-                }
-            }
-            args.extend_from_slice(flag);
-            let dir = tempfile::tempdir().unwrap();
-            let json = dir.path().join("run.json");
-            let out = latlab()
-                .arg("run")
-                .args(&args)
-                .args(["-q", "--no-store", "--json"])
-                .arg(&json)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            if out.status.code() == Some(2) {
-                assert!(
-                    stderr.contains(&format!("probe {probe} ")) && stderr.contains(flag[0]),
-                    "{probe} {flag:?} refused without naming both: {stderr}"
-                );
-                assert!(!json.exists(), "a refused run writes no Run");
-                refused.push(format!("{probe} {}", flag[0]));
-                continue;
-            }
-            assert_eq!(out.status.code(), Some(0), "{probe} {flag:?}: {stderr}");
-            let run = latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap())
-                .unwrap();
-            assert!(honoured(&run), "{probe} {flag:?} was accepted and ignored");
-        }
-    }
+    // Each probe's runs in turn, three probes at a time: the runs only check what they
+    // were told, never a latency, and most of their time is a process starting.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut refused: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut refused = Vec::new();
+                    while let Some(probe) =
+                        probes.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        refused.extend(flags_of(probe));
+                    }
+                    refused
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
     // The ground truth: only the timer-only settings, and noise's period, are refused.
     let mut expected: Vec<String> = probes
         .iter()
@@ -321,6 +308,45 @@ fn every_run_flag_is_honoured_by_every_probe_or_refused_naming_it() {
     refused.sort();
     expected.sort();
     assert_eq!(refused, expected);
+}
+
+/// Runs `probe` with each of [`FLAGS`], checking that each is honoured or refused naming
+/// both; returns the refused ones ("PROBE FLAG").
+fn flags_of(probe: &str) -> Vec<String> {
+    let mut refused = Vec::new();
+    for (flag, honoured) in FLAGS {
+        let mut args = vec!["--probe", probe, "--no-audit"];
+        for (name, default) in [("-c", "0"), ("-d", "60ms")] {
+            if !flag.contains(&name) {
+                args.extend([name, default]);
+            }
+        }
+        args.extend_from_slice(flag);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("run.json");
+        let out = latlab()
+            .arg("run")
+            .args(&args)
+            .args(["-q", "--no-store", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(2) {
+            assert!(
+                stderr.contains(&format!("probe {probe} ")) && stderr.contains(flag[0]),
+                "{probe} {flag:?} refused without naming both: {stderr}"
+            );
+            assert!(!json.exists(), "a refused run writes no Run");
+            refused.push(format!("{probe} {}", flag[0]));
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(0), "{probe} {flag:?}: {stderr}");
+        let run =
+            latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert!(honoured(&run), "{probe} {flag:?} was accepted and ignored");
+    }
+    refused
 }
 
 #[test]
