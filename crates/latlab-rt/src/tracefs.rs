@@ -554,7 +554,7 @@ pub mod osnoise;
 /// kernel's files refuse a read into a buffer no longer than their text
 /// (`osnoise/cpus`: `EINVAL`) or report the end after a short first read
 /// (`events/header_page`), which `read_to_string`'s first small read can be.
-pub(crate) fn read_at_once(path: &Path) -> io::Result<String> {
+pub fn read_at_once(path: &Path) -> io::Result<String> {
     use std::io::Read;
     let mut buffer = vec![0; 64 << 10];
     let n = fs::File::open(path)?.read(&mut buffer)?;

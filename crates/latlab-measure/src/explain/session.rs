@@ -9,8 +9,6 @@ use super::{Explainer, SessionError, SpikeFeed};
 use latlab_model::explain::{ExplainMode, ReaderStats};
 use latlab_rt::tracefs::TraceInstance;
 use latlab_trace::{EventFormat, PageLayout};
-use std::fs::File;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -345,17 +343,10 @@ impl<E: Explainer + 'static> Drop for Session<E> {
     }
 }
 
-/// The page layout from the instance's `events/header_page`, read in one `read` of a
-/// page or more: after a short first read the file reports its end.
+/// The page layout from the instance's `events/header_page`.
 fn read_layout(instance: &TraceInstance) -> Result<PageLayout, SessionError> {
     let path = instance.dir().join("events/header_page");
-    let read = |path: &std::path::Path| -> std::io::Result<String> {
-        let mut buffer = vec![0; 16 << 10];
-        let n = File::open(path)?.read(&mut buffer)?;
-        buffer.truncate(n);
-        Ok(String::from_utf8_lossy(&buffer).into_owned())
-    };
-    let text = read(&path).map_err(|source| SessionError::Read {
+    let text = latlab_rt::tracefs::read_at_once(&path).map_err(|source| SessionError::Read {
         path: path.clone(),
         source,
     })?;
