@@ -41,13 +41,16 @@ pub struct Measured {
     pub notices: Vec<Notice>,
     /// What was in force, once a phase has ended.
     pub conditions: Option<Conditions>,
-    /// When the first phase began measuring, and the last ended.
+    /// When the first phase began, and the last ended (a checkpoint and the final Run
+    /// give the same start).
     pub started_at: Option<SystemTime>,
     pub ended_at: Option<SystemTime>,
     /// A phase stopped early (a stop request, a break trace, a failing thread).
     pub interrupted: bool,
     /// A phase could not measure, or a measuring thread failed: exit code 3.
     pub failed: bool,
+    /// A break trace is armed (`-b`): part of the conditions, from the start.
+    pub breaktrace_armed: bool,
     /// The phase measuring now, if any.
     pub current: Option<CurrentPhase>,
 }
@@ -69,6 +72,12 @@ impl Measured {
         run.events = self.events.clone();
         run.interrupted = self.interrupted;
         run.conditions = self.conditions.clone();
+        if let Some(conditions) = run.conditions.as_mut() {
+            conditions.breaktrace_armed = self.breaktrace_armed;
+        }
+        if let Some(started) = self.started_at {
+            run.started_at = Some(rfc3339(started));
+        }
     }
 }
 
@@ -136,7 +145,9 @@ impl Ledger {
         let started = m.started_at.unwrap_or_else(SystemTime::now);
         base.started_at = Some(rfc3339(started));
         base.ended_at = Some(rfc3339(m.ended_at.unwrap_or(started)));
-        base.conditions = Some(m.conditions.clone().unwrap_or_default());
+        let mut conditions = m.conditions.clone().unwrap_or_default();
+        conditions.breaktrace_armed = m.breaktrace_armed;
+        base.conditions = Some(conditions);
         base
     }
 }

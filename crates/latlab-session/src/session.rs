@@ -110,6 +110,7 @@ impl Session {
                 }
             },
         };
+        ledger.lock().breaktrace_armed = breaktrace.is_some();
         Session {
             plan,
             base,
@@ -187,14 +188,10 @@ impl Session {
             notices.into_iter().for_each(|n| m.note(n));
             explain
         });
-        let breaktrace_armed = self.breaktrace.is_some();
         // The tripwires hold the trace too; it closes with the plan.
         drop(self.breaktrace.take());
         drop(self.setup.take());
         let mut run = self.ledger.seal(self.base.clone());
-        if let Some(conditions) = run.conditions.as_mut() {
-            conditions.breaktrace_armed = breaktrace_armed;
-        }
         run.explain = explain;
         annotate_breaktrace(&mut run);
         run
@@ -239,14 +236,18 @@ fn run_phase(
         .wants_checkpoints()
         .then(|| PhaseCheckpoint::new(request.cpus.len()));
     request.checkpoint = checkpoint.clone();
+    // One start for the phase and, for the first, the run: a checkpoint and the final
+    // Run give the same.
+    let started = SystemTime::now();
     let first_stream = {
         let mut m = ledger.lock();
         m.current = Some(CurrentPhase {
             name: request.phase.clone(),
-            started_at: SystemTime::now(),
+            started_at: started,
             checkpoint,
             loads: loads.clone(),
         });
+        m.started_at.get_or_insert(started);
         m.streams.len()
     };
     let live: Arc<Vec<LiveStats>> =
@@ -257,7 +258,6 @@ fn run_phase(
         first_stream,
         loads: &loads,
     });
-    let started = SystemTime::now();
     let outcome = {
         let mut observer = Recording {
             sinks: &mut *sinks,
@@ -287,7 +287,6 @@ fn run_phase(
         elapsed_ns: Some(outcome.measured),
         loads: records,
     });
-    m.started_at.get_or_insert(outcome.started_at);
     m.ended_at = Some(outcome.ended_at);
     m.interrupted |= outcome.interrupted;
     m.failed |= outcome.failure.is_some();

@@ -215,3 +215,27 @@ fn a_phase_measuring_shows_in_a_checkpoint_only_once_its_threads_measure() {
     assert_eq!(run.phases.len(), 1);
     assert_eq!(run.streams.len(), 1);
 }
+
+#[test]
+fn a_checkpoint_and_the_final_run_give_one_start_and_one_set_of_conditions() {
+    let plan = plan_with("1ms");
+    let base = Session::base_run(&plan, host(), None, "r4".to_string());
+    let ledger = ledger_of(timer_stream(&[10_000]), Vec::new());
+    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    {
+        let mut m = ledger.lock();
+        m.started_at = Some(started);
+        m.breaktrace_armed = true;
+    }
+    let checkpoint = ledger.checkpoint(&base, Duration::ZERO);
+    let run = ledger.seal(base.clone());
+    assert_ne!(base.started_at, run.started_at, "the start is the ledger's");
+    assert_eq!(checkpoint.started_at, run.started_at);
+    assert_eq!(
+        run.started_at.as_deref(),
+        Some(latlab_model::stamp::rfc3339(started).as_str())
+    );
+    let armed = |r: &Run| r.conditions.as_ref().map(|c| c.breaktrace_armed);
+    assert_eq!(armed(&checkpoint), Some(true));
+    assert_eq!(armed(&run), Some(true));
+}
