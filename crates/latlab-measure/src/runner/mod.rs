@@ -370,6 +370,13 @@ pub fn run_probe(
         let _main_affinity = (!others.is_empty())
             .then(|| affinity::AffinityGuard::apply(&others).ok())
             .flatten();
+        // Watched from before the first deadline: the kernel log is read from here, so
+        // a throttling it reports in the first milliseconds is seen.
+        let pinned: Vec<Option<usize>> = match request.policy {
+            SchedSpec::Deadline { .. } => vec![None; n],
+            _ => request.cpus.iter().map(|&c| Some(c)).collect(),
+        };
+        let mut stalls = StallWatch::start(&pinned, probe.site() == Site::MeasuredCpu);
         let lead = START_LEAD.0 + START_LEAD_PER_THREAD.0 * n as i64;
         let start = probe.clock().now_ns() + lead;
         shared.gate.open(Go::Start(start));
@@ -377,11 +384,6 @@ pub fn run_probe(
             checkpoint.start();
         }
         drop(abort_on_exit);
-        let pinned: Vec<Option<usize>> = match request.policy {
-            SchedSpec::Deadline { .. } => vec![None; n],
-            _ => request.cpus.iter().map(|&c| Some(c)).collect(),
-        };
-        let mut stalls = StallWatch::start(&pinned, probe.site() == Site::MeasuredCpu);
         watch(&shared, &handles, stop, live, observer, &mut stalls);
         let ends = handles
             .into_iter()
