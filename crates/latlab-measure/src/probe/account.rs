@@ -1,6 +1,7 @@
-//! The accounting every two-task and scheduling probe's worker keeps, whatever paces
-//! its cycles: the samples, the measured cycles without one, the warm-up samples, the
-//! measured span and its page faults — and the stream they make.
+//! The accounting the periodic probes' workers keep (two-task, scheduling, clock,
+//! noise, signal), whatever paces their cycles: the samples, the measured cycles
+//! without one, the warm-up samples, the measured span and its page faults — and the
+//! stream they make.
 
 use super::info::{self, Measured, ProbeInfo, ProbeSetup};
 use super::Placement;

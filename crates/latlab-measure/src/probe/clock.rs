@@ -8,13 +8,13 @@
 //! read with RDTSC and converted with a rate measured against CLOCK_MONOTONIC_RAW
 //! during the rehearsal.
 
+use super::account::Account;
 use super::info::{
-    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+    BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
 };
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
 use crate::notice::Notice;
-use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::Nanos;
 use latlab_rt::clock::{self, Clock};
@@ -127,11 +127,7 @@ impl Probe for ClockProbe {
             burst: self.burst,
             // ns per cycle as a 32.32 fixed-point factor; 1.0 until calibrated.
             tsc_scale: 1 << 32,
-            recorder: self.setup.recorder_for(placement),
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
+            account: Account::new(self.setup.recorder_for(placement)),
         }))
     }
 }
@@ -142,11 +138,7 @@ struct ClockWorker {
     source: Source,
     burst: usize,
     tsc_scale: u64,
-    recorder: SampleRecorder,
-    warm_up_samples: u64,
-    first: Option<Nanos>,
-    elapsed: Nanos,
-    page_faults: u64,
+    account: Account,
 }
 
 impl ClockWorker {
@@ -171,10 +163,10 @@ impl ClockWorker {
             let sample = now - previous;
             previous = now;
             if record {
-                let tripped = self.recorder.record(sample, at);
+                let tripped = self.account.recorder.record(sample, at);
                 live.publish(sample, 0);
-                if self.first.is_none() {
-                    self.first = Some(Nanos(sample));
+                if self.account.first.is_none() {
+                    self.account.first = Some(Nanos(sample));
                 }
                 // The break-trace limit ends the burst at the sample over it.
                 if tripped {
@@ -194,9 +186,7 @@ impl Worker for ClockWorker {
         for i in 0..3 {
             self.burst(i, true, live);
         }
-        self.recorder.reset();
-        self.first = None;
-        live.reset();
+        self.account.reset(live);
         Ok(())
     }
 
@@ -221,14 +211,14 @@ impl Worker for ClockWorker {
             let measured = due > window.warm_up_end;
             let taken = self.burst(due - window.warm_up_end, measured, live);
             if !measured {
-                self.warm_up_samples += taken;
-                self.recorder.count_warm_up(taken);
+                self.account.warm_up_samples += taken;
+                self.account.recorder.count_warm_up(taken);
             }
             last = Clock::Monotonic.now_ns();
             due += period;
         }
-        self.elapsed = Nanos((last - window.warm_up_end).max(0));
-        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.account.elapsed = Nanos((last - window.warm_up_end).max(0));
+        self.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         Ok(())
     }
 
@@ -263,26 +253,14 @@ pub(crate) fn tsc_scale(span: Nanos) -> Result<u64, RtError> {
 
 impl ClockWorker {
     fn describe_now(&self, phase: &str) -> Stream {
-        info::stream_of(
-            Measured {
-                info: &INFO,
-                setup: &self.setup,
-                placement: &self.placement,
-                recorder: &self.recorder,
-                missed: 0,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.stream(&INFO, &self.setup, &self.placement, phase)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::info;
     use crate::breaktrace::Tripwire;
     use latlab_model::spec::SchedSpec;
     use std::sync::Arc;
@@ -294,7 +272,7 @@ mod tests {
         let wire = Arc::new(Tripwire::new(Nanos(-1)));
         wire.arm();
         let mut worker = ClockWorker {
-            recorder: setup.recorder().breaking_at(Some(wire.clone())),
+            account: Account::new(setup.recorder().breaking_at(Some(wire.clone()))),
             setup,
             placement: Placement {
                 thread: 0,
@@ -307,13 +285,9 @@ mod tests {
             source: Source::Posix(clock::read_id("monotonic").expect("a POSIX clock")),
             burst: 100,
             tsc_scale: 1 << 32,
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
         };
         let taken = worker.burst(1, true, &LiveStats::default());
-        assert_eq!((taken, worker.recorder.samples()), (1, 1));
+        assert_eq!((taken, worker.account.recorder.samples()), (1, 1));
         assert!(wire.tripped().is_some());
     }
 }

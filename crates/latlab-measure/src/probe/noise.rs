@@ -15,12 +15,12 @@
 //! named in the summary rather than fought. There is no partner: no thread/process
 //! variant, no cross-CPU placement.
 
+use super::account::Account;
 use super::info::{
-    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+    BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
 };
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
-use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::units::parse_duration;
 use latlab_model::Nanos;
@@ -144,13 +144,9 @@ impl Probe for NoiseProbe {
             threshold: self.threshold.0,
             throttle_gap: rt_limits.map_or(i64::MAX, |l| l.throttle_gap_ns()),
             rt_limits,
-            recorder: self.setup.recorder_for(placement),
+            account: Account::new(self.setup.recorder_for(placement)),
             kept: Vec::with_capacity(self.events),
             lost: Lost::default(),
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
         }))
     }
 }
@@ -211,15 +207,11 @@ struct NoiseWorker {
     threshold: i64,
     throttle_gap: i64,
     rt_limits: Option<RtLimits>,
-    recorder: SampleRecorder,
+    account: Account,
     /// Gaps above the threshold kept as events: (start of the gap from the start of
     /// the measured span, length), ns; allocated up front.
     kept: Vec<(i64, i64)>,
     lost: Lost,
-    warm_up_samples: u64,
-    first: Option<Nanos>,
-    elapsed: Nanos,
-    page_faults: u64,
 }
 
 /// A gap above the threshold: off the loop's fast path.
@@ -259,11 +251,11 @@ impl NoiseWorker {
                 return (prev, prev);
             }
             prev = read();
-            self.warm_up_samples += 1;
-            self.recorder.count_warm_up(1);
+            self.account.warm_up_samples += 1;
+            self.account.recorder.count_warm_up(1);
         }
         let from = prev;
-        let mut first = self.first.is_none();
+        let mut first = self.account.first.is_none();
         // Positions, not differences, are converted, so that the gaps add up to the
         // span exactly (converting each TSC difference would round every one down).
         let mut at = 0;
@@ -272,10 +264,10 @@ impl NoiseWorker {
             let now_at = to_ns(now - from);
             let gap = now_at - at;
             if first {
-                self.first = Some(Nanos(gap));
+                self.account.first = Some(Nanos(gap));
                 first = false;
             }
-            self.recorder.record(gap, at);
+            self.account.recorder.record(gap, at);
             live.publish(gap, 0);
             if gap > threshold {
                 note_gap(&mut self.kept, &mut self.lost, throttle_gap, at, gap);
@@ -327,7 +319,7 @@ impl NoiseWorker {
     }
 
     fn summary(&self, label: &str) -> String {
-        let elapsed = self.elapsed.0.max(1);
+        let elapsed = self.account.elapsed.0.max(1);
         let share = self.lost.total as f64 * 100.0 / elapsed as f64;
         let mut text = format!(
             "{label}: {} gaps above {} lost {} of {} measured ({share:.3} % of the CPU), \
@@ -335,7 +327,7 @@ impl NoiseWorker {
             self.lost.gaps,
             Nanos(self.threshold),
             Nanos(self.lost.total),
-            self.elapsed,
+            self.account.elapsed,
             Nanos(self.lost.longest),
         );
         if self.lost.gaps > self.kept.len() as u64 {
@@ -380,16 +372,13 @@ impl Worker for NoiseWorker {
         let now = Clock::Monotonic.now_ns();
         self.run(now + 1_000_000, now + 3_000_000, stop, live);
         self.threshold = threshold;
-        self.recorder.reset();
+        self.account.reset(live);
         let blank = (0, 0);
         self.kept.clear();
         self.kept.spare_capacity_mut().iter_mut().for_each(|s| {
             s.write(blank);
         });
         self.lost = Lost::default();
-        self.warm_up_samples = 0;
-        self.first = None;
-        live.reset();
         Ok(())
     }
 
@@ -401,8 +390,8 @@ impl Worker for NoiseWorker {
     ) -> Result<(), RtError> {
         let faults_before = memory::thread_page_faults();
         let end = window.end.unwrap_or(i64::MAX);
-        self.elapsed = Nanos(self.run(window.warm_up_end, end, stop, live).max(0));
-        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.account.elapsed = Nanos(self.run(window.warm_up_end, end, stop, live).max(0));
+        self.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         Ok(())
     }
 
@@ -439,7 +428,7 @@ impl Worker for NoiseWorker {
             .collect();
         events.push(event(
             "noise-summary",
-            self.elapsed.0,
+            self.account.elapsed.0,
             self.lost.total,
             self.summary(&label),
         ));
@@ -449,26 +438,14 @@ impl Worker for NoiseWorker {
 
 impl NoiseWorker {
     fn describe_now(&self, phase: &str) -> Stream {
-        info::stream_of(
-            Measured {
-                info: &INFO,
-                setup: &self.setup,
-                placement: &self.placement,
-                recorder: &self.recorder,
-                missed: 0,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.stream(&INFO, &self.setup, &self.placement, phase)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::info;
 
     fn setup(params: &[(&str, &str)]) -> ProbeSetup {
         info::test_setup(&INFO, params, &[0])

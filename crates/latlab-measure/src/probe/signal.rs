@@ -27,13 +27,13 @@
 //! write to each page then takes one minor fault (counted in `page_faults`; a warm-up
 //! absorbs it).
 
+use super::account::Account;
 use super::info::{
-    self, BuildError, Measured, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
+    self, BuildError, ParamInfo, Policies, ProbeInfo, ProbeSetup, Setting,
 };
 use super::partners;
 use super::{Placement, Probe, Window, Worker};
 use crate::live::LiveStats;
-use crate::record::SampleRecorder;
 use latlab_model::run::{Event, Stream};
 use latlab_model::Nanos;
 use latlab_rt::clock::Clock;
@@ -169,12 +169,7 @@ impl Probe for SignalProbe {
             target,
             blocked: Some(blocked),
             partner,
-            recorder: self.setup.recorder_for(placement),
-            missed: 0,
-            warm_up_samples: 0,
-            first: None,
-            elapsed: Nanos(0),
-            page_faults: 0,
+            account: Account::new(self.setup.recorder_for(placement)),
         }))
     }
 }
@@ -199,12 +194,7 @@ struct SignalWorker {
     /// Released on the measuring thread when measuring ends (it is that thread's mask).
     blocked: Option<BlockedSignal>,
     partner: Option<Sender>,
-    recorder: SampleRecorder,
-    missed: u64,
-    warm_up_samples: u64,
-    first: Option<Nanos>,
-    elapsed: Nanos,
-    page_faults: u64,
+    account: Account,
 }
 
 /// How many instants `start + k × period` (k ≥ 0) lie in `[from, until)`.
@@ -234,16 +224,16 @@ impl SignalWorker {
     #[inline(always)]
     fn take(&mut self, t: i64, t2: i64, window: &Window, live: &LiveStats) -> bool {
         if t <= window.warm_up_end {
-            self.warm_up_samples += 1;
-            self.recorder.count_warm_up(1);
+            self.account.warm_up_samples += 1;
+            self.account.recorder.count_warm_up(1);
             return false;
         }
         let sample = t2 - t;
         let placed = window.end.map_or(t, |end| t.min(end));
-        self.recorder.record(sample, placed - window.warm_up_end);
+        self.account.recorder.record(sample, placed - window.warm_up_end);
         live.publish(sample, 0);
-        if self.first.is_none() {
-            self.first = Some(Nanos(sample));
+        if self.account.first.is_none() {
+            self.account.first = Some(Nanos(sample));
         }
         true
     }
@@ -272,7 +262,7 @@ impl SignalWorker {
             let overrun = r.overrun as i64;
             let lost_measured = window.boundaries_measured(due, period, overrun.max(0) as u64);
             pass.missed += lost_measured;
-            self.recorder.count_missed(lost_measured);
+            self.account.recorder.count_missed(lost_measured);
             live.publish_missed(lost_measured);
             pass.last = r.at_ns;
             due += (1 + overrun) * period;
@@ -392,10 +382,7 @@ impl Worker for SignalWorker {
         if let Some(b) = &self.blocked {
             b.drain();
         }
-        self.recorder.reset();
-        self.warm_up_samples = 0;
-        self.first = None;
-        live.reset();
+        self.account.reset(live);
         Ok(())
     }
 
@@ -407,15 +394,15 @@ impl Worker for SignalWorker {
     ) -> Result<(), RtError> {
         let faults_before = memory::thread_page_faults();
         let result = self.pass(window, self.setup.period.0.max(1), stop, live);
-        self.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
+        self.account.page_faults = memory::thread_page_faults().saturating_sub(faults_before);
         // Everything bound to this thread goes now: the partner (before the mask, so
         // nothing arrives unblocked), then the mask.
         self.partner = None;
         self.blocked = None;
         let pass = result?;
-        self.missed = pass.missed;
+        self.account.missed = pass.missed;
         let end = window.end.map_or(pass.last, |e| pass.last.min(e));
-        self.elapsed = Nanos((end - window.warm_up_end).max(0));
+        self.account.elapsed = Nanos((end - window.warm_up_end).max(0));
         if pass.sender_lost {
             return Err(RtError::new(
                 "the signal sender stopped before the end of the window (its periods \
@@ -437,20 +424,7 @@ impl Worker for SignalWorker {
 
 impl SignalWorker {
     fn describe_now(&self, phase: &str) -> Stream {
-        info::stream_of(
-            Measured {
-                info: &INFO,
-                setup: &self.setup,
-                placement: &self.placement,
-                recorder: &self.recorder,
-                missed: self.missed,
-                warm_up_samples: self.warm_up_samples,
-                first_sample: self.first,
-                elapsed: self.elapsed,
-                page_faults: self.page_faults,
-            },
-            phase,
-        )
+        self.account.stream(&INFO, &self.setup, &self.placement, phase)
     }
 }
 
