@@ -241,6 +241,18 @@ fn farm(local: &std::path::Path, store: &str, args: &[&str]) -> (i32, String, St
     )
 }
 
+/// Waits (10 s at most) until the store holds the start of run `name`.
+fn await_row(pg: &PgCluster, name: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pg.sql(&format!("SELECT count(*) FROM runs WHERE name = '{name}'")) != "1" {
+        assert!(
+            std::time::Instant::now() < until,
+            "run {name} not stored at its start in 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     let _serial = crate::common::serial();
@@ -248,17 +260,23 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("local.sqlite");
     let url = pg.url();
-    // Three rigs at once.
+    // Three rigs at once (all started, then all awaited).
     let children: Vec<_> = (0..3)
         .map(|i| {
             std::process::Command::new(crate::common::latlab_path())
                 .env("LATLAB_OUTBOX", dir.path().join(format!("rig{i}.sqlite")))
-                .args(["run", "-d", "2s", "-q", "--no-audit", "-c", "0", "--name"])
+                .args(["run", "-d", "1s", "-q", "--no-audit", "-c", "0", "--name"])
                 .arg(format!("rig-run-{i}"))
                 .args(["--store", &url])
-                .output()
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
                 .unwrap()
         })
+        .collect();
+    let children: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
         .collect();
     for out in &children {
         assert!(out.status.success(), "{}", text(&out.stderr));
@@ -288,7 +306,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .args([
             "run",
             "-d",
-            "4s",
+            "2s",
             "-q",
             "--no-audit",
             "-c",
@@ -302,12 +320,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .spawn()
         .unwrap();
     // Once the store holds its start (its row, as running), the server goes.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while pg.sql("SELECT count(*) FROM runs WHERE name = 'cut-off'") != "1"
-        && std::time::Instant::now() < until
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    await_row(&pg, "cut-off");
     pg.stop_server();
     let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);
@@ -362,7 +375,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .args([
             "run",
             "-d",
-            "3s",
+            "2s",
             "-q",
             "--no-audit",
             "-c",
@@ -375,7 +388,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    await_row(&pg, "cut-off-2");
     pg.stop_server();
     assert!(child.wait_with_output().unwrap().status.success());
     pg.start_server();
