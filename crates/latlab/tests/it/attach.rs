@@ -122,9 +122,10 @@ fn read_run(path: &Path) -> serde_json::Value {
 
 #[test]
 fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
-    let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
+    // Built before the measuring slot is taken: building measures nothing.
     let c_loop = crate::c_abi::build_c_example(dir.path());
+    let _guard = serial();
     let json = dir.path().join("app.json");
     let store = dir.path().join("runs.sqlite");
     let app = App::start_program(&c_loop, 2);

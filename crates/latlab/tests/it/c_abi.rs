@@ -214,10 +214,12 @@ impl Reap {
 
 #[test]
 fn the_c_example_built_with_pkg_config_runs_1khz_for_2s_shared_and_static() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    for linking in [Linking::Shared, Linking::Static] {
-        let exe = build_c_example_linked(dir.path(), linking);
+    // Built before the measuring slot is taken: building measures nothing.
+    let built = [Linking::Shared, Linking::Static]
+        .map(|linking| (linking, build_c_example_linked(dir.path(), linking)));
+    let _serial = serial();
+    for (linking, exe) in built {
         assert_eq!(
             needs_shared_library(&exe),
             linking == Linking::Shared,
@@ -260,9 +262,9 @@ fn the_c_example_built_with_pkg_config_runs_1khz_for_2s_shared_and_static() {
 
 #[test]
 fn a_sigkilled_c_loop_leaves_its_page_and_the_next_run_sweeps_it() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let exe = build_c_example(dir.path());
+    let _serial = serial();
 
     let killed = Reap(Some(start_loop(&exe, dir.path(), Linking::Static, "0")));
     let pid = killed.pid();
@@ -395,7 +397,6 @@ int main(void) {
 
 #[test]
 fn a_task_outliving_its_main_thread_is_attached_to_not_swept() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("prefix");
     install(&prefix);
@@ -403,6 +404,7 @@ fn a_task_outliving_its_main_thread_is_attached_to_not_swept() {
     std::fs::write(&source, ORPHAN_THREAD).unwrap();
     let exe = dir.path().join("orphan");
     compile(&prefix, &source, &exe, Linking::Static);
+    let _serial = serial();
     let app = Reap(Some(
         Command::new(&exe)
             .stdout(Stdio::null())
