@@ -414,7 +414,7 @@ fn every_explained_spike_under_load_adds_up_and_blames_only_what_events_show() {
     // Spikes this test makes itself: hackbench alone leaves none above 30 µs on a
     // quiet host, as the measuring thread is real-time and it is not. A fifo 99 spin
     // of 300 µs every 50 ms overlaps a deadline of the 1 ms period about one time in
-    // three.
+    // three: some 25 spikes in 4 s.
     let spinner = Spinner::start(
         CPU,
         99,
@@ -426,7 +426,7 @@ fn every_explained_spike_under_load_adds_up_and_blames_only_what_events_show() {
         "-c",
         &cpu,
         "-d",
-        "10s",
+        "4s",
         "--spike",
         "30us",
         "--load",
