@@ -184,23 +184,27 @@ impl Session {
         while !missing.is_empty() {
             let threads = kernel_threads(name);
             missing.retain(|cpu| match threads.iter().find(|(c, _)| c == cpu) {
-                Some(&(_, tid)) => {
-                    refused = refused.take().or_else(|| {
-                        set_policy(tid, policy).err().map(|e| {
-                            let hint = match policy {
-                                SchedSpec::Deadline { .. } => {
-                                    " (the kernel gives SCHED_DEADLINE only to a thread \
-                                     that may run on every CPU of its scheduling domain, \
-                                     which a tracer's per-CPU thread may not: use a fifo or \
-                                     rr policy)"
-                                }
-                                _ => "",
-                            };
+                Some(&(_, tid)) => match set_policy(tid, policy) {
+                    Ok(()) => false,
+                    // Gone since it was listed (the tracer made its threads again):
+                    // looked for again, not a refusal.
+                    Err(e) if e.errno() == Some(libc::ESRCH) => true,
+                    Err(e) => {
+                        let hint = match policy {
+                            SchedSpec::Deadline { .. } => {
+                                " (the kernel gives SCHED_DEADLINE only to a thread \
+                                 that may run on every CPU of its scheduling domain, \
+                                 which a tracer's per-CPU thread may not: use a fifo or \
+                                 rr policy)"
+                            }
+                            _ => "",
+                        };
+                        refused.get_or_insert_with(|| {
                             format!("put {name}/{cpu} at {policy}: {e}{hint}")
-                        })
-                    });
-                    false
-                }
+                        });
+                        false
+                    }
+                },
                 None => true,
             });
             if let Some(why) = refused {
