@@ -83,8 +83,6 @@ pub struct RunOutcome {
     pub notices: Vec<Notice>,
     /// What was in force.
     pub conditions: Conditions,
-    /// Wall-clock start.
-    pub started_at: SystemTime,
     /// Wall-clock end.
     pub ended_at: SystemTime,
     /// The span measured: from the end of the warm-up to the end of the window, or to
@@ -336,7 +334,6 @@ pub fn run_probe(
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
     };
     let mut notices = setup.notices.clone();
-    let started_at = SystemTime::now();
     type Ended = (Vec<ThreadEnd>, i64, StallEvidence);
     let (ends, start, held) = std::thread::scope(|scope| -> Result<Ended, RunError> {
         let abort_on_exit = AbortOnDrop(&shared.gate);
@@ -392,7 +389,7 @@ pub fn run_probe(
         Ok((ends, start, stalls.finish()))
     })?;
     let ended_at = SystemTime::now();
-    let span = (started_at, ended_at, window_of(request, start));
+    let span = (ended_at, window_of(request, start));
     Ok(finish(
         ends, request, setup, notices, span, stop, &shared, held,
     ))
@@ -488,7 +485,7 @@ fn finish(
     request: &RunRequest,
     setup: &SystemSetup,
     mut notices: Vec<Notice>,
-    (started_at, ended_at, window): (SystemTime, SystemTime, Window),
+    (ended_at, window): (SystemTime, Window),
     stop: &AtomicBool,
     shared: &Shared<'_>,
     held: StallEvidence,
@@ -560,7 +557,6 @@ fn finish(
         events,
         notices,
         conditions,
-        started_at,
         ended_at,
         measured,
         interrupted: stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed),
