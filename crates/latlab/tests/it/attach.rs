@@ -3,7 +3,7 @@
 //! lines, the Run it writes, and what a killed application leaves (nothing, once
 //! swept).
 
-use crate::common::{latlab, latlab_path, serial, text};
+use crate::common::{latlab, latlab_path, serial, shared, text};
 use latlab_rt::periodic::shm::pages_of;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -125,7 +125,7 @@ fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
     let dir = tempfile::tempdir().unwrap();
     // Built before the measuring slot is taken: building measures nothing.
     let c_loop = crate::c_abi::build_c_example(dir.path());
-    let _guard = serial();
+    let _guard = shared();
     let json = dir.path().join("app.json");
     let store = dir.path().join("runs.sqlite");
     let app = App::start_program(&c_loop, 2);
@@ -188,7 +188,7 @@ fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
 
 #[test]
 fn detaching_leaves_the_task_running_and_says_the_figures_are_so_far() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("app.json");
     // What an attach killed while writing its --json left: swept by the next.
@@ -271,7 +271,7 @@ fn a_process_without_a_task_is_bad_input_naming_the_pid() {
 
 #[test]
 fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
-    let _guard = serial();
+    let _guard = shared();
     if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
     {
         return; // only root can become nobody; as a user the task is unprivileged already

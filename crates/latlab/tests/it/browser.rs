@@ -663,12 +663,12 @@ fn the_pages_of_serve_render_in_chromium_with_their_plots() {
 
 #[test]
 fn the_pages_of_serve_render_from_the_farm_store_in_chromium() {
-    let _guard = serial();
     let pg = crate::pg::PgCluster::start();
     let url = pg.url();
     let dir = tempfile::tempdir().unwrap();
     crate::farm_views::import_farm(dir.path(), &url);
     // A run of this host killed mid-run: died, with what it measured.
+    let measuring = crate::common::shared();
     let mut killed = std::process::Command::new(crate::common::latlab_path())
         .env("LATLAB_OUTBOX", dir.path().join("outbox.sqlite"))
         .args([
@@ -690,6 +690,7 @@ fn the_pages_of_serve_render_from_the_farm_store_in_chromium() {
     crate::common::await_checkpoint(&url, "killed", &dir.path().join("outbox.sqlite"));
     killed.kill().unwrap();
     killed.wait().unwrap();
+    drop(measuring);
     let mut served = Served::start(&url);
 
     let index = inspect_served(dir.path(), &served, "/", "index");

@@ -4,7 +4,7 @@
 //! library's, its page in /dev/shm while it runs and gone after (also after SIGKILL, at
 //! the next run); bad input answered with the documented codes and messages.
 
-use crate::common::{needs, serial};
+use crate::common::{needs, serial, shared};
 use latlab_rt::periodic::shm;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -218,7 +218,7 @@ fn the_c_example_built_with_pkg_config_runs_1khz_for_2s_shared_and_static() {
     // Built before the measuring slot is taken: building measures nothing.
     let built = [Linking::Shared, Linking::Static]
         .map(|linking| (linking, build_c_example_linked(dir.path(), linking)));
-    let _serial = serial();
+    let _serial = shared();
     for (linking, exe) in built {
         assert_eq!(
             needs_shared_library(&exe),

@@ -2,7 +2,7 @@
 //! every checkpoint, and a run whose process is gone is found died by the next latlab
 //! that opens the store, with everything up to its last checkpoint.
 
-use crate::common::{latlab, latlab_path, serial, text};
+use crate::common::{latlab, latlab_path, shared, text};
 use latlab_model::progress::{DeathCause, RunState};
 use latlab_model::run::Run;
 use latlab_model::stamp::parse_rfc3339;
@@ -40,7 +40,7 @@ fn crash_image(from: &Path, to: &Path) {
 
 #[test]
 fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let json = dir.path().join("run.json");

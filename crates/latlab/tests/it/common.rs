@@ -7,41 +7,81 @@ use latlab_model::run::{Run, Stream};
 use std::cell::Cell;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Once, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-/// Measurements share two CPUs, and the checks for left-over processes, IPC objects and
-/// tracefs settings must see only what their own test made: one such test at a time.
-static MEASURING: Mutex<()> = Mutex::new(());
+/// Measurements share two CPUs. Most tests check only what their own run wrote (counts
+/// that add up, flags honoured, files their consumers accept) and its own processes:
+/// they hold the slot shared, several at once ([`shared`], which [`measurement`] takes).
+/// A test that makes a ground truth on a CPU (a spinner, a flood, a stopped task), or
+/// checks what is the whole machine's (tracefs settings and instances, IPC objects,
+/// `tracing_on`), holds it whole ([`serial`]): then nothing else measures.
+static MEASURING: RwLock<()> = RwLock::new(());
+
+/// How this test's thread holds [`MEASURING`].
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    Not,
+    Shared,
+    Whole,
+}
 
 thread_local! {
-    /// Whether this test's thread holds [`MEASURING`] already.
-    static HOLDS_MEASURING: Cell<bool> = const { Cell::new(false) };
+    static HELD: Cell<Held> = const { Cell::new(Held::Not) };
 }
 
 /// The measuring slot, held until dropped.
-pub struct Serial {
-    lock: Option<MutexGuard<'static, ()>>,
+pub struct Slot {
+    guard: Option<Guard>,
 }
 
-impl Drop for Serial {
+enum Guard {
+    Shared {
+        _held: RwLockReadGuard<'static, ()>,
+    },
+    Whole {
+        _held: RwLockWriteGuard<'static, ()>,
+    },
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
-        if self.lock.is_some() {
-            HOLDS_MEASURING.set(false);
+        if self.guard.is_some() {
+            HELD.set(Held::Not);
         }
     }
 }
 
-/// Holds the measuring slot of this test binary. A test that already holds it may take
-/// it again (as [`measure`] does), so a test holds it across its own snapshot,
+/// Holds the measuring slot of this test binary whole. A test that already holds it may
+/// take it again (as [`measure`] does), so a test holds it across its own snapshot,
 /// measurements and checks.
-pub fn serial() -> Serial {
-    if HOLDS_MEASURING.get() {
-        return Serial { lock: None };
+pub fn serial() -> Slot {
+    match HELD.get() {
+        Held::Whole => Slot { guard: None },
+        Held::Shared => panic!("this test holds the measuring slot shared: take serial() first"),
+        Held::Not => {
+            let guard = MEASURING.write().unwrap_or_else(|e| e.into_inner());
+            HELD.set(Held::Whole);
+            Slot {
+                guard: Some(Guard::Whole { _held: guard }),
+            }
+        }
     }
-    let lock = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    HOLDS_MEASURING.set(true);
-    Serial { lock: Some(lock) }
+}
+
+/// Holds the measuring slot shared with other tests that check only their own runs
+/// (see [`MEASURING`]); a test holding it whole keeps it whole.
+pub fn shared() -> Slot {
+    match HELD.get() {
+        Held::Whole | Held::Shared => Slot { guard: None },
+        Held::Not => {
+            let guard = MEASURING.read().unwrap_or_else(|e| e.into_inner());
+            HELD.set(Held::Shared);
+            Slot {
+                guard: Some(Guard::Shared { _held: guard }),
+            }
+        }
+    }
 }
 
 /// The binary under test.
@@ -156,9 +196,10 @@ pub struct Measurement {
 }
 
 /// Runs `latlab run` with `args` plus quiet/no-store/JSON to a temp file, holding the
-/// measuring slot, and checks that no process of it outlives it.
+/// measuring slot (shared, unless the test holds it whole), and checks that no process
+/// of it outlives it.
 pub fn measurement(args: &[&str]) -> Measurement {
-    let _guard = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut command = latlab_in_own_group();

@@ -3,7 +3,7 @@
 //! module (the parts of them that read the file, written anew in `tests/consumers/`,
 //! whose README names their sources), and CSV read back against the Run.
 
-use crate::common::{fixture, latlab, serial, text, with_store};
+use crate::common::{fixture, latlab, shared, text, with_store};
 
 use latlab_model::run::Run;
 use serde_json::Value;
@@ -45,7 +45,7 @@ pub(crate) fn python(script: &str, args: &[&Path]) -> (i32, String) {
 
 /// `latlab run ARGS -q --store STORE`, holding the measuring slot: its exit code.
 fn run_into(store: &Path, args: &[&str]) -> i32 {
-    let _guard = serial();
+    let _guard = shared();
     let (code, _, err) = with_store(store, &[&["run", "-q"], args].concat());
     assert!((0..=1).contains(&code), "latlab run {args:?}: {err}");
     code

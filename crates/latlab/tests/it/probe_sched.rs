@@ -4,7 +4,7 @@
 //! afterwards — never absolute latencies.
 
 use crate::common::{
-    assert_nothing_left_of, latlab_in_own_group, measurement, processes_in_group, serial,
+    assert_nothing_left_of, latlab_in_own_group, measurement, processes_in_group, shared,
 };
 use latlab_model::run::{Run, Stream};
 use std::process::Stdio;
@@ -179,7 +179,7 @@ fn sigint_ends_process_partners_and_keeps_the_results() {
         "switch:method=pipe,task=process",
         "pi:protocol=inherit,task=process",
     ] {
-        let _guard = serial();
+        let _guard = shared();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("run.json");
         let mut child = latlab_in_own_group()

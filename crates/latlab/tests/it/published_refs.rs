@@ -3,7 +3,7 @@
 //! reported beside it; the reference is marked as published and what it lacks is
 //! unknown.
 
-use crate::common::{serial, with_store};
+use crate::common::{shared, with_store};
 use latlab_model::published::{reference_run, NOT_MEASURED_HERE};
 use latlab_model::run::Run;
 use serde_json::Value;
@@ -41,7 +41,7 @@ fn a_sweep_is_compared_with_table_3_period_by_period() {
     );
     std::fs::write(&scenario, SWEEP).unwrap();
     {
-        let _measuring = serial();
+        let _measuring = shared();
         let (code, _, stderr) = with_store(&store, &["run", scenario.to_str().unwrap(), "-q"]);
         assert_eq!(code, 0, "{stderr}");
     }

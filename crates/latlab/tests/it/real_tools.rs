@@ -5,7 +5,7 @@
 //! The tools are installed by scripts/test; a test that does not find one fails with the
 //! install command.
 
-use crate::common::{serial, text, with_store};
+use crate::common::{shared, text, with_store};
 use latlab_model::run::Run;
 use latlab_model::Nanos;
 use serde_json::Value;
@@ -183,7 +183,7 @@ fn cyclictest_args<'a>(ns: bool, quiet: bool, more: &[&'a str]) -> Vec<&'a str> 
 #[test]
 fn real_cyclictest_histograms_import_with_their_counts_and_unit() {
     let cyclictest = installed("cyclictest", "rt-tests");
-    let _slot = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
     for (ns, quiet, name) in variants() {
         let file = format!("{name}.hist.txt");
@@ -249,7 +249,7 @@ fn stated_by_samples(text: &str, threads: usize) -> Vec<Stated> {
 #[test]
 fn real_cyclictest_verbose_logs_import_with_every_sample() {
     let cyclictest = installed("cyclictest", "rt-tests");
-    let _slot = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
     for (ns, quiet, name) in variants() {
         let file = format!("{name}.verbose.txt");
@@ -317,7 +317,7 @@ pub(crate) fn stated_by_json(json: &Value) -> (Vec<Stated>, i64) {
 #[test]
 fn real_cyclictest_json_imports_in_its_resolution_and_agrees_with_its_text() {
     let cyclictest = installed("cyclictest", "rt-tests");
-    let _slot = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
     for (ns, quiet, name) in variants() {
         let json_name = format!("{name}.json");
@@ -360,7 +360,7 @@ fn oslat_values(text: &str, label: &str) -> Vec<i64> {
 #[test]
 fn real_oslat_text_and_json_import_with_their_counts() {
     let oslat = installed("oslat", "rt-tests");
-    let _slot = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
 
     let path = run_tool(dir.path(), oslat, &["-D", "1", "-c", "1"], "oslat.txt");
@@ -420,7 +420,7 @@ fn real_oslat_text_and_json_import_with_their_counts() {
 #[test]
 fn real_jitterdebugger_results_import_with_their_counts_and_sysinfo() {
     let jitterdebugger = installed("jitterdebugger", "jitterdebugger");
-    let _slot = serial();
+    let _slot = shared();
     let dir = tempfile::tempdir().unwrap();
     run_tool(
         dir.path(),

@@ -3,7 +3,7 @@
 //! `latlab show --json`. Imports of fixtures fill the stores: fast, and each import
 //! is added at a known point.
 
-use crate::common::{fixture, latlab, serial, text, with_store};
+use crate::common::{fixture, latlab, shared, text, with_store};
 use latlab_model::run::Run;
 use serde_json::Value;
 use std::path::Path;
@@ -392,7 +392,7 @@ fn check_json_is_never_written_over_the_run_store() {
 
 #[test]
 fn a_measured_run_takes_a_name_tags_and_a_note() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let labels = ["--name", "m1", "--tag", "env=lab", "--note", "a note"];

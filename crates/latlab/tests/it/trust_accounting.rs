@@ -3,7 +3,7 @@
 //! where they apply, and every wait outside the measured loop stoppable. Invariants and
 //! ground truths created here only, never absolute latencies (these are noisy VMs).
 
-use crate::common::{latlab, measure, serial};
+use crate::common::{latlab, measure, serial, shared};
 
 use latlab_model::run::{Run, Stream};
 use std::process::Stdio;
@@ -26,7 +26,7 @@ struct Interrupted {
 /// pid) after `after`, and waits for it to end (killing it after 20 s, so a run that
 /// ignores the signal fails the test instead of hanging it).
 fn interrupt(args: &[&str], after: Duration, signal: i32) -> Interrupted {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let spawned = Instant::now();
@@ -78,7 +78,9 @@ fn only_stream(run: &Run) -> &Stream {
 
 #[test]
 fn rel_accounts_each_period_once_at_a_period_the_machine_cannot_sustain() {
-    // No relative sleep returns within 1 µs: nearly every sleep misses periods.
+    // No relative sleep returns within 1 µs: nearly every sleep misses periods, and the
+    // CPU is kept busy, which would starve other tests' runs there.
+    let _guard = serial();
     let (code, run, _) = measure(&["-c", "0", "-p", "1us", "-d", "500ms", "--method", "rel"]);
     assert_eq!(code, 0);
     let s = only_stream(&run);

@@ -1,7 +1,7 @@
 //! Bad input gets a clear usage error (exit 2) naming what is wrong — never a hang, a
 //! runaway read, a silent choice between conflicting values, or raw terminal escapes.
 
-use crate::common::serial;
+use crate::common::shared;
 use assert_cmd::Command;
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ fn a_scenario_that_is_a_device_a_fifo_or_huge_is_refused_without_reading_it() {
 
 #[test]
 fn a_probe_that_cannot_run_at_the_policy_is_a_usage_error_naming_what_it_accepts() {
-    let _guard = serial();
+    let _guard = shared();
     let deadline = "d:100us:1ms";
     // A SCHED_DEADLINE thread cannot start partner tasks: these failed with exit 3
     // ("start the partner thread: Resource temporarily unavailable").
@@ -177,7 +177,7 @@ fn has_terminal_control(text: &str) -> bool {
 #[test]
 fn terminal_escapes_in_scenario_phase_and_run_ids_never_reach_the_terminal() {
     use latlab_store::RunStore;
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let store_arg = store.to_str().unwrap();

@@ -3,7 +3,7 @@
 //! second or two and assert ground truths the tests create (files, pids, ids), never
 //! latencies.
 
-use crate::common::{fixture, latlab, latlab_path, serial, text, RmdirOnDrop};
+use crate::common::{fixture, latlab, latlab_path, serial, shared, text, RmdirOnDrop};
 
 use latlab_model::run::Run;
 use std::os::unix::process::CommandExt;
@@ -382,7 +382,7 @@ fn sigquit_stops_cleanly_and_keeps_the_run() {
 
 #[test]
 fn a_display_nobody_reads_does_not_end_the_run() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let mut child = std::process::Command::new(latlab_path())
@@ -413,7 +413,7 @@ fn a_display_nobody_reads_does_not_end_the_run() {
 
 /// A store in `dir` holding one short run.
 fn store_with_a_run(dir: &Path) -> PathBuf {
-    let _guard = serial();
+    let _guard = shared();
     let store = dir.join("runs.sqlite");
     let out = latlab()
         .args([
@@ -767,7 +767,7 @@ fn a_failed_save_keeps_the_run_in_a_file_to_import() {
         )
         .unwrap();
     let out = {
-        let _guard = serial();
+        let _guard = shared();
         latlab()
             .args([
                 "run",
@@ -832,7 +832,7 @@ fn json_to_a_pipe(dir: &Path) -> std::process::Child {
 #[test]
 fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let _guard = serial();
+    let _guard = shared();
     let mut child = json_to_a_pipe(dir.path());
     let _cleanup = KillOnDrop(vec![child.id()]);
     // The reader takes nothing and goes away, as `head -c1` does after one byte.
@@ -848,7 +848,7 @@ fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
 #[test]
 fn a_json_pipe_whose_reader_leaves_after_one_byte_keeps_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let _guard = serial();
+    let _guard = shared();
     // `latlab run --no-store --json - | head -c1`: the whole Run fits in the pipe's
     // buffer, so writing it succeeds; the reader takes one byte and leaves.
     let mut child = json_to_a_pipe(dir.path());
@@ -993,7 +993,7 @@ fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let out = {
-        let _guard = serial();
+        let _guard = shared();
         latlab()
             .args([
                 "run",
