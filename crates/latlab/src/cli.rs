@@ -631,9 +631,9 @@ pub struct RunsArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
-    /// How many runs to list (0: all).
-    #[arg(short = 'n', long, default_value_t = 20)]
-    pub limit: usize,
+    /// How many runs to list (0: all) [default: 20 in the table; --json lists all].
+    #[arg(short = 'n', long)]
+    pub limit: Option<usize>,
     /// Which runs.
     #[command(flatten)]
     pub filter: RunFilterArgs,

@@ -28,13 +28,15 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         .transpose()?;
     let store = crate::store::open_read_only(&location)?;
     let matching = store.list(&filter, None).map_err(CliError::runtime)?;
-    let limit = match args.limit {
-        0 => matching.len(),
-        n => n,
-    };
-    let shown = &matching[..limit.min(matching.len())];
+    // The table shows the newest 20 unless told; the list for a program holds every
+    // run that matches unless told otherwise.
+    let upto = |limit: usize| &matching[..limit.min(matching.len())];
+    let told = args.limit.map(|n| if n == 0 { matching.len() } else { n });
     if let Some(target) = json.as_mut() {
-        let objects: Vec<String> = shown.iter().map(as_json).collect();
+        let objects: Vec<String> = upto(told.unwrap_or(matching.len()))
+            .iter()
+            .map(as_json)
+            .collect();
         let text = match objects.is_empty() {
             true => "[]\n".to_string(),
             false => format!("[\n{}\n]\n", objects.join(",\n")),
@@ -44,6 +46,7 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
             return Ok(exit::OK);
         }
     }
+    let shown = upto(told.unwrap_or(20));
     let mut text = format!(
         "{}\n{} shown from {}",
         table(shown),
