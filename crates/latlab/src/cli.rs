@@ -9,6 +9,7 @@ use crate::store::StoreLocation;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use latlab_measure::plan::RunInput;
+use latlab_report::compare::Tolerance;
 use latlab_session::labels::Labels;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -481,7 +482,7 @@ pub struct CompareArgs {
     pub metrics: Vec<String>,
     /// Change allowed before a significant difference is a regression: a percentage
     /// (10%) or a latency (5us, which the missed-period rate is judged without).
-    #[arg(long, value_name = "10%|5us", default_value = "10%")]
+    #[arg(long, value_name = "10%|5us", default_value = Tolerance::DEFAULT_TEXT)]
     pub tolerance: String,
     /// Compare runs that measured different things (probe, method, period, policy,
     /// CPUs, clock, phases); without it such runs are refused.

@@ -71,6 +71,13 @@ impl Tolerance {
     /// No tolerance at all.
     pub const NONE: Tolerance = Tolerance::Relative(0.0);
 
+    /// The tolerance of every verdict drawn without one given (`compare`, `report`,
+    /// serve's comparison): 10 %, so that one pair of runs gets one verdict.
+    pub const DEFAULT: Tolerance = Tolerance::Relative(0.10);
+
+    /// [`DEFAULT`](Tolerance::DEFAULT) as `--tolerance` writes it.
+    pub const DEFAULT_TEXT: &'static str = "10%";
+
     /// The highest a value may be, starting from `base`, before it is a regression;
     /// `latency` says whether the value is a latency (ns), which an absolute tolerance
     /// applies to.
@@ -163,6 +170,7 @@ mod tests {
         assert_eq!(" 2.5 % ".parse(), Ok(Tolerance::Relative(0.025)));
         assert_eq!("5us".parse(), Ok(Tolerance::Absolute(Nanos(5_000))));
         assert_eq!("0".parse(), Ok(Tolerance::NONE));
+        assert_eq!(Tolerance::DEFAULT_TEXT.parse(), Ok(Tolerance::DEFAULT));
         for bad in ["10", "0.1", "ten", "-5%", "-5us", "", "%"] {
             let err = bad.parse::<Tolerance>().unwrap_err().to_string();
             assert!(err.contains(&format!("'{bad}'")), "{bad}: {err}");

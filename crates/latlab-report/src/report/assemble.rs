@@ -7,7 +7,6 @@ use super::figures::{self, DecodedRun};
 use super::{comparison, run_section, summary, LatencyAxis, PlotKind, ReportError};
 use crate::compare::{compare_runs, Judged, Tolerance};
 use latlab_model::run::Run;
-use latlab_model::threshold::Metric;
 
 /// The report of `runs` (at least one); `plots` adds the plots, with their latency
 /// axis.
@@ -50,9 +49,9 @@ pub(crate) fn report(runs: &[Run], plots: Option<LatencyAxis>) -> Result<Documen
         level: 2,
         text: "Comparison".to_string(),
     });
-    let metrics = [99.0, 99.9].map(|p| Judged::Latency(Metric::Percentile(p)));
-    let compared =
-        compare_runs(runs, &metrics, Tolerance::NONE, None).map_err(ReportError::from)?;
+    // The verdicts `latlab compare` draws by default, so that a pair of runs gets one.
+    let compared = compare_runs(runs, &[Judged::DEFAULT], Tolerance::DEFAULT, None)
+        .map_err(ReportError::from)?;
     blocks.extend(comparison::blocks(runs, &merged, &compared));
     if let Some(axis) = plots {
         blocks.push(Block::Heading {

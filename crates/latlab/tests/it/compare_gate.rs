@@ -382,3 +382,49 @@ fn the_json_goes_to_a_file_with_the_table_on_stdout() {
     names.sort();
     assert_eq!(names, ["comparison.json"]);
 }
+
+#[test]
+fn compare_report_and_serve_give_one_pair_one_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10–12 µs against 11–13 µs: p99.9 about 8 % higher, inside the default 10 %.
+    let store = store_of(dir.path(), &[plain(BASE, 10, 0), plain(NEW, 11, 0)]);
+    // The one verdict: p99.9 within the 10 % tolerance (exit 0: no regression).
+    let one = |text: &str| text.contains("p99.9: base") && text.contains("within tolerance (10 %)");
+    let (code, compared, err) = with_store(&store, &["compare", BASE, NEW]);
+    assert_eq!(code, 0, "{compared}{err}");
+    assert!(one(&compared), "{compared}");
+    let report = dir.path().join("pair.md");
+    let (code, _, err) = with_store(
+        &store,
+        &["report", BASE, NEW, "-o", report.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    let reported = std::fs::read_to_string(&report).unwrap();
+    assert!(one(&reported), "{reported}");
+    let mut served = crate::farm_views::Served::start(&store);
+    let (status, page) = served.request("GET", &format!("/compare?base={BASE}&new={NEW}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(one(&page), "serve's comparison: {page}");
+    assert!(served.stop().success());
+}
+
+#[test]
+fn runs_as_json_lists_every_run_and_the_table_says_what_it_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<Run> = (0..23)
+        .map(|i| plain(&format!("20261122T0001{i:02}Z-0000{i:02}"), 10, 0))
+        .collect();
+    let store = store_of(dir.path(), &runs);
+    let (code, listed, err) = with_store(&store, &["runs", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 23, "every run, not 20");
+    let (_, listed, _) = with_store(&store, &["runs", "--json", "-n", "5"]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 5, "as many as asked");
+    let (_, table, _) = with_store(&store, &["runs"]);
+    assert!(
+        table.contains("20 runs shown") && table.contains("(23 match"),
+        "{table}"
+    );
+}
