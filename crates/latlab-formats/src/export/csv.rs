@@ -1,5 +1,8 @@
 //! `csv`: one row per stream with its statistics, in nanoseconds, and whether they
-//! were measured or published.
+//! were measured or published. Every figure column holds a number or nothing (unknown):
+//! a percentile known only as a bound is its bound's number, with `at_least` in its
+//! `pNN_bound` column beside it (empty when exact), so a column never turns to text in
+//! pandas or R.
 
 use super::{ExportError, Exporter};
 use latlab_model::run::{Percentile, Run, REPORTED_PERCENTILES};
@@ -28,17 +31,18 @@ impl Exporter for Csv {
              early_wakes,min_ns,mean_ns,stddev_ns",
         );
         for p in REPORTED_PERCENTILES {
-            out.push_str(&format!(",p{}_ns", latlab_model::run::percentile_key(p)));
+            let key = latlab_model::run::percentile_key(p);
+            out.push_str(&format!(",p{key}_ns,p{key}_bound"));
         }
         out.push_str(",max_ns,source\n");
-        // Unknown is an empty cell; a bound is written `>=N`, never as a plain number.
+        // Unknown is an empty cell; a bound is its number and `at_least` beside it.
         let n = |v: Option<latlab_model::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
         let count = |v: Option<u64>| v.map_or(String::new(), |c| c.to_string());
         let percentile = |v: Option<Percentile>| match v {
-            None => String::new(),
-            Some(Percentile::Exact(n)) => n.0.to_string(),
-            Some(Percentile::AtLeast { at_least_ns }) => format!(">={}", at_least_ns.0),
+            None => ",".to_string(),
+            Some(Percentile::Exact(n)) => format!("{},", n.0),
+            Some(Percentile::AtLeast { at_least_ns }) => format!("{},at_least", at_least_ns.0),
         };
         for s in streams {
             out.push_str(&format!(
@@ -102,9 +106,9 @@ mod tests {
     fn one_row_per_stream_with_every_statistic() {
         let text = Csv.export(&fixture::run()).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns,source
-            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,12400,12400,12400,12400,12400,12400,measured
-            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,45000,45000,45000,45000,45000,45000,measured
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,source
+            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,,12400,,12400,,12400,,12400,,12400,,12400,measured
+            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,,45000,,45000,,45000,,45000,,45000,,45000,measured
         ");
     }
 
@@ -122,10 +126,38 @@ mod tests {
         }
         let text = Csv.export(&run).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,p99.999_ns,max_ns,source
-            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,12400,12400,12400,12400,12400,12400,measured
-            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,45000,45000,45000,45000,45000,45000,measured
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,source
+            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,,12400,,12400,,12400,,12400,,12400,,12400,measured
+            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,,45000,,45000,,45000,,45000,,45000,,45000,measured
         ");
+    }
+
+    #[test]
+    fn a_bound_is_a_number_with_at_least_beside_it() {
+        let mut run = fixture::run();
+        let key = latlab_model::run::percentile_key(99.9);
+        run.streams[0].stats.percentiles_ns.insert(
+            key.clone(),
+            Percentile::AtLeast {
+                at_least_ns: latlab_model::Nanos(400_000),
+            },
+        );
+        let text = Csv.export(&run).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let (value, bound) = (at(&format!("p{key}_ns")), at(&format!("p{key}_bound")));
+        assert_eq!((rows[0][value], rows[0][bound]), ("400000", "at_least"));
+        assert_eq!((rows[1][value], rows[1][bound]), ("45000", ""));
+        // Every figure column of every row is a number or empty: never text.
+        for row in &rows {
+            for (name, cell) in header.iter().zip(row) {
+                if name.ends_with("_ns") && !cell.is_empty() {
+                    assert!(cell.parse::<f64>().is_ok(), "{name}: {cell}");
+                }
+            }
+        }
     }
 
     #[test]

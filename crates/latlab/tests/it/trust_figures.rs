@@ -171,7 +171,12 @@ fn percentiles_among_overflowed_samples_are_bounds_not_values() {
         );
     }
     let csv = export(&store, &all_over[0], "csv");
-    assert!(csv.lines().skip(1).all(|row| row.contains(",>=")), "{csv}");
+    // A bound stays a number in its column, with `at_least` beside it.
+    assert!(
+        csv.lines().skip(1).all(|row| row.contains(",at_least,")),
+        "{csv}"
+    );
+    assert!(!csv.contains(">="), "{csv}");
     let (_, shown, _) = with_store(&store, &["show", &all_over[0]]);
     assert!(shown.contains("≥ "), "{shown}");
     // The store's listing keeps the bound too.
