@@ -26,6 +26,30 @@ pub fn signal_group(pgid: u32, signal: i32) -> Result<(), RtError> {
     Ok(())
 }
 
+/// Sends `signal` to `child` unless it has ended (then nothing is sent: its pid may
+/// name another process once reaped). Returns whether it was sent.
+pub fn signal_child(child: &mut std::process::Child, signal: i32) -> Result<bool, RtError> {
+    if child
+        .try_wait()
+        .map_err(|e| RtError::new("wait for a child", e))?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    let pid = i32::try_from(child.id()).map_err(|_| {
+        RtError::new(
+            "signal a child",
+            std::io::Error::from_raw_os_error(libc::EINVAL),
+        )
+    })?;
+    // SAFETY: the child has not been reaped (try_wait just found it running, and only
+    // its owner, who holds it mutably, reaps it), so `pid` names it; no memory passed.
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(RtError::last(format!("signal process {pid}")));
+    }
+    Ok(true)
+}
+
 /// True while any process of group `pgid` exists (zombies included).
 pub fn group_exists(pgid: u32) -> bool {
     match signal_group(pgid, 0) {

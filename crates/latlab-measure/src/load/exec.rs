@@ -57,17 +57,30 @@ impl Load for Exec {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        // Stopping: the command got SIGTERM with the whole process group.
+        // Stopping: latlab sends the whole process group SIGTERM; a worker whose latlab
+        // died (SIGKILL) is stopping on its own, so the command is told here too. One
+        // that outlives the grace is killed with the rest of the worker's descendants.
         let status = match status {
-            Some(s) => s,
-            None => child
-                .wait()
-                .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?,
+            Some(s) => Some(s),
+            None => {
+                let _ = latlab_rt::process::signal_child(&mut child, libc::SIGTERM);
+                let until = std::time::Instant::now() + super::worker::CHILDREN_GRACE;
+                loop {
+                    let done = child
+                        .try_wait()
+                        .map_err(|e| LoadError::Failed(format!("waiting for {command:?}: {e}")))?;
+                    if done.is_some() || std::time::Instant::now() >= until {
+                        break done;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
         };
         ctx.count(0, latlab_rt::shared::children_cpu_ns());
         // A command that ends on its own with status 0 finished (the run reports that
         // it ended early); any other status is a failure.
-        if !ctx.stopped() && !status.success() {
+        if !ctx.stopped() && !status.is_some_and(|s| s.success()) {
+            let status = status.map_or_else(|| "?".to_string(), |s| s.to_string());
             return Err(LoadError::Failed(format!(
                 "{command:?} ended on its own ({status})"
             )));

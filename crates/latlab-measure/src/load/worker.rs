@@ -24,7 +24,7 @@ pub const REPORT_EVERY: Duration = Duration::from_millis(200);
 
 /// How long the load's own processes get to end after SIGTERM before SIGKILL: well
 /// within the grace latlab gives the whole load.
-const CHILDREN_GRACE: Duration = Duration::from_millis(300);
+pub(super) const CHILDREN_GRACE: Duration = Duration::from_millis(300);
 
 /// The first argument that makes latlab's executable a load worker (it also names
 /// the worker in `ps`, where the load's directory follows it).
@@ -143,7 +143,11 @@ pub const WORKER_NAME_PREFIX: &str = "latlab-load:";
 pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     let name = spec.split(':').next().unwrap_or(spec);
     let _ = process::set_name(&worker_name(name));
-    let _ = process::die_with_parent(signal_hook::consts::SIGKILL);
+    // latlab gone (even SIGKILLed): the worker stops as when told, ending everything
+    // its load started (an exec load's whole tree). A SIGKILL here would leave the
+    // load's processes to init. (No watchdog thread: a load that forks needs the
+    // worker single-threaded.)
+    let _ = process::die_with_parent(signal_hook::consts::SIGTERM);
     // Every process the load starts stays a descendant of this worker, even one that
     // leaves the process group or the session (a daemon, `setsid cmd &` in an exec
     // load): orphans come back to it, and it ends them all before it exits.
@@ -154,7 +158,7 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
     // Loads are background work: never at latlab's own policy, whatever it was.
     let _ = latlab_rt::sched::set_current_thread(latlab_rt::sched::Policy::Other { nice: 0 });
     process::raise_open_files_limit();
-    // Raised by SIGTERM (latlab stopping the load) or SIGINT.
+    // Raised by SIGTERM (latlab stopping the load, or gone) or SIGINT.
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(signal, stop.clone()) {
@@ -162,6 +166,7 @@ pub fn worker_main(spec: &str, dir: &Path, cpus: &[usize]) -> i32 {
             return 1;
         }
     }
+
     let spec = match LoadSpec::parse(spec) {
         Ok(s) => s,
         Err(e) => {

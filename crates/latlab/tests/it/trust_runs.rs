@@ -1061,3 +1061,61 @@ fn the_tracefs_instance_of_a_killed_run_is_removed_by_the_next() {
     );
     assert!(!left.0.exists(), "{err}");
 }
+
+#[test]
+fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
+    let _guard = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    // The command, and a grandchild in a session of its own, out of the group's reach.
+    let load = format!(
+        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
+        pid_file.display()
+    );
+    let mut child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store", "--load"])
+        .arg(&load)
+        .arg("--load-dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let latlab = child.id();
+    let grandchild: u32 = wait_for_line(&pid_file, Duration::from_secs(20))
+        .expect("the exec load starts")
+        .trim()
+        .parse()
+        .unwrap();
+    let tree = process_tree(latlab);
+    let mut cleanup = KillOnDrop(tree.iter().map(|p| p.pid).collect());
+    cleanup.0.push(grandchild);
+    let grandchild = observe(grandchild).expect("the grandchild runs");
+    assert!(
+        tree.len() >= 3,
+        "latlab, its load worker, the command: {tree:?}"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &latlab.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait().unwrap();
+    // Everything the run started ends within a few seconds of it, unsignalled by us.
+    let until = Instant::now() + Duration::from_secs(5);
+    let left = |tree: &[Observed]| -> Vec<Observed> {
+        tree.iter()
+            .chain([&grandchild])
+            .filter(|p| **p != tree[0] && still_there(**p))
+            .copied()
+            .collect()
+    };
+    while !left(&tree).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        left(&tree),
+        Vec::<Observed>::new(),
+        "outlived a SIGKILLed latlab"
+    );
+}
