@@ -80,7 +80,10 @@ impl DeathCause {
     pub fn words(self) -> &'static str {
         match self {
             DeathCause::MachineRebooted => "machine rebooted",
-            DeathCause::ProcessKilled => "process killed",
+            DeathCause::ProcessKilled => {
+                "its process ended without saving it (killed, crashed, or its final save \
+                 failed)"
+            }
         }
     }
 }
@@ -162,7 +165,7 @@ mod tests {
         assert_eq!(dead.why_dead(Some("b"), false), None, "found once");
         assert_eq!(
             dead.describe(),
-            "died at 2026-11-23T12:00:30Z; process killed"
+            "died at 2026-11-23T12:00:30Z; its process ended without saving it (killed, crashed, or its final save failed)"
         );
         let json = serde_json::to_string(&dead).unwrap();
         assert!(json.contains("\"state\":\"died\"") && json.contains("process_killed"));

@@ -1,8 +1,11 @@
 //! Other tools' result files (and latlab's own Run JSON) read into Runs for `latlab
 //! import`: every file read and checked before anything is saved, each with the hash
 //! of its content, and a plan of what to save and what to skip. A stored run is never
-//! replaced: content imported before is recognised and skipped, and a run whose id the
-//! store holds for a different run refuses the whole import.
+//! replaced, but for a run the store holds only as a checkpoint (running, or died) and
+//! the file holds whole: latlab keeps a run in a file when its final save fails, and
+//! its import completes the partial copy. Content imported before is recognised and
+//! skipped, and a run whose id the store holds for a different run refuses the whole
+//! import.
 
 use crate::error::CliError;
 use latlab_formats::import::{self, Format, ImportContext, DETECT_BYTES};
@@ -34,6 +37,13 @@ pub enum Import {
     Save(Box<ReadFile>),
     /// Its run is in the store already (or earlier on the command line): why.
     Skip(String),
+    /// Its run is in the store as a checkpoint of it (running, or died), which the
+    /// whole run replaces: how the stored copy stood.
+    Complete(Box<ReadFile>, String),
+    /// Its content was imported before, and read now as something else (another
+    /// `--unit` or `--period`): the run read now replaces the earlier one, whose id,
+    /// name, tags and note it takes.
+    Reread(Box<ReadFile>),
 }
 
 /// Decides for every file before anything is saved: content imported before is
@@ -44,9 +54,23 @@ pub fn plan_imports(store: &dyn RunStore, files: Vec<ReadFile>) -> Result<Vec<Im
     for file in files {
         let name = file.path.display().to_string();
         if let Some(id) = store.imported_from(&file.sha256)? {
-            plan.push(Import::Skip(format!(
-                "{name} was imported before (same content) as run {id}"
-            )));
+            let earlier = store.load(&id).map_err(CliError::runtime)?;
+            match earlier {
+                Some(earlier) if !same_figures(&earlier, &file.run) => {
+                    let mut file = file;
+                    file.run.id = earlier.id.clone();
+                    file.run.name = file.run.name.take().or(earlier.name);
+                    if file.run.tags.is_empty() {
+                        file.run.tags = earlier.tags;
+                    }
+                    file.run.note = file.run.note.take().or(earlier.note);
+                    plan.push(Import::Reread(Box::new(file)));
+                }
+                _ => plan.push(Import::Skip(format!(
+                    "{name} was imported before (same content) as run {id}, read the same \
+                     way"
+                ))),
+            }
             continue;
         }
         let earlier = plan.iter().find_map(|p| match p {
@@ -69,6 +93,10 @@ pub fn plan_imports(store: &dyn RunStore, files: Vec<ReadFile>) -> Result<Vec<Im
             continue;
         }
         if let Some(stored) = store.load(&file.run.id).map_err(CliError::runtime)? {
+            if let Some(progress) = completes(&stored, &file.run) {
+                plan.push(Import::Complete(Box::new(file), progress));
+                continue;
+            }
             if stored == file.run {
                 plan.push(Import::Skip(format!(
                     "{name} holds run {}, which the store holds already",
@@ -93,6 +121,32 @@ pub fn plan_imports(store: &dyn RunStore, files: Vec<ReadFile>) -> Result<Vec<Im
         plan.push(Import::Save(Box::new(file)));
     }
     Ok(plan)
+}
+
+/// How `stored` stood, when `run` is its whole form: the store holds the run only as a
+/// checkpoint (running, or died) and `run` is the same run (its start and host), ended.
+fn completes(stored: &Run, run: &Run) -> Option<String> {
+    let progress = stored.progress.as_ref()?;
+    let host = |r: &Run| r.host.as_ref().map(|h| h.hostname.clone());
+    let same = stored.started_at == run.started_at && host(stored) == host(run);
+    (same && run.progress.is_none()).then(|| progress.describe())
+}
+
+/// Whether two reads of one file gave the same figures: the same streams, counted and
+/// measured alike (a read with another `--unit` or `--period` gives others).
+fn same_figures(a: &Run, b: &Run) -> bool {
+    let figures = |r: &Run| -> Vec<String> {
+        r.streams
+            .iter()
+            .map(|s| {
+                format!(
+                    "{:?} {:?} {:?} {:?} {:?}",
+                    s.samples, s.missed_periods, s.period_ns, s.stats, s.histogram
+                )
+            })
+            .collect()
+    };
+    figures(a) == figures(b)
 }
 
 /// Feeds everything read through it to a SHA-256.

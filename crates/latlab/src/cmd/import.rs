@@ -2,7 +2,8 @@
 //! the store.
 //!
 //! Every file is read and checked before anything is saved: one bad file imports none,
-//! and the error names the file and the line. A stored run is never replaced: a file
+//! and the error names the file and the line. A stored run is never replaced (but for
+//! one stored only as a checkpoint, which the whole run in the file completes): a file
 //! whose content was imported before (its SHA-256 is kept with the run) is recognised
 //! and skipped, and a latlab Run whose id the store holds for a different run is
 //! refused.
@@ -89,6 +90,33 @@ pub fn execute(args: &ImportArgs) -> Result<u8, CliError> {
         match import {
             Import::Skip(why) => {
                 let _ = writeln!(text, "{why}: skipped");
+            }
+            Import::Reread(file) => {
+                // The earlier run goes first, then the new reading is saved under its id:
+                // were latlab stopped in between, the file, still there, imports anew.
+                store
+                    .remove(std::slice::from_ref(&file.run.id))
+                    .map_err(CliError::runtime)?;
+                store.save_imported(&file.run, &file.sha256)?;
+                saved += 1;
+                let _ = writeln!(
+                    text,
+                    "imported {} again as {}, read another way this time: it replaces what \
+                     the earlier import of the same content read",
+                    file.path.display(),
+                    file.run.id
+                );
+            }
+            Import::Complete(file, stood) => {
+                store.update(&file.run).map_err(CliError::runtime)?;
+                saved += 1;
+                let _ = writeln!(
+                    text,
+                    "imported {} as {}: the whole run replaces the checkpoint the store held \
+                     ({stood})",
+                    file.path.display(),
+                    file.run.id
+                );
             }
             Import::Save(file) => {
                 let run = &file.run;

@@ -451,7 +451,8 @@ fn a_reading_command_marks_this_machines_dead_runs_died_and_says_so() {
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains(&format!(
-            "latlab: run {} died at 2026-11-23T12:00:10.000Z; process killed",
+            "latlab: run {} died at 2026-11-23T12:00:10.000Z; its process ended without \
+             saving it",
             mine.id
         )),
         "{err}"

@@ -1119,3 +1119,97 @@ fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
         "outlived a SIGKILLed latlab"
     );
 }
+
+#[test]
+fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint() {
+    use latlab_store::RunStore;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let whole = Run::from_json(&export_json(&store)).unwrap();
+    // The store held the run only as its checkpoint, of a process long gone.
+    let partial = dir.path().join("partial.sqlite");
+    let mut checkpoint = whole.clone();
+    checkpoint.progress = Some(latlab_model::progress::Progress {
+        state: latlab_model::progress::RunState::Running,
+        pid: u32::MAX - 1,
+        pid_start_ticks: None,
+        boot_id: None,
+        checkpoints: 1,
+        checkpoint_at: whole.started_at.clone(),
+        checkpoint_every_ns: 1_000_000_000,
+        death: None,
+    });
+    latlab_store::SqliteStore::open(&partial)
+        .unwrap()
+        .save(&checkpoint)
+        .unwrap();
+    let file = dir.path().join("kept.json");
+    std::fs::write(&file, whole.to_json_pretty()).unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&file)
+        .arg("--store")
+        .arg(&partial)
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    assert!(said.contains("replaces the checkpoint"), "{said}");
+    let stored = Run::from_json(&export_json(&partial)).unwrap();
+    assert_eq!(stored, whole, "the whole run, in place of its checkpoint");
+    assert_eq!(
+        every_id(&partial),
+        std::slice::from_ref(&whole.id),
+        "one run, not two"
+    );
+}
+
+#[test]
+fn a_histogram_imported_again_in_ns_replaces_its_reading_in_us() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let file = fixture("cyclictest-overflow-ns.hist.txt");
+    let import = |extra: &[&str]| {
+        let out = latlab()
+            .arg("import")
+            .arg(&file)
+            .args(extra)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    import(&[]);
+    let as_us = Run::from_json(&export_json(&store)).unwrap();
+    // The same content read the same way: skipped.
+    assert!(import(&[]).contains("read the same way: skipped"));
+    let said = import(&["--unit", "ns"]);
+    assert!(said.contains("read another way this time"), "{said}");
+    let as_ns = Run::from_json(&export_json(&store)).unwrap();
+    assert_eq!(
+        every_id(&store),
+        std::slice::from_ref(&as_us.id),
+        "replaced, not added"
+    );
+    let max = |r: &Run| r.streams[0].stats.max_ns.unwrap().0;
+    assert_eq!(max(&as_us), max(&as_ns) * 1000, "read in ns, a thousandth");
+}
+
+/// The id of every run in `store` (`latlab runs --json` lists them all).
+fn every_id(store: &Path) -> Vec<String> {
+    let out = latlab()
+        .args(["runs", "--json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
