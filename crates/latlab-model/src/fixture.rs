@@ -96,6 +96,7 @@ pub fn run() -> Run {
         streams,
         events: vec![],
         thresholds,
+        accepted: Vec::new(),
         verdict,
         import: None,
         published: None,

@@ -92,6 +92,11 @@ pub struct Run {
     pub events: Vec<Event>,
     /// The limits the run was judged by.
     pub thresholds: Vec<Threshold>,
+    /// What its gate was told to let through (`--accept`): a run that measured less
+    /// than asked, or under degraded conditions, is otherwise never a pass. Absent when
+    /// nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted: Vec<Shortfall>,
     /// The judgement.
     pub verdict: Verdict,
     /// For a Run imported from another tool's result file: where it came from and what
@@ -796,6 +801,50 @@ pub struct Event {
 /// For `skip_serializing_if`: a zero count is left out of the file.
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// How a run can fall short of what its figures claim, which `--accept` may let
+/// through (what it means for the outcome: [`crate::outcome`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shortfall {
+    /// It measured less than it was asked.
+    Incomplete,
+    /// It measured under degraded conditions.
+    Untrusted,
+}
+
+impl Shortfall {
+    /// Every shortfall, in the order of precedence.
+    pub const ALL: [Shortfall; 2] = [Shortfall::Incomplete, Shortfall::Untrusted];
+
+    /// The name `--accept` takes and the Run stores.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shortfall::Incomplete => "incomplete",
+            Shortfall::Untrusted => "untrusted",
+        }
+    }
+
+    /// Parses `--accept`'s comma-separated list (`incomplete,untrusted`).
+    pub fn parse_list(text: &str) -> Result<Vec<Shortfall>, String> {
+        let mut list = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let found = Shortfall::ALL.into_iter().find(|s| s.name() == word);
+            match found {
+                Some(s) if !list.contains(&s) => list.push(s),
+                Some(_) => {}
+                None => {
+                    return Err(format!(
+                        "'{word}' is not something a run can be accepted as: write \
+                         incomplete, untrusted, or both (incomplete,untrusted)"
+                    ))
+                }
+            }
+        }
+        list.sort_unstable();
+        Ok(list)
+    }
 }
 
 #[cfg(test)]

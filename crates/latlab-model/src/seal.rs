@@ -228,6 +228,7 @@ impl Run {
             published: None,
             explain: None,
             progress: None,
+            accepted: Vec::new(),
         }
     }
 

@@ -67,6 +67,7 @@ impl Session {
         run.host = Some(host);
         run.audit = audit;
         run.thresholds = plan.thresholds.clone();
+        run.accepted = plan.accepted.clone();
         run.seal();
         run
     }

@@ -130,10 +130,13 @@ impl IndexRow {
             p99_9_ns: p99_9.map(|p| p.value().0),
             p99_9_bound: p99_9.is_some_and(Percentile::is_bound),
             max_ns: worst(run, |s| s.stats.max_ns.map(|n| n.0)),
-            verdict: serde_json::to_value(run.verdict.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            // The outcome, as every view shows it (rows stored before it was kept say
+            // the thresholds' verdict: pass, fail, undecided, none).
+            verdict: run
+                .exit_status()
+                .word()
+                .to_ascii_lowercase()
+                .replace(' ', "-"),
             json: serde_json::to_string(run).expect("a Run always serialises"),
             listing: ListingColumns::of(&Listing::of(run)),
             progress: ProgressColumns::of(run),

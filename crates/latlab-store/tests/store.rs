@@ -87,6 +87,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
         }],
         events: vec![],
         thresholds: vec![],
+        accepted: vec![],
         verdict: Verdict {
             status: Status::None,
             checks: vec![],
@@ -121,7 +122,7 @@ fn saves_lists_and_loads_whole_runs() {
         ["20261121T100000Z-00000b", "20261120T100000Z-00000a"]
     );
     assert_eq!(list[0].max_ns, Some(70_000));
-    assert_eq!(list[0].verdict, "none");
+    assert_eq!(list[0].verdict, "no-thresholds");
     assert_eq!(store.load("20261120T100000Z-00000a").unwrap(), Some(a));
     assert_eq!(store.load("nope").unwrap(), None);
     // Reopening keeps everything and does not migrate twice.

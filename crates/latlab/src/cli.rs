@@ -165,7 +165,9 @@ pub struct ScenariosArgs {
 Durations and periods take units: 250us, 1.5ms, 30s, 10m, 2h, 1h30m.
 Thresholds: --max 100us, or any percentile as --p99 50us, --p99.9 80us, --p99.999 120us.
 Exit codes: 0 passed (or no thresholds), 1 a threshold failed, 2 usage or configuration
-error, 3 could not measure.")]
+error or a threshold that cannot be judged, 3 could not measure, 4 measured less than
+asked (incomplete), 5 measured under degraded conditions (untrusted); --accept lets 4
+and 5 through.")]
 pub struct RunArgs {
     /// A built-in scenario (latlab scenarios lists them) or a scenario file. Flags
     /// given with it override its values; --load adds to every phase.
@@ -250,6 +252,11 @@ pub struct RunArgs {
     /// that errors name the flag the user wrote.
     #[arg(long = "percentile-limit", value_name = "PNN=LIMIT", hide = true)]
     pub percentile_limits: Vec<String>,
+    /// Let a run that measured less than asked (incomplete: stopped before its
+    /// duration) or under degraded conditions (untrusted: e.g. without real-time
+    /// priority) pass on its thresholds; otherwise it exits 4 or 5.
+    #[arg(long, value_name = "incomplete,untrusted")]
+    pub accept: Option<String>,
     /// Run a background load while measuring (repeatable): NAME, NAME:key=value,...,
     /// or 'exec:COMMAND'. `latlab loads` lists them.
     #[arg(long = "load", value_name = "SPEC")]
@@ -351,6 +358,7 @@ impl RunArgs {
             max: self.max.clone(),
             thresholds: self.thresholds.clone(),
             percentile_limits: self.percentile_limits.clone(),
+            accept: self.accept.clone(),
             loads: self.loads.clone(),
             probes: self.probes.clone(),
             load_cpus: self.load_cpus.clone(),
@@ -564,6 +572,10 @@ pub struct AttachArgs {
     /// Do not save the run in the store.
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
+    /// Let a Run that measured less than asked or under degraded conditions (a task
+    /// without real-time priority or locked memory) pass, as `latlab run --accept`.
+    #[arg(long, value_name = "incomplete,untrusted")]
+    pub accept: Option<String>,
     /// The user's name, tags and note for the run.
     #[command(flatten)]
     pub labels: LabelArgs,

@@ -24,6 +24,7 @@
 //! The suite's `time` is the measured span (the phases' sum), left out when not known.
 
 use super::{ExportError, Exporter};
+use latlab_model::outcome::Shortfall;
 use latlab_model::run::{Run, Stream};
 use latlab_model::seal::WarningCode;
 use latlab_model::text::xml_escaped;
@@ -230,13 +231,19 @@ fn run_cases(run: &Run) -> [Case; 2] {
         .filter(|w| w.is(WarningCode::MeasuringFailed))
         .map(|w| w.message.as_str())
         .collect();
-    let measurement = match failures.first() {
-        None => Outcome::Passed,
-        Some(first) => Outcome::Error {
+    let measurement = match (failures.first(), run.incomplete_because()) {
+        (Some(first), _) => Outcome::Error {
             kind: WarningCode::MeasuringFailed.as_str(),
             message: format!("measuring failed part-way: {first}"),
             body: failures.join("\n") + "\n",
         },
+        (None, Some(why)) if !run.accepts(Shortfall::Incomplete) => Outcome::Failure {
+            kind: "incomplete",
+            message: format!("the run measured less than asked: {why}"),
+            body: "`latlab run --accept incomplete` lets such a run pass on its thresholds\n"
+                .to_string(),
+        },
+        (None, _) => Outcome::Passed,
     };
     let degrading: Vec<String> = run
         .warnings
@@ -244,7 +251,15 @@ fn run_cases(run: &Run) -> [Case; 2] {
         .filter(|w| w.degrades)
         .map(|w| format!("{}: {}", w.code, w.message))
         .collect();
-    let conditions = if run.degraded {
+    let conditions = if run.degraded && run.accepts(Shortfall::Untrusted) {
+        Outcome::Skipped {
+            kind: "accepted",
+            message: format!(
+                "degraded, and accepted so (--accept untrusted): {}",
+                degrading.join("; ")
+            ),
+        }
+    } else if run.degraded {
         Outcome::Failure {
             kind: "degraded",
             message: "the run was degraded: its figures are not the machine's real-time \
@@ -290,7 +305,8 @@ fn properties(run: &Run) -> Vec<(&'static str, String)> {
                     "exit_status",
                     format!("{} ({})", status.code(), status.describe()),
                 ),
-                ("verdict", run.verdict.status.word().to_string()),
+                ("verdict", status.word().to_string()),
+                ("thresholds", run.verdict.status.word().to_string()),
                 ("degraded", run.degraded.to_string()),
                 ("interrupted", run.interrupted.to_string()),
             ]);

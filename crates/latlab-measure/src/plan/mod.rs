@@ -32,6 +32,7 @@ use crate::probe::info::{Policies, ProbeSetup, Setting};
 use crate::probe::{Probe, Site};
 use crate::runner::{mapped_while_locked, PhaseFootprint, RunRequest};
 use latlab_model::explain::ExplainMode;
+use latlab_model::outcome::Shortfall;
 use latlab_model::run::{CpuChoice, MemoryLockPlan, PlannedPhase, ProbePlan};
 use latlab_model::scenario::Scenario;
 use latlab_model::threshold::Threshold;
@@ -87,6 +88,8 @@ pub struct RunInput {
     pub thresholds: Vec<String>,
     /// The percentile flags (`--p99 50us`) as `p99=50us`.
     pub percentile_limits: Vec<String>,
+    /// `--accept LIST`.
+    pub accept: Option<String>,
     /// `--load`, each.
     pub loads: Vec<String>,
     /// `--probe`, each.
@@ -112,6 +115,8 @@ pub struct RunPlan {
     pub dma_latency_us: Option<i32>,
     /// Limits to judge by.
     pub thresholds: Vec<Threshold>,
+    /// What the run's gate lets through (`--accept`).
+    pub accepted: Vec<Shortfall>,
     /// CPUs the loads run on.
     pub load_cpus: Vec<usize>,
     /// Where the loads' temporary directories go.
@@ -181,6 +186,12 @@ pub fn resolve(input: &RunInput, cpus: &CpuInventory) -> Result<RunPlan, Resolve
         )));
     }
     let thresholds = thresholds::resolve(input, &scenario)?;
+    let accepted = match &input.accept {
+        Some(list) => {
+            Shortfall::parse_list(list).map_err(|e| Origin::flag("--accept").invalid(e))?
+        }
+        None => Vec::new(),
+    };
     loads::check(&phases, system.load_dir.as_deref())?;
     Ok(RunPlan {
         scenario: input.scenario.as_ref().map(|_| scenario.name.clone()),
@@ -188,6 +199,7 @@ pub fn resolve(input: &RunInput, cpus: &CpuInventory) -> Result<RunPlan, Resolve
         memory_lock: system.memory_lock,
         dma_latency_us: system.dma_latency_us,
         thresholds,
+        accepted,
         load_cpus: system.load_cpus,
         load_dir: system.load_dir,
         explain,

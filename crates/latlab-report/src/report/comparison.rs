@@ -9,6 +9,7 @@ use crate::compare::{
     run_name, Change, Comparisons, Estimate, Judged, LoadComparison, LoadFigures, Outcome,
     PeriodTable, RunComparison, RunFigures, ThroughputChange, Tolerance, Verdict,
 };
+use latlab_model::outcome::ExitStatus;
 use latlab_model::run::{Phase, PublishedRecord, Run};
 use latlab_model::threshold::Metric;
 
@@ -83,11 +84,12 @@ fn table(runs: &[Run], merged: &[RunFigures]) -> Table {
         ("loads", false),
     ]);
     for (colour, (run, f)) in runs.iter().zip(merged).enumerate() {
-        let status = run.verdict.status.word();
-        let verdict = if run.degraded {
-            format!("{status} · DEGRADED")
+        let status = run.exit_status();
+        // An accepted degraded run passes, and still says what it was.
+        let verdict = if run.degraded && status != ExitStatus::Untrusted {
+            format!("{} · DEGRADED", status.word())
         } else {
-            status.to_string()
+            status.word().to_string()
         };
         let stat = |value: String, known: bool| figures::stat(f.samples, value, known);
         let percentile = |p: f64| {

@@ -6,7 +6,7 @@
 
 use super::bars::Bars;
 use super::chart::Chart;
-use latlab_model::threshold::Status;
+use latlab_model::outcome::ExitStatus;
 
 /// A whole report.
 pub(crate) struct Document {
@@ -31,8 +31,8 @@ pub(crate) enum Block {
     List(Vec<String>),
     /// The verdict, shown prominently.
     Verdict {
-        /// Pass, fail or none.
-        status: Status,
+        /// The run's outcome: what it exits with.
+        status: ExitStatus,
         /// One line: what the verdict means.
         headline: String,
         /// The thresholds judged, or the failed checks.

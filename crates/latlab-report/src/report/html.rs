@@ -4,8 +4,8 @@
 
 use super::document::{Block, Document, Severity, Table};
 use super::{bars, plot, ReportError};
+use latlab_model::outcome::ExitStatus;
 use latlab_model::text::xml_escaped;
-use latlab_model::threshold::Status;
 use std::fmt::Write as _;
 
 /// Light theme, system fonts, tables that scroll rather than squeeze, plots that scale
@@ -137,12 +137,15 @@ fn write_block(out: &mut String, block: &Block, place: &mut Place) -> Result<(),
             headline,
             details,
         } => {
-            let (class, word) = match status {
-                Status::Pass => ("pass", "PASS"),
-                Status::Fail => ("fail", "FAIL"),
-                Status::Undecided => ("undecided", "UNDECIDED"),
-                Status::None => ("none", "NO THRESHOLDS"),
+            let class = match status {
+                ExitStatus::Passed => "pass",
+                ExitStatus::NoThresholds => "none",
+                ExitStatus::Undecided | ExitStatus::Incomplete => "undecided",
+                ExitStatus::ThresholdFailed
+                | ExitStatus::CouldNotMeasure
+                | ExitStatus::Untrusted => "fail",
             };
+            let word = status.word();
             let _ = writeln!(
                 out,
                 "<div class=\"verdict {class}\"><span class=\"status\">{word}</span>\

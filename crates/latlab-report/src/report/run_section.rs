@@ -9,6 +9,7 @@ use super::run_tables::{
     audit, checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
 };
 use super::{LatencyAxis, PlotKind};
+use latlab_model::outcome::ExitStatus;
 use latlab_model::run::{
     Conditions, HostFacts, MemoryLockPlan, ProbePlan, Run, TimerSettings, Warning, BARE_METAL,
 };
@@ -293,11 +294,57 @@ pub(crate) fn verdict(run: &Run) -> Block {
             Vec::new(),
         ),
     };
+    // What the run exits with: a run that measured less than asked, or under degraded
+    // conditions, is not a pass whatever its thresholds say (unless accepted), and a
+    // failure to measure outranks them all.
+    let status = run.exit_status();
+    let (headline, details) = match status {
+        ExitStatus::CouldNotMeasure => {
+            let failed = run
+                .warnings
+                .iter()
+                .filter(|w| w.is(latlab_model::seal::WarningCode::MeasuringFailed))
+                .map(|w| w.message.clone())
+                .collect();
+            ("measuring failed part-way".to_string(), failed)
+        }
+        ExitStatus::Incomplete => (
+            run.incomplete_because().unwrap_or_default(),
+            shortfall_details(run, "incomplete", &headline, details),
+        ),
+        ExitStatus::Untrusted => (
+            format!(
+                "{}: its figures are not the machine's real-time behaviour",
+                run.untrusted_because().unwrap_or_default()
+            ),
+            shortfall_details(run, "untrusted", &headline, details),
+        ),
+        _ => (headline, details),
+    };
     Block::Verdict {
-        status: run.verdict.status,
+        status,
         headline,
         details,
     }
+}
+
+/// The details of a verdict a shortfall decided: what the thresholds said, and how
+/// to let such a run through.
+fn shortfall_details(
+    run: &Run,
+    accept: &str,
+    thresholds: &str,
+    mut details: Vec<String>,
+) -> Vec<String> {
+    let said = match run.verdict.status {
+        Status::None => "no thresholds were set".to_string(),
+        status => format!("the thresholds alone: {} ({thresholds})", status.word()),
+    };
+    details.insert(0, said);
+    details.push(format!(
+        "`latlab run --accept {accept}` lets such a run pass on its thresholds"
+    ));
+    details
 }
 
 /// The degraded banner, warnings, and a note when the run stopped early or has not

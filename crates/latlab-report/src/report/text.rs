@@ -4,7 +4,7 @@
 
 use super::document::{Block, Document, Severity, Table};
 use comfy_table::{presets, CellAlignment};
-use latlab_model::threshold::Status;
+use latlab_model::outcome::ExitStatus;
 use std::fmt::Write as _;
 
 /// Paragraphs are wrapped at this width.
@@ -69,9 +69,9 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
             details,
         } => {
             let style = match status {
-                Status::Pass => GREEN,
-                Status::Fail | Status::Undecided => RED,
-                Status::None => BOLD,
+                ExitStatus::Passed => GREEN,
+                ExitStatus::NoThresholds => BOLD,
+                _ => RED,
             };
             let word = ansi.emphasise(style, status.word());
             let _ = writeln!(out, "VERDICT: {word}: {}", clean(headline));

@@ -9,6 +9,7 @@ use crate::keep::keep;
 use crate::output::{self, Human};
 use crate::store::StoreLocation;
 use latlab_model::hist::LatencyHistogram;
+use latlab_model::outcome::Shortfall;
 use latlab_model::stamp::run_id;
 use latlab_model::Nanos;
 use latlab_rt::periodic::shm;
@@ -35,6 +36,10 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         .as_deref()
         .map(|text| positive_duration("--duration", text))
         .transpose()?;
+    let accepted = match &args.accept {
+        Some(list) => Shortfall::parse_list(list).map_err(|e| CliError::usage("--accept", e))?,
+        None => Vec::new(),
+    };
     let path = page_of(args.pid, args.task.as_deref())?;
     let store_location = match args.no_store {
         true => None,
@@ -126,6 +131,7 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         nap_until(every, &stop, &reader);
     };
     let mut run = run_of(&last, end, command_line, euid);
+    run.accepted = accepted;
     run.id = run_id(SystemTime::now());
     labels.apply(&mut run);
     let code = run.exit_status().code();

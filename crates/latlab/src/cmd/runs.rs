@@ -261,7 +261,11 @@ pub fn columns(runs: &[RunSummary]) -> Vec<Column> {
             r.max_ns.map_or("-".to_string(), |n| Nanos(n).display_us())
         }),
         ("verdict", |r| {
-            let degraded = if r.degraded { " (degraded)" } else { "" };
+            // An untrusted run is a degraded one; an accepted one still says it was.
+            let degraded = match r.degraded && r.verdict != "untrusted" {
+                true => " (degraded)",
+                false => "",
+            };
             format!("{}{degraded}", safe(&r.verdict))
         }),
     ]);

@@ -307,7 +307,8 @@ fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
         .output()
         .unwrap();
     let said = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    // A degraded Run is not a pass: untrusted, exit 5.
+    assert_eq!(out.status.code(), Some(5), "{said}{}", text(&out.stderr));
     assert!(
         said.contains("DEGRADED:") && said.contains("refused"),
         "{said}"

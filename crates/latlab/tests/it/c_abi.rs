@@ -429,6 +429,10 @@ fn a_task_outliving_its_main_thread_is_attached_to_not_swept() {
             &pid.to_string(),
             "-d",
             "300ms",
+            // The example does not lock its memory: degraded, which is not what is
+            // tested here.
+            "--accept",
+            "untrusted",
             "-q",
             "--no-store",
         ])

@@ -269,7 +269,8 @@ fn stops_on(signal: i32) {
     let out = child.wait_with_output().unwrap();
     let took = sent.elapsed();
     assert!(took < Duration::from_secs(3), "took {took:?} to stop");
-    assert_eq!(out.status.code(), Some(0));
+    // Stopped before its 30 s: incomplete, exit 4.
+    assert_eq!(out.status.code(), Some(4));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Stopped early"), "{stdout}");
     let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -320,13 +321,15 @@ fn not_permitted_runs_degraded_and_says_so() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Measured, and said so; degraded, so not a pass: untrusted, exit 5.
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(5),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("DEGRADED"), "{stdout}");
+    assert!(stdout.contains("VERDICT: UNTRUSTED"), "{stdout}");
     let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.degraded);
     assert!(!run.conditions.as_ref().unwrap().memory_locked);
@@ -663,9 +666,10 @@ fn loads_stop_on(signal: i32) {
         .unwrap();
     assert!(rc.success());
     let out = child.wait_with_output().unwrap();
+    // Stopped before its duration: incomplete (exit 4).
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(4),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -385,3 +385,89 @@ fn csv_of_a_version_1_run_leaves_its_stand_ins_empty() {
         }
     }
 }
+
+/// `latlab run ARGS -q --store STORE`, stopped by SIGINT once it measures when `stop`:
+/// its exit code.
+fn gated(store: &Path, args: &[&str], stop: bool) -> i32 {
+    let _guard = shared();
+    let mut child = Command::new(crate::common::latlab_path())
+        .args(["run", "-q", "--store"])
+        .arg(store)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    if stop {
+        crate::common::await_handler(child.id(), libc::SIGINT);
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+    child.wait().unwrap().code().unwrap_or(-1)
+}
+
+#[test]
+fn a_degraded_or_cut_short_run_that_met_its_thresholds_fails_every_gate_unless_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.sqlite");
+    let xsd = consumer("junit-10.xsd");
+    // (run flags, stopped mid-way, exit code, the JUnit failure's type)
+    let cases: [(&[&str], bool, i32, Option<&str>); 4] = [
+        (&["-d", "300ms", "--no-mlock"], false, 5, Some("degraded")),
+        (
+            &["-d", "300ms", "--no-mlock", "--accept", "untrusted"],
+            false,
+            0,
+            None,
+        ),
+        (&["-d", "30s"], true, 4, Some("incomplete")),
+        (&["-d", "30s", "--accept", "incomplete"], true, 0, None),
+    ];
+    for (flags, stop, exit, failure) in cases {
+        let mut args = vec!["-c", "0", "--max", "10s"];
+        args.extend_from_slice(flags);
+        let code = gated(&store, &args, stop);
+        assert_eq!(code, exit, "{flags:?}");
+        let run = load(&store, "last");
+        assert_eq!(
+            run.verdict.status.word(),
+            "PASS",
+            "{flags:?}: the thresholds held"
+        );
+        let junit = dir.path().join("gate.xml");
+        assert_eq!(export_to(&store, "last", "junit", &[], &junit).0, 0);
+        let (code, said) = tool(
+            "xmllint",
+            &[Path::new("--noout"), Path::new("--schema"), &xsd, &junit],
+            "apt-get install libxml2-utils (scripts/test does)",
+        );
+        assert_eq!(code, 0, "xmllint: {said}");
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        match failure {
+            Some(kind) => assert!(
+                xml.contains(&format!("<failure type=\"{kind}\"")),
+                "{flags:?}: {xml}"
+            ),
+            None => assert!(!xml.contains("<failure"), "{flags:?}: {xml}"),
+        }
+        let file = dir.path().join("gate.json");
+        assert_eq!(
+            export_to(&store, "last", "cyclictest-json", &[], &file).0,
+            0
+        );
+        let data: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(data["return_code"], exit, "{flags:?}");
+        let (code, said) = python("lava_parse_rt_tests.py", &[Path::new("cyclictest"), &file]);
+        assert_eq!(code, 0, "{said}");
+        let verdict = if exit == 0 { "pass" } else { "fail" };
+        assert_eq!(
+            said.lines().last().unwrap(),
+            format!("cyclictest {verdict}"),
+            "{flags:?}: {said}"
+        );
+    }
+}

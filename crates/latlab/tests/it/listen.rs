@@ -193,7 +193,8 @@ fn the_live_endpoint_passes_promtool_and_the_parser_and_its_counts_grow() {
 
     let port = live.port;
     let (code, run) = live.stop();
-    assert_eq!(code, 0);
+    // Stopped before its duration: incomplete (exit 4).
+    assert_eq!(code, 4);
     assert!(run.interrupted);
     // The live series carry the kept run's id.
     assert!(
@@ -222,7 +223,8 @@ fn a_real_prometheus_scrapes_the_live_endpoint() {
     assert!(samples[0].1 > 0.0);
     drop(prometheus);
     let (code, _) = live.stop();
-    assert_eq!(code, 0);
+    // Stopped before its duration: incomplete (exit 4).
+    assert_eq!(code, 4);
 }
 
 #[test]
@@ -313,7 +315,8 @@ fn an_explained_run_serves_its_causes_live_as_its_catalogue_grows() {
         "{families}"
     );
     let (code, run) = live.stop();
-    assert_eq!(code, 0);
+    // Stopped before its duration: incomplete (exit 4).
+    assert_eq!(code, 4);
     // What was served live is the kept catalogue's, up to the last drain.
     let explain = run.explain.expect("an explained run");
     assert!(explain.catalogue.iter().map(|c| c.spikes).sum::<u64>() >= spikes_of(&later));
@@ -362,7 +365,8 @@ fn a_loads_work_is_served_live_and_grows() {
     );
     assert!(out.lines().any(|l| l == "latlab_load_rate gauge"), "{out}");
     let (code, run) = live.stop();
-    assert_eq!(code, 0);
+    // Stopped before its duration: incomplete (exit 4).
+    assert_eq!(code, 4);
     // The kept run's load did at least the work served last.
     assert!(run.phases[0].loads[0].work as f64 >= work(&second));
 }

@@ -216,7 +216,8 @@ fn check_run(sandbox: &Sandbox, limit: Limit, args: &[&str]) {
     );
     assert_eq!(traces(sandbox), before, "{what}: left behind\n{text}");
     match out.status.code() {
-        Some(0) => {}
+        // Measured; degraded without real-time priority or locked memory (untrusted).
+        Some(0 | 5) => {}
         Some(2) => {
             assert!(!text.contains("panicked"), "{what}:\n{text}");
             assert!(
