@@ -7,9 +7,9 @@ and checks it against what latlab itself reported:
 the total count equals the stream's samples, the reported percentiles are identical,
 and the exact maximum falls in the histogram's top bucket. Run by scripts/test.
 
-latlab ranks percentiles by nearest rank, ceil(p/100 * n); the Java and Python
-HdrHistogram libraries round p/100 * n to the nearest integer instead, which differs
-when the rank is fractional. The check therefore walks the decoded buckets itself with
+latlab ranks percentiles by nearest rank, ceil(p/100 * n), as Java's HdrHistogram
+does (2.1.10 on); the Python library rounds p/100 * n to the nearest integer instead,
+which differs when the rank is fractional. The check therefore walks the decoded buckets itself with
 latlab's rule, which compares the histograms' contents, not the two conventions.
 """
 import json

@@ -11,11 +11,12 @@
 // lowest and highest values in the buckets of the exact min and max, and give latlab's
 // percentiles.
 //
-// latlab ranks a percentile by nearest rank, ceil(p/100 * n); Java's getValueAtPercentile
-// rounds p/100 * n to the nearest integer instead, which differs when the rank is
-// fractional. So the check walks the decoded buckets with latlab's rule (comparing the
-// histograms' contents, not the two conventions), reads each value as the highest of its
-// bucket as both libraries do, and clamps it to the exact min and max as latlab does.
+// latlab ranks a percentile by nearest rank, ceil(p/100 * n), as Java's
+// getValueAtPercentile does since 2.1.10 (older versions rounded p/100 * n to the
+// nearest integer). The check walks the decoded buckets with that rule itself, so it
+// compares the histograms' contents whatever the installed version, reads each value as
+// the highest of its bucket as both libraries do, and clamps it to the exact min and max
+// as latlab does.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
