@@ -20,6 +20,7 @@ pub mod keep;
 pub mod labels;
 pub mod ledger;
 pub mod listen;
+pub mod listing;
 pub mod output;
 pub mod session;
 pub mod sink;

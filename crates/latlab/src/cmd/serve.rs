@@ -6,7 +6,7 @@
 //! The store is opened read-only for each request and never written.
 
 use crate::cli::{RunFilterArgs, ServeArgs};
-use crate::cmd::runs::{columns, filter_of};
+use crate::cmd::runs::filter_of;
 use crate::cmd::trend::{matching_runs, open_store};
 use crate::error::{exit, CliError};
 use crate::listen::resolve;
@@ -17,6 +17,7 @@ use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
 use latlab_session::http::{self, decoded, parsed_query, Response, Site};
+use latlab_session::listing::columns;
 use latlab_store::{RunStore, StoreError};
 use std::net::TcpListener;
 use std::sync::Arc;
