@@ -11,6 +11,7 @@
 //! The binary parses the command line, wires the sinks, prints and maps exit codes.
 
 pub mod attach;
+pub mod cyclictest;
 pub mod error;
 pub mod explaining;
 pub mod http;

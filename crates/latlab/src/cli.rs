@@ -71,6 +71,9 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
 pub enum Command {
     /// Measure periodic wake-up latency (the cyclictest / Wilshire test).
     Run(Box<RunArgs>),
+    /// `latlab run` written with cyclictest's flags (-m -p -i -a -t -S -n -r -D -l -h
+    /// -q -b -N, --policy, --json, --laptop): says the latlab command, then runs it.
+    Cyclictest(CyclictestArgs),
     /// List the runs in the store, newest added first, with filters.
     Runs(RunsArgs),
     /// One stored run's summary (RUN: an id, a unique prefix, a name, last, last~1, ...).
@@ -366,6 +369,22 @@ impl RunArgs {
             explain: self.explain.clone(),
         }
     }
+}
+
+/// `latlab cyclictest` (-h is cyclictest's histogram flag: help is --help only).
+#[derive(Debug, Args)]
+#[command(
+    disable_help_flag = true,
+    after_help = "\
+latlab's own flags go after --: latlab cyclictest -p 80 -D 10 -- --no-store --explain"
+)]
+pub struct CyclictestArgs {
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// cyclictest's flags, as cyclictest takes them.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// `latlab check`.

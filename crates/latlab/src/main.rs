@@ -38,6 +38,26 @@ fn main() -> ExitCode {
     terminal::choose_colour(cli.color);
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
+        cli::Command::Cyclictest(c) => match latlab_session::cyclictest::translate(&c.args) {
+            Err(e) => Err(error::CliError::usage("cyclictest", e)),
+            Ok(t) => {
+                eprintln!("latlab: as `{}`", t.command());
+                t.notes.iter().for_each(|n| eprintln!("latlab:   {n}"));
+                let args = ["latlab", "run"].iter().map(|a| a.into());
+                match cli::parse(
+                    &args
+                        .chain(t.run.iter().map(|a| a.into()))
+                        .collect::<Vec<_>>(),
+                ) {
+                    Ok(cli::Cli {
+                        command: cli::Command::Run(run),
+                        ..
+                    }) => cmd::run::execute(&run),
+                    Ok(_) => unreachable!("parsed as `latlab run`"),
+                    Err(e) => Err(error::CliError::usage("cyclictest", e.to_string())),
+                }
+            }
+        },
         cli::Command::Runs(runs) => cmd::runs::execute(&runs),
         cli::Command::Show(show) => cmd::show::execute(&show),
         cli::Command::Explain(explain) => cmd::explain::execute(&explain),

@@ -263,7 +263,16 @@ fn period(sources: &Sources, section: &PhaseSection) -> Result<Layered<Nanos>, R
         ],
     )
     .or("1ms")
-    .parse_with(parse_duration)?;
+    .parse_with(|text| {
+        // A bare 1-99 is cyclictest's `-p PRIO` habit, not a period.
+        parse_duration(text).map_err(|e| match text.parse::<u8>() {
+            Ok(p @ 1..=99) => format!(
+                "{e}; if {p} is a priority, as cyclictest's -p takes, write -P f:{p} (or \
+                 `latlab cyclictest -p {p} ...` for cyclictest's flags)"
+            ),
+            _ => e.to_string(),
+        })
+    })?;
     let value = period.value;
     if value < MIN_PERIOD {
         return Err(period.refuse(format!(

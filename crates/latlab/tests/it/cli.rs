@@ -1087,3 +1087,38 @@ fn compare_finds_a_regression_and_an_improvement() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn cyclictest_habits_measure_the_same_run_and_say_the_latlab_command() {
+    let _guard = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = latlab()
+        .args(["cyclictest", "-m", "-p", "80", "-i", "200", "-D", "1", "-q"])
+        .args(["--", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("latlab: as `latlab run -d 1s -q -c 0 -p 200us -P f:80 --no-store --json"),
+        "{err}"
+    );
+    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &run.streams[0];
+    assert_eq!(
+        s.policy,
+        Some(latlab_model::spec::SchedSpec::Fifo { priority: 80 })
+    );
+    assert_eq!(s.period_ns, Some(latlab_model::Nanos(200_000)));
+    assert_eq!(
+        s.samples + s.missed_periods.unwrap(),
+        5_000,
+        "1 s of 200 µs periods"
+    );
+    // A flag cyclictest has and latlab does not take is named, exit 2.
+    let out = latlab().args(["cyclictest", "-d", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-d: not one of"));
+}
