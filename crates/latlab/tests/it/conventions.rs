@@ -106,6 +106,7 @@ fn a_runs_warnings_and_summary_are_coloured_as_color_says() {
 /// Every subcommand, as the completions and the manual must know them.
 const SUBCOMMANDS: &[&str] = &[
     "run",
+    "cyclictest",
     "runs",
     "show",
     "explain",
