@@ -97,6 +97,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
 const WAIT_NS: i64 = 50_000_000;
 /// How long after the window's end the receiver waits for signals still in flight.
 const END_GRACE_NS: i64 = 100_000_000;
+/// How long it then waits for the sender's report of what it sent: a sender another
+/// real-time task keeps off its CPU reports late, not never (seen: 200 ms behind a
+/// spinning probe's run on the same CPU).
+const REPORT_GRACE_NS: i64 = 2_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -318,7 +322,7 @@ impl SignalWorker {
             link.idle(); // stopped early, or no end: the sender stops within a poll
         }
         let report = {
-            let give_up = Clock::Monotonic.now_ns() + END_GRACE_NS;
+            let give_up = Clock::Monotonic.now_ns() + REPORT_GRACE_NS;
             loop {
                 if let Some(r) = link.report(generation) {
                     break Some(r);
