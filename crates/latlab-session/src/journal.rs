@@ -32,8 +32,10 @@ const HANDOVER_WAIT: Duration = Duration::from_secs(1);
 /// How the checkpoints went, for the end of the run.
 #[derive(Debug, Clone, Default)]
 pub struct JournalStats {
-    /// Checkpoints written.
+    /// Checkpoints written (to every target asked).
     pub written: u64,
+    /// Checkpoints that could not be written (to one target or more).
+    pub failed: u64,
     /// The longest time one took to gather (the threads' hand-overs, the loads, the
     /// explanation) and build the Run.
     pub gather_slowest: Duration,
@@ -60,13 +62,19 @@ impl JournalStats {
     /// One line on how the checkpoints went (nothing for a run shorter than the
     /// interval, unless one failed).
     pub fn summary(&self) -> String {
-        let mut line = match self.written {
+        // The times are of every attempt, written or not.
+        let mut line = match self.written + self.failed {
             0 => String::new(),
             n => {
                 let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                let failed = match self.failed {
+                    0 => String::new(),
+                    f => format!(", {f} failed"),
+                };
                 format!(
-                    "Checkpoints: {n} written; gathering {:.1} ms on average (slowest {:.1} \
-                     ms), writing and syncing {:.1} ms on average (slowest {:.1} ms)\n",
+                    "Checkpoints: {} written{failed}; gathering {:.1} ms on average (slowest \
+                     {:.1} ms), writing and syncing {:.1} ms on average (slowest {:.1} ms)\n",
+                    self.written,
                     ms(self.gather_total) / n as f64,
                     ms(self.gather_slowest),
                     ms(self.write_total) / n as f64,
@@ -204,7 +212,10 @@ fn write_checkpoints(
             }
         }
         let wrote = writing.elapsed();
-        stats.written += 1;
+        match failure {
+            None => stats.written += 1,
+            Some(_) => stats.failed += 1,
+        }
         stats.gather_total += gathered;
         stats.gather_slowest = stats.gather_slowest.max(gathered);
         stats.write_total += wrote;
@@ -238,5 +249,33 @@ impl Sink for Journal {
     /// Checkpoints read the measuring threads' figures while they measure.
     fn wants_checkpoints(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_that_failed_are_not_counted_as_written() {
+        let stats = JournalStats {
+            written: 3,
+            failed: 2,
+            gather_total: Duration::from_millis(5),
+            write_total: Duration::from_millis(10),
+            failure: Some("the store: disk full".to_string()),
+            ..JournalStats::default()
+        };
+        let said = stats.summary();
+        assert!(
+            said.starts_with("Checkpoints: 3 written, 2 failed; gathering 1.0 ms on average"),
+            "{said}"
+        );
+        assert!(
+            said.contains("could not be written: the store: disk full"),
+            "{said}"
+        );
+        let none = JournalStats::default().summary();
+        assert_eq!(none, "", "a run shorter than the interval says nothing");
     }
 }
