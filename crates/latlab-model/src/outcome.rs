@@ -151,25 +151,27 @@ impl Run {
                 .sum(),
         };
         let asked = asked.filter(|&a| a > 0)?;
-        let measured: i64 = match self.phases.is_empty() {
+        // The span measured, when every phase (or stream) says it: never a stand-in 0.
+        let measured: Option<i64> = match self.phases.is_empty() {
             true => self
                 .streams
                 .iter()
-                .filter_map(|s| s.elapsed_ns.map(|e| e.0))
-                .max(),
-            false => Some(
-                self.phases
-                    .iter()
-                    .filter_map(|p| p.elapsed_ns.map(|e| e.0))
-                    .sum(),
+                .map(|s| s.elapsed_ns.map(|e| e.0))
+                .collect::<Option<Vec<_>>>()
+                .and_then(|e| e.into_iter().max()),
+            false => self.phases.iter().map(|p| p.elapsed_ns.map(|e| e.0)).sum(),
+        };
+        Some(match measured {
+            Some(m) => format!(
+                "stopped before its end: {} measured of the {} asked",
+                crate::Nanos(m),
+                crate::Nanos(asked)
             ),
-        }
-        .unwrap_or(0);
-        Some(format!(
-            "stopped before its end: {} measured of the {} asked",
-            crate::Nanos(measured),
-            crate::Nanos(asked)
-        ))
+            None => format!(
+                "stopped before its end, of the {} asked (the span measured is not known)",
+                crate::Nanos(asked)
+            ),
+        })
     }
 
     /// Why the run's figures are not the machine's real-time behaviour, if they are
@@ -265,6 +267,11 @@ mod tests {
             .contains("measured of the"));
         run.accepted = vec![Shortfall::Incomplete];
         assert_eq!(run.exit_status(), ExitStatus::Passed);
+        // A span nobody knows is said so, not shown as 0.
+        let mut unknown = run.clone();
+        unknown.streams[0].elapsed_ns = None;
+        let why = unknown.incomplete_because().unwrap();
+        assert!(why.contains("not known") && !why.contains("0 ns"), "{why}");
         // Incomplete outranks untrusted; a failed threshold outranks both.
         run.accepted.clear();
         run.degraded = true;
