@@ -7,6 +7,8 @@
 //! latlab does anyway (`-m` locks memory, `-n` sleeps with clock_nanosleep, `-h` keeps
 //! a histogram) is accepted and said; what it cannot do is refused, naming the flag.
 
+use latlab_model::spec::{format_cpu_list, CpuSelection};
+
 /// The `latlab run` arguments for cyclictest's `args`, and what was said about them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translation {
@@ -185,11 +187,34 @@ pub fn translate(args: &[String]) -> Result<Translation, String> {
             }
         }
     }
-    // Threads and CPUs: -S, or -t with -a, is one thread per CPU; -a LIST names them;
-    // -t N alone, the first N CPUs.
+    // Threads and CPUs, as cyclictest places them: -S, or -t and -a without values, one
+    // thread per CPU; -a LIST the threads in turn on its CPUs (one thread without -t,
+    // every CPU of the list with a bare -t, the first N with -t N); -t N alone, the
+    // first N CPUs.
     let cpus = match (all_cpus, &threads, &affinity) {
         (true, _, _) => Some("all".to_string()),
-        (_, _, Some(Some(list))) => Some(list.clone()),
+        (_, _, Some(Some(list))) => {
+            let listed = match CpuSelection::parse(list).map_err(|e| format!("-a {list}: {e}"))? {
+                CpuSelection::List(cpus) => cpus,
+                CpuSelection::All => {
+                    return Err(format!(
+                        "-a {list}: give CPU numbers, or -a alone for every CPU"
+                    ))
+                }
+            };
+            let take = match &threads {
+                None => 1,
+                Some(None) => listed.len(),
+                Some(Some(n)) => number("-t", n)?.max(1) as usize,
+            };
+            if take > listed.len() {
+                return Err(format!(
+                    "-t {take} with -a {list}: latlab measures one thread per CPU; give as \
+                     many CPUs as threads"
+                ));
+            }
+            Some(format_cpu_list(&listed[..take]))
+        }
         (_, Some(None), _) => Some("all".to_string()),
         (_, Some(Some(n)), _) => {
             let n = number("-t", n)?.max(1);
@@ -259,6 +284,14 @@ mod tests {
         );
         let run = t("-a 1,3 -t 2 -p 90 --policy=rr -D 2m").unwrap();
         assert_eq!(run.command(), "latlab run -d 2m -c 1,3 -p 1000us -P r:90");
+        // -a LIST without -t: one thread, on the list's first CPU, as cyclictest runs it.
+        assert_eq!(
+            t("-a 1,3 -p 90 -D 1").unwrap().command(),
+            "latlab run -d 1s -c 1 -p 1000us -P f:90"
+        );
+        assert!(t("-a 1 -t 2 -D 1")
+            .unwrap_err()
+            .contains("one thread per CPU"));
         let run = t("-t -a -p95 -D1h -b 150 --json=out.json").unwrap();
         assert_eq!(
             run.command(),
