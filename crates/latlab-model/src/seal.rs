@@ -60,6 +60,9 @@ pub enum WarningCode {
     ApplicationSetUp,
     /// An application's process ended without ending its task.
     ApplicationKilled,
+    /// An application's page could no longer be read while attached, or stopped
+    /// holding what a task writes.
+    ApplicationPageLost,
     /// Imported values implausible in the unit they were read in.
     ImplausibleUnit,
     /// cyclictest's last status line came before its last cycles.
@@ -72,7 +75,7 @@ pub enum WarningCode {
 
 impl WarningCode {
     /// Every code, in the order of the list above.
-    pub const ALL: [WarningCode; 27] = [
+    pub const ALL: [WarningCode; 28] = [
         WarningCode::NotRealtime,
         WarningCode::NonRealtimePolicy,
         WarningCode::MemoryNotLocked,
@@ -96,6 +99,7 @@ impl WarningCode {
         WarningCode::LoadEndedEarly,
         WarningCode::ApplicationSetUp,
         WarningCode::ApplicationKilled,
+        WarningCode::ApplicationPageLost,
         WarningCode::ImplausibleUnit,
         WarningCode::StatusBehindHistogram,
         WarningCode::SourceFailed,
@@ -128,6 +132,7 @@ impl WarningCode {
             WarningCode::LoadEndedEarly => "load-ended-early",
             WarningCode::ApplicationSetUp => "application-set-up",
             WarningCode::ApplicationKilled => "application-killed",
+            WarningCode::ApplicationPageLost => "application-page-lost",
             WarningCode::ImplausibleUnit => "implausible-unit",
             WarningCode::StatusBehindHistogram => "status-behind-histogram",
             WarningCode::SourceFailed => "source-failed",

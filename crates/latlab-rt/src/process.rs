@@ -146,6 +146,16 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// The user ids process `pid` runs as: real, effective, saved and filesystem
+/// (`/proc/PID/status`); `None` when it runs no more or cannot be read.
+pub fn uids(pid: u32) -> Option<[u32; 4]> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(|id| id.parse::<u32>().ok());
+    let mut next = || ids.next().flatten();
+    Some([next()?, next()?, next()?, next()?])
+}
+
 /// True while the process that was `pid` and started at `started` (ticks since boot,
 /// [`start_ticks`]; `None`: unknown) runs: a pid reused by another process is not it.
 pub fn is_same_process_alive(pid: u32, started: Option<u64>) -> bool {

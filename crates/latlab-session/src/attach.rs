@@ -8,7 +8,6 @@
 //! every Run is.
 
 use crate::error::CliError;
-use latlab_measure::facts::FactReader;
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::*;
 use latlab_model::seal::WarningCode;
@@ -48,7 +47,7 @@ pub fn page_of(pid: u32, task: Option<&str>) -> Result<PathBuf, CliError> {
                 .map_or(String::new(), |(_, tid)| tid.to_string());
             let name = shm::Reader::open(path)
                 .ok()
-                .and_then(|r| r.snapshot())
+                .and_then(|mut r| r.snapshot().ok())
                 .map(|s| s.name)
                 .unwrap_or_default();
             (path.clone(), tid, name)
@@ -105,6 +104,8 @@ pub enum End {
     TaskEnded,
     /// Its process ended without ending the task.
     ProcessGone,
+    /// Its page could no longer be read, or stopped holding what a task writes.
+    PageLost,
     /// latlab was told to stop.
     Stopped,
     /// `--duration` passed.
@@ -119,6 +120,10 @@ impl End {
             End::ProcessGone => {
                 "The task's process ended without ending the task (killed?): its figures \
                  are those of its last cycle."
+            }
+            End::PageLost => {
+                "The task's page could no longer be read or was overwritten: its figures \
+                 are those of the last whole copy."
             }
             End::Stopped | End::Duration => {
                 "Detached while the task runs: its figures are those up to now."
@@ -177,8 +182,15 @@ pub fn histograms(s: &shm::Snapshot) -> (LatencyHistogram, LatencyHistogram) {
     )
 }
 
-/// The Run of the task as `last` shows it.
-pub fn run_of(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>, euid: u32) -> Run {
+/// The Run of the task as `last` (a page [`shm::check`] passed) shows it, on the host
+/// `host` describes.
+pub fn run_of(
+    last: &shm::Snapshot,
+    end: End,
+    command_line: Option<Vec<String>>,
+    euid: u32,
+    host: HostFacts,
+) -> Run {
     let c = &last.counters;
     let now_wall = SystemTime::now();
     let now_mono = latlab_rt::clock::Clock::Monotonic.now_ns();
@@ -188,13 +200,15 @@ pub fn run_of(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>,
     };
     let cycles_ran = c.cycles > 0;
     let started_at = cycles_ran.then(|| wall_of(c.first_due_ns)).flatten();
-    let ended_at = cycles_ran.then(|| wall_of(c.last_end_ns)).flatten();
+    // A step ends after its deadline, unless its wake-up came early.
+    let ended_at = cycles_ran
+        .then(|| wall_of(c.last_end_ns.max(c.first_due_ns)))
+        .flatten();
     let period = last.period_ns as i64;
     // The measured span: from one period before the first deadline to the last, so
     // that samples + missed = span / period.
     let elapsed = cycles_ran.then(|| Nanos(c.last_due_ns - c.first_due_ns + period));
     let (wake, compute) = histograms(last);
-    let host = FactReader::system().gather();
     let policy = policy_of(last);
     let realtime = matches!(
         last.policy as i32,
@@ -238,6 +252,13 @@ pub fn run_of(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>,
                  deadline): any other task can delay its wake-ups",
                 policy.map_or("an unknown policy".to_string(), |p| p.to_string())
             ),
+        ));
+    }
+    if end == End::PageLost {
+        warnings.push(Warning::new(
+            WarningCode::ApplicationPageLost,
+            "the application's page could no longer be read, or stopped holding what a \
+             task writes: the figures are those of the last whole copy",
         ));
     }
     if end == End::ProcessGone {
@@ -333,7 +354,7 @@ pub fn run_of(last: &shm::Snapshot, end: End, command_line: Option<Vec<String>>,
         breaktrace_armed: false,
         euid,
     });
-    run.interrupted = matches!(end, End::Stopped | End::Duration | End::ProcessGone);
+    run.interrupted = end != End::TaskEnded;
     run.warnings = warnings;
     run.phases = vec![Phase {
         name: "main".to_string(),
@@ -391,7 +412,13 @@ mod tests {
         let other = Notice::NonRealtimeRequested {
             policy: SchedSpec::Other { nice: 0 },
         };
-        let run = run_of(&page(libc::SCHED_OTHER, false, 10), End::TaskEnded, None, 0);
+        let run = run_of(
+            &page(libc::SCHED_OTHER, false, 10),
+            End::TaskEnded,
+            None,
+            0,
+            HostFacts::default(),
+        );
         assert_eq!(
             codes(&run),
             [unlocked.code().as_str(), other.code().as_str()]
@@ -399,7 +426,13 @@ mod tests {
         assert_eq!(run.degraded, unlocked.degrades() || other.degrades());
         assert!(run.degraded);
         // Locked and at SCHED_OTHER: said, not degraded, as `latlab run -P o:0`.
-        let run = run_of(&page(libc::SCHED_OTHER, true, 10), End::TaskEnded, None, 0);
+        let run = run_of(
+            &page(libc::SCHED_OTHER, true, 10),
+            End::TaskEnded,
+            None,
+            0,
+            HostFacts::default(),
+        );
         assert_eq!(codes(&run), [other.code().as_str()]);
         assert!(!run.degraded);
         // Refused the policy it asked for: `not-realtime`, degraded, as `latlab run`
@@ -408,7 +441,7 @@ mod tests {
         refused.warnings = vec![
             "fifo:80 refused (not permitted: run as root): the loop runs at other:0".to_string(),
         ];
-        let run = run_of(&refused, End::TaskEnded, None, 0);
+        let run = run_of(&refused, End::TaskEnded, None, 0, HostFacts::default());
         let not_realtime = Notice::NotRealtime {
             wanted: SchedSpec::Fifo { priority: 80 },
             got: SchedSpec::Other { nice: 0 },
@@ -418,7 +451,13 @@ mod tests {
         assert_eq!(codes(&run), [not_realtime.code().as_str()]);
         assert!(run.degraded);
         // Locked and real-time: nothing to say; the counts add up.
-        let run = run_of(&page(libc::SCHED_FIFO, true, 10), End::TaskEnded, None, 0);
+        let run = run_of(
+            &page(libc::SCHED_FIFO, true, 10),
+            End::TaskEnded,
+            None,
+            0,
+            HostFacts::default(),
+        );
         assert!(run.warnings.is_empty(), "{:?}", run.warnings);
         let wake = &run.streams[0];
         assert_eq!(wake.samples + wake.missed_periods.unwrap(), 10);

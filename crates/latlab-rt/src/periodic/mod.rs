@@ -47,6 +47,8 @@ pub mod hdr;
 pub mod shm;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;
 
 use crate::affinity;
 use crate::clock::Clock;

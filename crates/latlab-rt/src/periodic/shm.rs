@@ -14,6 +14,11 @@
 //! - the two histograms' counts ([`hdr`] layout) follow the header and change in the
 //!   same updates as the counters, under the same lock: a reader's copy of counters
 //!   and counts is of one cycle, so the counts add up to the cycles.
+//!
+//! The page is created 0600; a [`Reader`] trusts none of it before checking whose it
+//! is (a regular file of a user the process runs as, naming that process and its
+//! start time), copies it with `pread` (a truncated page is an error, not a SIGBUS),
+//! and [`check`]s every copy: a forged page is refused, never believed.
 
 use crate::periodic::hdr;
 use crate::RtError;
@@ -152,7 +157,7 @@ pub fn path_of(pid: u32, tid: i32) -> PathBuf {
     PathBuf::from(format!("/dev/shm/latlab-{pid}-{tid}"))
 }
 
-/// A mapped page (shared, read-write for the task, read-only for a reader).
+/// The task's mapping of its page (shared and read-write), or its private copy.
 struct Mapping {
     ptr: *mut u8,
     len: usize,
@@ -229,8 +234,9 @@ fn open_fd(path: &Path, flags: libc::c_int) -> Result<libc::c_int, RtError> {
     let what = format!("open {}", path.display());
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|e| RtError::new(what.clone(), std::io::Error::other(e)))?;
-    // SAFETY: a NUL-terminated path; the mode is used only with O_CREAT.
-    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    // SAFETY: a NUL-terminated path; the mode is used only with O_CREAT: the page is
+    // its owner's alone to read (an attaching reader is its user or root).
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC, 0o600) };
     if fd < 0 {
         return Err(RtError::last(what));
     }
@@ -536,10 +542,19 @@ pub struct Snapshot {
     pub compute_counts: Vec<u64>,
 }
 
-/// A reader's mapping of a task's page.
+/// A reader of a task's page: a file it trusts only after checking whose it is, and
+/// reads by copying (`pread`), never by mapping, so a page truncated or replaced
+/// while it reads is an error, not a SIGBUS.
 pub struct Reader {
-    map: Mapping,
+    file: std::fs::File,
     path: PathBuf,
+    /// The header's bytes, as last copied.
+    header: HeaderCopy,
+    /// How long an update in flight may last before the page counts as stalled.
+    patience: Duration,
+    /// The snapshot taken before: the next must be of the same task, and count on
+    /// from it.
+    previous: Option<Snapshot>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -551,7 +566,7 @@ impl std::fmt::Debug for Reader {
 /// Why a page could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    /// No such page, or it cannot be opened or mapped.
+    /// No such page, or it cannot be opened.
     #[error(transparent)]
     Open(#[from] RtError),
     /// Not a page of this layout: too short, another magic or version.
@@ -562,46 +577,143 @@ pub enum ReadError {
         /// What is wrong.
         why: String,
     },
+    /// A page whose origin cannot be trusted: another user's file, a pid reused, not a
+    /// regular file.
+    #[error("{path} is not trusted: {why}")]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Why a snapshot could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// The page stayed mid-update longer than the reader's patience: its writer is
+    /// stopped, or died while updating it.
+    #[error(
+        "the page stayed mid-update: its task is stopped (SIGSTOP, a debugger) or died writing it"
+    )]
+    Stalled,
+    /// The page can no longer be read (truncated, or an I/O error).
+    #[error("the page can no longer be read: {0}")]
+    Lost(String),
+    /// The page holds what no task writes: counts that do not add up, fields out of
+    /// range, another task's identity.
+    #[error("the page holds what no latlab task writes: {0}")]
+    Invalid(String),
 }
 
 impl Reader {
-    /// Maps the page at `path` read-only.
+    /// Opens the page at `path` (`/dev/shm/latlab-<pid>-<tid>`) and checks, before
+    /// believing anything in it: a regular file (a FIFO would block, a device lie), not
+    /// writable by others than its owner, owned by a user process `pid` runs as, of
+    /// this layout, naming the pid and tid its name gives, and written by the process
+    /// that runs under that pid now (its start time).
     pub fn open(path: &Path) -> Result<Reader, ReadError> {
-        let fd = open_fd(path, libc::O_RDONLY)?;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let untrusted = |why: String| ReadError::Untrusted {
+            path: path.to_path_buf(),
+            why,
+        };
         let layout = |why: String| ReadError::Layout {
             path: path.to_path_buf(),
             why,
         };
-        let len = std::fs::metadata(path)
-            .map(|m| m.len() as usize)
-            .unwrap_or(0);
-        if len < page_bytes() {
-            close(fd);
+        let (pid, tid) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(page_ids)
+            .ok_or_else(|| untrusted("its name is not latlab-<pid>-<tid>".to_string()))?;
+        // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| RtError::new(format!("open {}", path.display()), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| RtError::new(format!("stat {}", path.display()), e))?;
+        if !meta.file_type().is_file() {
+            return Err(untrusted(
+                "not a regular file (a FIFO, device or socket): a task's page is a file"
+                    .to_string(),
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(untrusted(format!(
+                "users other than its owner may write it (mode {:o}): a task's page is \
+                 written by its task alone",
+                meta.mode() & 0o7777
+            )));
+        }
+        let Some(uids) = crate::process::uids(pid) else {
+            return Err(untrusted(format!("process {pid} runs no more")));
+        };
+        if !uids.contains(&meta.uid()) {
+            return Err(untrusted(format!(
+                "it belongs to uid {}, but process {pid} runs as uid {}: another user made \
+                 it, and only the task's own user can",
+                meta.uid(),
+                uids[1]
+            )));
+        }
+        if (meta.len() as usize) < page_bytes() {
             return Err(layout(format!(
-                "{len} bytes, the layout has {}",
+                "{} bytes, the layout has {}",
+                meta.len(),
                 page_bytes()
             )));
         }
-        let map = Mapping::map(fd, page_bytes(), false, &path.display().to_string());
-        close(fd);
-        let reader = Reader {
-            map: map?,
+        let mut reader = Reader {
+            file,
             path: path.to_path_buf(),
+            header: HeaderCopy::new(),
+            patience: STALLED,
+            previous: None,
         };
-        let h = reader.map.header();
-        if h.magic.load(Ordering::Acquire) != MAGIC {
+        reader.read_header().map_err(|e| layout(e.to_string()))?;
+        let h = reader.header.header();
+        let r = Ordering::Relaxed;
+        if h.magic.load(r) != MAGIC {
             return Err(layout(
                 "no magic (not written yet, or not such a page)".into(),
             ));
         }
-        let version = h.version.load(Ordering::Relaxed);
+        let version = h.version.load(r);
         if version != VERSION
-            || h.hist_len.load(Ordering::Relaxed) as usize != hdr::LEN
-            || h.header_bytes.load(Ordering::Relaxed) as usize != std::mem::size_of::<Header>()
+            || h.hist_len.load(r) as usize != hdr::LEN
+            || h.header_bytes.load(r) as usize != std::mem::size_of::<Header>()
         {
             return Err(layout(format!("layout version {version}")));
         }
+        let (says_pid, says_tid) = (h.pid.load(r), h.tid.load(r));
+        if (says_pid, says_tid) != (pid, tid) {
+            return Err(untrusted(format!(
+                "it says it is process {says_pid}'s thread {says_tid}, but its name says \
+                 {pid}'s thread {tid}"
+            )));
+        }
+        let started = h.pid_start_ticks.load(r);
+        let now = crate::process::start_ticks(pid);
+        if started == 0 || now != Some(started) {
+            return Err(untrusted(format!(
+                "it was written by a process {pid} that started at tick {started}, but \
+                 the process {pid} running now started at tick {}: it is an earlier \
+                 process's page (the pid was reused), or forged",
+                now.map_or("unknown".to_string(), |t| t.to_string())
+            )));
+        }
         Ok(reader)
+    }
+
+    /// How long [`Reader::snapshot`] waits for an update in flight (default
+    /// [`STALLED`]).
+    pub fn with_patience(mut self, patience: Duration) -> Reader {
+        self.patience = patience;
+        self
     }
 
     /// The page's path.
@@ -609,16 +721,96 @@ impl Reader {
         &self.path
     }
 
-    /// A consistent copy of the page: identity, counters and counts of the same
-    /// cycle. `None` when the page stayed mid-update for [`STALLED`]: its writer
-    /// died or was stopped while updating it.
-    pub fn snapshot(&self) -> Option<Snapshot> {
-        snapshot_of(&self.map)
+    /// A consistent copy of the page (identity, counters and counts of the same cycle),
+    /// checked ([`check`]), and of the same task as the one before, counting on from it.
+    pub fn snapshot(&mut self) -> Result<Snapshot, SnapshotError> {
+        let began = Instant::now();
+        let snapshot = loop {
+            if began.elapsed() > self.patience {
+                return Err(SnapshotError::Stalled);
+            }
+            let before = self.read_seq()?;
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            self.read_header()?;
+            let mut snapshot = identity_of(self.header.header());
+            snapshot.counters = copy_counters(&self.header.header().counters);
+            let file = &self.file;
+            copy_counts(&mut snapshot, |which, first, into| {
+                let offset = std::mem::size_of::<Header>() + (which * hdr::LEN + first) * 8;
+                read_words(file, offset, into)
+            })?;
+            if self.read_seq()? == before {
+                break snapshot;
+            }
+        };
+        check(&snapshot).map_err(SnapshotError::Invalid)?;
+        if let Some(previous) = &self.previous {
+            same_task(previous, &snapshot).map_err(SnapshotError::Invalid)?;
+        }
+        self.previous = Some(snapshot.clone());
+        Ok(snapshot)
     }
 
-    /// True once the task has ended (its counts are final).
+    /// True once the task has ended (its counts are final), or its page cannot be read.
     pub fn has_ended(&self) -> bool {
-        self.map.header().state.load(Ordering::Acquire) == STATE_ENDED
+        let mut state = [0u8; 4];
+        let offset = std::mem::offset_of!(Header, state) as u64;
+        match std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut state, offset) {
+            Ok(()) => u32::from_ne_bytes(state) == STATE_ENDED,
+            Err(_) => true,
+        }
+    }
+
+    fn read_seq(&self) -> Result<u64, SnapshotError> {
+        let mut seq = [0u64];
+        read_words(&self.file, std::mem::offset_of!(Header, seq), &mut seq)?;
+        Ok(seq[0])
+    }
+
+    fn read_header(&mut self) -> Result<(), SnapshotError> {
+        read_words(&self.file, 0, self.header.words_mut())
+    }
+}
+
+/// Reads `into.len()` words at byte `offset` of `file`, as the task wrote them (native
+/// byte order).
+fn read_words(file: &std::fs::File, offset: usize, into: &mut [u64]) -> Result<(), SnapshotError> {
+    let mut bytes = vec![0u8; into.len() * 8];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, offset as u64).map_err(|e| {
+        SnapshotError::Lost(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "it was truncated".to_string(),
+            _ => e.to_string(),
+        })
+    })?;
+    for (word, chunk) in into.iter_mut().zip(bytes.chunks_exact(8)) {
+        *word = u64::from_ne_bytes(chunk.try_into().expect("chunks of 8"));
+    }
+    Ok(())
+}
+
+/// A private copy of a page's header, word-aligned so it can be read as a [`Header`].
+struct HeaderCopy(Box<[u64]>);
+
+const _: () = assert!(std::mem::size_of::<Header>().is_multiple_of(8));
+const _: () = assert!(std::mem::align_of::<Header>() <= std::mem::align_of::<u64>());
+
+impl HeaderCopy {
+    fn new() -> HeaderCopy {
+        HeaderCopy(vec![0; std::mem::size_of::<Header>() / 8].into_boxed_slice())
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.0
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the copy is exactly a Header long and aligned for it (asserted
+        // above); Header is atomics only, valid for any bytes, and the copy is only
+        // written through `words_mut`, which needs `&mut self`.
+        unsafe { &*(self.0.as_ptr() as *const Header) }
     }
 }
 
@@ -626,80 +818,243 @@ impl Reader {
 /// update takes under a microsecond, unless its writer was stopped or killed in it.
 pub const STALLED: Duration = Duration::from_millis(100);
 
+/// The task's own consistent copy of its live page.
 fn snapshot_of(map: &Mapping) -> Option<Snapshot> {
     let h = map.header();
-    let r = Ordering::Relaxed;
-    let mut wake_counts = vec![0; hdr::LEN];
-    let mut compute_counts = vec![0; hdr::LEN];
     let began = Instant::now();
-    let counters = loop {
+    loop {
         if began.elapsed() > STALLED {
             return None;
         }
-        wake_counts.fill(0);
-        compute_counts.fill(0);
         let before = h.seq.load(Ordering::Acquire);
         if before % 2 == 1 {
             std::hint::spin_loop();
             continue;
         }
-        let counters = copy_counters(&h.counters);
-        // The counts change in the same updates as the counters, so a copy taken
-        // between two equal even sequence numbers is of one cycle: its total is
-        // the cycles counted. Only the counts from the least to the largest value
-        // can be above 0, so only they are copied (a whole histogram takes
-        // hundreds of µs to copy in a debug build, longer than a short period).
-        let spans = [
-            (counters.wake_min_ns, counters.wake_max_ns),
-            (counters.compute_min_ns, counters.compute_max_ns),
-        ];
-        for (which, (copy, span)) in [&mut wake_counts, &mut compute_counts]
-            .into_iter()
-            .zip(spans)
-            .enumerate()
-        {
-            let (Some(least), Some(largest)) = span else {
-                continue;
-            };
-            // A copy torn by an update may have them the wrong way round; it is
-            // retried below.
-            let first = hdr::index_of(hdr::clamp(least).0);
-            let last = hdr::index_of(hdr::clamp(largest).0).max(first);
-            for (to, from) in copy[first..=last]
-                .iter_mut()
-                .zip(&map.counts(which)[first..])
-            {
-                *to = from.load(r);
+        let mut snapshot = identity_of(h);
+        snapshot.counters = copy_counters(&h.counters);
+        let copied: Result<(), SnapshotError> = copy_counts(&mut snapshot, |which, first, into| {
+            for (to, from) in into.iter_mut().zip(&map.counts(which)[first..]) {
+                *to = from.load(Ordering::Relaxed);
             }
-        }
+            Ok(())
+        });
+        copied.ok()?;
         fence(Ordering::Acquire);
         if h.seq.load(Ordering::Relaxed) == before {
-            break counters;
+            return Some(snapshot);
         }
-    };
-    let cpu = h.cpu.load(r);
-    Some(Snapshot {
+    }
+}
+
+/// A snapshot's identity and state, from a header; no counters or counts yet.
+fn identity_of(h: &Header) -> Snapshot {
+    let r = Ordering::Relaxed;
+    Snapshot {
         pid: h.pid.load(r),
         pid_start_ticks: h.pid_start_ticks.load(r),
         tid: h.tid.load(r),
         period_ns: h.period_ns.load(r),
-        cpu: usize::try_from(cpu).ok(),
+        cpu: usize::try_from(h.cpu.load(r)).ok(),
         policy: h.policy.load(r),
         priority: h.priority.load(r),
         method: h.method.load(r),
         overrun_policy: h.overrun_policy.load(r),
         memory_locked: h.memory_locked.load(r) != 0,
-        name: load_text(&h.name),
+        name: printable(&load_text(&h.name)),
         warnings: load_text(&h.warnings)
             .lines()
-            .map(str::to_string)
+            .map(printable)
             .filter(|l| !l.is_empty())
             .collect(),
         ended: h.state.load(Ordering::Acquire) == STATE_ENDED,
-        counters,
-        wake_counts,
-        compute_counts,
-    })
+        ..Snapshot::default()
+    }
+}
+
+/// Copies the counts a snapshot's counters say can be above 0: those from the least
+/// to the largest value (a whole histogram takes hundreds of µs to copy in a debug
+/// build, longer than a short period). `copy(which, first, into)` fills `into` with
+/// histogram `which`'s counts from index `first`.
+fn copy_counts(
+    snapshot: &mut Snapshot,
+    mut copy: impl FnMut(usize, usize, &mut [u64]) -> Result<(), SnapshotError>,
+) -> Result<(), SnapshotError> {
+    let c = &snapshot.counters;
+    let spans = [
+        (c.wake_min_ns, c.wake_max_ns),
+        (c.compute_min_ns, c.compute_max_ns),
+    ];
+    snapshot.wake_counts = vec![0; hdr::LEN];
+    snapshot.compute_counts = vec![0; hdr::LEN];
+    for (which, span) in spans.into_iter().enumerate() {
+        let (Some(least), Some(largest)) = span else {
+            continue;
+        };
+        // A copy torn by an update may have them the wrong way round; it is retried.
+        let first = hdr::index_of(hdr::clamp(least).0);
+        let last = hdr::index_of(hdr::clamp(largest).0).max(first);
+        let counts = match which {
+            0 => &mut snapshot.wake_counts,
+            _ => &mut snapshot.compute_counts,
+        };
+        copy(which, first, &mut counts[first..=last])?;
+    }
+    Ok(())
+}
+
+/// Text from a page as it may be shown: control characters (terminal escapes, line
+/// breaks) and the invisible ones that reorder or hide text become U+FFFD.
+fn printable(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    text.chars()
+        .map(|c| if hidden(c) { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// The longest period a task may have (the runtime's own limit).
+const PERIOD_MAX_NS: u64 = 3_600_000_000_000;
+/// The kernel's highest CPU number a task can be pinned to (`CPU_SETSIZE`).
+const CPU_MAX: usize = 1024;
+
+/// What a page written by a latlab task always holds, whatever instant it was copied
+/// at; `Err` names the first field that breaks it. A page that passes makes a Run that
+/// reads back whole: counts that add up to the cycles, extremes in order, a mean
+/// between them, the largest samples within the extremes and the deadlines passed.
+pub fn check(s: &Snapshot) -> Result<(), String> {
+    let c = &s.counters;
+    if !(1_000..=PERIOD_MAX_NS).contains(&s.period_ns) {
+        return Err(format!("period {} ns is outside 1 µs … 1 h", s.period_ns));
+    }
+    if s.cpu.is_some_and(|cpu| cpu >= CPU_MAX) {
+        return Err(format!("CPU {} does not exist", s.cpu.unwrap_or(0)));
+    }
+    if !matches!(s.policy, 0 | 1 | 2 | 3 | 5 | 6) {
+        return Err(format!("policy {} is not one of the kernel's", s.policy));
+    }
+    let priority = s.priority as i32;
+    let in_range = match s.policy {
+        // The nice value.
+        0 | 3 => (-20..=19).contains(&priority),
+        1 | 2 => (1..=99).contains(&priority),
+        _ => priority == 0,
+    };
+    if !in_range {
+        return Err(format!(
+            "priority {priority} is not one policy {} has",
+            s.policy
+        ));
+    }
+    if s.method > 2 || s.overrun_policy > 2 {
+        return Err(format!(
+            "wait method {} or overrun policy {} is unknown",
+            s.method, s.overrun_policy
+        ));
+    }
+    let period = s.period_ns as i128;
+    let span = i128::from(c.last_due_ns) - i128::from(c.first_due_ns);
+    if span < 0 || span % period != 0 {
+        return Err(format!(
+            "the last deadline {} is not a whole number of periods after the first {}",
+            c.last_due_ns, c.first_due_ns
+        ));
+    }
+    // Each deadline passed is a cycle or missed; an update that ran a late deadline
+    // may not have counted the ones after it yet.
+    let periods = span / period + 1;
+    let counted = i128::from(c.cycles) + i128::from(c.missed);
+    if counted > periods {
+        return Err(format!(
+            "{} cycles and {} missed, but only {periods} deadlines passed",
+            c.cycles, c.missed
+        ));
+    }
+    let started = counted > 0;
+    if started && (c.first_due_ns <= 0 || c.last_due_ns > i64::MAX - PERIOD_MAX_NS as i64) {
+        return Err("a deadline outside the monotonic clock's range".to_string());
+    }
+    if c.margin_ns.is_some_and(|m| m as u64 >= s.period_ns) {
+        return Err("a spin margin of a period or more".to_string());
+    }
+    let streams = [
+        (
+            "wake-up",
+            (c.wake_min_ns, c.wake_max_ns, c.wake_sum_ns),
+            &s.wake_counts,
+            c.wake_clamped,
+            &c.wake_top,
+        ),
+        (
+            "compute",
+            (c.compute_min_ns, c.compute_max_ns, c.compute_sum_ns),
+            &s.compute_counts,
+            c.compute_clamped,
+            &c.compute_top,
+        ),
+    ];
+    for (what, (min, max, sum), counts, clamped, top) in streams {
+        let counted: u128 = counts.iter().map(|&n| u128::from(n)).sum();
+        if counted != u128::from(c.cycles) {
+            return Err(format!(
+                "the {what} histogram counts {counted} samples, the cycles are {}",
+                c.cycles
+            ));
+        }
+        if clamped > c.cycles {
+            return Err(format!("more {what} samples clamped than cycles"));
+        }
+        let (min, max) = match (c.cycles, min, max) {
+            (0, None, None) if sum == 0 && top.is_empty() => continue,
+            (1.., Some(min), Some(max)) if min <= max => (min, max),
+            _ => {
+                return Err(format!(
+                    "the {what} extremes do not fit {} cycles",
+                    c.cycles
+                ))
+            }
+        };
+        let n = i128::from(c.cycles);
+        if !(i128::from(min) * n..=i128::from(max) * n).contains(&i128::from(sum)) {
+            return Err(format!("the {what} sum is not between the extremes"));
+        }
+        let outside = |t: &Top| {
+            t.value_ns < min
+                || t.value_ns > max
+                || t.due_ns < c.first_due_ns
+                || t.due_ns > c.last_due_ns
+        };
+        if top.len() > TOP || top.iter().any(outside) {
+            return Err(format!(
+                "a largest {what} sample outside the extremes or the deadlines passed"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `later` is a later copy of the same task's page as `earlier`: the same
+/// identity and first deadline (once its loop started), and counts that only grew.
+fn same_task(earlier: &Snapshot, later: &Snapshot) -> Result<(), String> {
+    let identity = |s: &Snapshot| {
+        (
+            (s.pid, s.pid_start_ticks, s.tid),
+            (s.period_ns, s.cpu),
+            (s.policy, s.priority, s.method, s.overrun_policy),
+        )
+    };
+    let started = earlier.counters.cycles + earlier.counters.missed > 0;
+    let moved = started && earlier.counters.first_due_ns != later.counters.first_due_ns;
+    if identity(earlier) != identity(later) || moved {
+        return Err("it now names another task or setting than before".to_string());
+    }
+    let (was, now) = (&earlier.counters, &later.counters);
+    if now.cycles < was.cycles || now.missed < was.missed || now.overruns < was.overruns {
+        return Err("its counts went down".to_string());
+    }
+    Ok(())
 }
 
 /// The counters as they are; the caller checks the sequence number around the copy.
@@ -762,6 +1117,28 @@ pub fn pages_of(pid: u32) -> Vec<PathBuf> {
     pages.into_iter().map(|(_, path)| path).collect()
 }
 
+/// The process start time a page of this layout holds, read without trusting it more:
+/// for the sweep, which only asks whether the page's writer is gone.
+fn written_start_ticks(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    let word = |offset: usize| {
+        let mut bytes = [0u8; 8];
+        file.read_exact_at(&mut bytes, offset as u64).ok()?;
+        Some(u64::from_ne_bytes(bytes))
+    };
+    (word(std::mem::offset_of!(Header, magic))? == MAGIC)
+        .then(|| word(std::mem::offset_of!(Header, pid_start_ticks)))
+        .flatten()
+}
+
 /// Removes the pages whose thread is gone (or whose process is another under a
 /// reused pid), of this user ([`crate::process::leftovers`]'s rule); returns the paths
 /// removed.
@@ -770,10 +1147,7 @@ pub fn sweep() -> Vec<PathBuf> {
         let Some((_, tid)) = path.file_name().and_then(|n| n.to_str()).and_then(page_ids) else {
             return false;
         };
-        let started = Reader::open(path)
-            .ok()
-            .map(|r| r.map.header().pid_start_ticks.load(Ordering::Relaxed))
-            .filter(|t| *t != 0);
+        let started = written_start_ticks(path).filter(|t| *t != 0);
         !crate::process::is_same_thread_alive(pid, tid, started)
     };
     crate::process::leftovers_where(

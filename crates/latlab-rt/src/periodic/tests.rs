@@ -414,8 +414,8 @@ fn a_real_task_publishes_its_page_while_it_runs_and_removes_it() {
     let summary = task
         .run(|cycle| {
             if cycle.index == 40 {
-                let reader = shm::Reader::open(&path).unwrap();
-                seen = reader.snapshot();
+                let mut reader = shm::Reader::open(&path).unwrap();
+                seen = reader.snapshot().ok();
             }
             match cycle.index == 99 {
                 true => ControlFlow::Break(()),
@@ -451,7 +451,7 @@ fn the_page_says_the_nice_value_the_task_runs_at() {
         let mut seen = None;
         task.run(|cycle| {
             if cycle.index == 5 {
-                seen = shm::Reader::open(&path).unwrap().snapshot();
+                seen = shm::Reader::open(&path).unwrap().snapshot().ok();
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
@@ -523,11 +523,11 @@ fn a_reader_copies_counters_and_counts_of_one_cycle_while_the_task_writes() {
     let path = shm::path_of(std::process::id(), tid_rx.recv().unwrap());
     let mut copies = 0;
     while !task.is_finished() {
-        let Ok(reader) = shm::Reader::open(&path) else {
+        let Ok(mut reader) = shm::Reader::open(&path) else {
             std::thread::yield_now();
             continue;
         };
-        while let Some(copy) = reader.snapshot().filter(|s| !s.ended) {
+        while let Some(copy) = reader.snapshot().ok().filter(|s| !s.ended) {
             let c = &copy.counters;
             assert_eq!(copy.wake_counts.iter().sum::<u64>(), c.cycles);
             assert_eq!(copy.compute_counts.iter().sum::<u64>(), c.cycles);

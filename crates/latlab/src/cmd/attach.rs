@@ -47,15 +47,14 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
     };
     let (mut json, human) =
         crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
-    let reader = shm::Reader::open(&path).map_err(|e| CliError::runtime(e.to_string()))?;
+    let mut reader = shm::Reader::open(&path).map_err(|e| CliError::runtime(e.to_string()))?;
     let command_line = command_line_of(args.pid);
-    let first = reader.snapshot().ok_or_else(|| {
-        CliError::runtime(format!(
-            "{} stayed mid-update for {} ms: the task is stopped (SIGSTOP, a debugger) or \
-             died while writing it; attach again once it runs",
-            path.display(),
-            shm::STALLED.as_millis()
-        ))
+    let first = reader.snapshot().map_err(|e| {
+        let fix = match e {
+            shm::SnapshotError::Stalled => "; attach again once it runs",
+            _ => "",
+        };
+        CliError::runtime(format!("{}: {e}{fix}", path.display()))
     })?;
     // Whose the task is (the Run's euid): the owner of its process.
     let euid = std::fs::metadata(format!("/proc/{}", first.pid))
@@ -92,18 +91,27 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
     let mut snapshot = first;
     let (last, end) = loop {
         // A page mid-update for long: the task is stopped, or died writing it (then
-        // it is gone, below); its last whole copy stands.
+        // it is gone, below); its last whole copy stands, as it does when the page
+        // can no longer be read or stops holding what a task writes.
         let fresh = reader.snapshot();
-        let stalled = fresh.is_none();
-        if let Some(fresh) = fresh {
-            snapshot = fresh;
-        }
+        let stalled = matches!(fresh, Err(shm::SnapshotError::Stalled));
+        let lost = match fresh {
+            Ok(fresh) => {
+                snapshot = fresh;
+                None
+            }
+            Err(shm::SnapshotError::Stalled) => None,
+            Err(e) => Some(e),
+        };
         let gone = !latlab_rt::process::is_same_thread_alive(
             snapshot.pid,
             snapshot.tid,
             Some(snapshot.pid_start_ticks).filter(|t| *t != 0),
         );
-        let end = if snapshot.ended {
+        let end = if let Some(e) = &lost {
+            let _ = Human::Stderr.write(&format!("latlab: {}: {e}\n", path.display()));
+            Some(End::PageLost)
+        } else if snapshot.ended {
             Some(End::TaskEnded)
         } else if gone {
             Some(End::ProcessGone)
@@ -130,7 +138,8 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
         }
         nap_until(every, &stop, &reader);
     };
-    let mut run = run_of(&last, end, command_line, euid);
+    let host = latlab_measure::facts::FactReader::system().gather();
+    let mut run = run_of(&last, end, command_line, euid, host);
     run.accepted = accepted;
     run.id = run_id(SystemTime::now());
     labels.apply(&mut run);
