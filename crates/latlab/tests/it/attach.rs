@@ -340,3 +340,46 @@ fn an_unprivileged_task_degrades_loudly_and_attach_says_so() {
     assert!(codes.contains(&"memory-not-locked"), "{codes:?}");
     assert!(!codes.contains(&"non-realtime-policy"), "{codes:?}");
 }
+
+/// `/dev/shm` is writable by every user: a page another user made, or a FIFO at a
+/// page's path, is refused at once, naming why, and nothing is kept.
+#[test]
+fn a_page_another_user_made_or_a_fifo_is_refused_at_once() {
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+    {
+        panic!("this test gives a page to another user: run it as root (scripts/test does)");
+    }
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    let page = latlab_rt::periodic::shm::path_of(pid, pid as i32);
+    // Under `timeout`: a hang ends as exit 124, not as a test that never ends.
+    let attach = || {
+        Command::new("timeout")
+            .arg("60")
+            .arg(latlab_path())
+            .args(["attach", &pid.to_string(), "--no-store"])
+            .output()
+            .unwrap()
+    };
+    // A forged page of the right size, another user's.
+    std::fs::write(&page, vec![0u8; latlab_rt::periodic::shm::page_bytes()]).unwrap();
+    std::os::unix::fs::chown(&page, Some(65_534), Some(65_534)).unwrap();
+    let forged = attach();
+    std::fs::remove_file(&page).unwrap();
+    // A FIFO: opened for reading, it would wait for a writer for ever.
+    assert!(Command::new("mkfifo")
+        .arg(&page)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = attach();
+    std::fs::remove_file(&page).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let err = text(&forged.stderr);
+    assert_eq!(forged.status.code(), Some(3), "{err}");
+    assert!(err.contains("another user made it"), "{err}");
+    let err = text(&fifo.stderr);
+    assert_eq!(fifo.status.code(), Some(3), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}

@@ -6,6 +6,7 @@
 mod common;
 
 mod attach;
+mod attach_fuzz;
 mod browser;
 mod c_abi;
 mod check;
