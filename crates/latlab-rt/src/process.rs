@@ -2,6 +2,7 @@
 //! name, and how it tells a dead process's leftovers from a live one's.
 
 use crate::RtError;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
 
 /// Sends `signal` to every process in process group `pgid`.
@@ -214,6 +215,82 @@ pub fn leftovers_where(
                 .then_some(Leftover { path, owner })
         })
         .collect()
+}
+
+/// Marks every process a load starts, and what they start in turn (the environment
+/// is inherited): `<latlab pid>:<its start ticks>`. A process whose mark names a latlab
+/// that no longer runs outlived a killed run, and the next run's sweep ends it
+/// ([`end_orphaned_loads`]) — even one that left the load's process group and session.
+pub const LOAD_OWNER_ENV: &str = "LATLAB_LOAD_OF";
+
+/// This process's [`LOAD_OWNER_ENV`] mark.
+pub fn load_owner_mark() -> String {
+    let pid = std::process::id();
+    format!("{pid}:{}", start_ticks(pid).unwrap_or(0))
+}
+
+/// Ends (SIGKILL) the processes of this user marked ([`LOAD_OWNER_ENV`]) by a latlab
+/// that no longer runs; says which. Each is held by a pidfd while its mark is read and
+/// it is signalled, so a pid reused meanwhile is never hit. A process that cleared its
+/// environment is not found.
+pub fn end_orphaned_loads() -> Vec<String> {
+    let me = std::process::id();
+    let uid = effective_uid();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut ended = Vec::new();
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        if pid == me {
+            continue;
+        }
+        // SAFETY: pidfd_open takes a pid and flags; the descriptor is owned below.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: a descriptor pidfd_open just returned, owned from here on.
+        let pidfd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let Some((owner, started)) = load_owner_of(pid) else {
+            continue;
+        };
+        let mine = uids(pid).is_some_and(|ids| ids[1] == uid);
+        if !mine || owner == me || is_same_process_alive(owner, (started != 0).then_some(started)) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        // SAFETY: pidfd_send_signal on a pidfd we hold, no siginfo, no flags.
+        let sent = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if sent == 0 {
+            ended.push(format!(
+                "process {pid} ({}) of a load of latlab pid {owner}",
+                comm.trim()
+            ));
+        }
+    }
+    ended
+}
+
+/// The latlab a process's [`LOAD_OWNER_ENV`] mark names: its pid and start ticks.
+fn load_owner_of(pid: u32) -> Option<(u32, u64)> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let key = format!("{LOAD_OWNER_ENV}=");
+    let mark = environ
+        .split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(key.as_bytes()))?;
+    let (owner, started) = std::str::from_utf8(mark).ok()?.split_once(':')?;
+    Some((owner.parse().ok()?, started.parse().ok()?))
 }
 
 /// The effective user id of the calling process: whose leftovers it may clear.

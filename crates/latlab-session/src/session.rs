@@ -200,15 +200,20 @@ impl Session {
 }
 
 /// Removes what latlab runs killed before they could clean up (SIGKILL, the OOM
-/// killer, a power cut) left behind — load directories, SysV objects, tracefs
-/// instances, the pages of periodic tasks — and says what was removed. Only what
+/// killer, a power cut) left behind — processes their loads started, load
+/// directories, SysV objects, tracefs instances, `tracing_on` turned on by
+/// `--breaktrace`, the pages of periodic tasks — and says what was removed. Only what
 /// processes that no longer run owned is touched.
 pub fn sweep_leftovers(plan: &RunPlan) {
     let load_base = plan.load_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut removed: Vec<String> = sweep_stale_dirs(&load_base)
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
+    // The processes first: a load's command may still write in its directory.
+    let mut removed = latlab_rt::process::end_orphaned_loads();
+    removed.extend(
+        sweep_stale_dirs(&load_base)
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
+    removed.extend(latlab_rt::trace::sweep_tracing_on());
     removed.extend(latlab_rt::ipc::leftovers::sweep_stale());
     removed.extend(latlab_rt::tracefs::sweep_stale());
     // After the instances: the tracer of a killed run's instance stops with it.

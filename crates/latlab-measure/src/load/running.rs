@@ -79,6 +79,10 @@ impl RunningLoad {
         let child = Command::new(exe)
             .arg0(worker_name(&spec.name))
             .args(worker.to_args())
+            .env(
+                latlab_rt::process::LOAD_OWNER_ENV,
+                latlab_rt::process::load_owner_mark(),
+            )
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -1122,6 +1122,63 @@ fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
     );
 }
 
+/// A load's process that escaped everything (its own session, and its latlab and load
+/// worker killed at once, so nobody was left to end it) is ended by the next run.
+#[test]
+fn the_next_run_ends_what_a_killed_runs_load_left_running() {
+    let _guard = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("escaped.pid");
+    let load = format!(
+        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
+        pid_file.display()
+    );
+    let mut child = std::process::Command::new(latlab_path())
+        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store", "--load"])
+        .arg(&load)
+        .arg("--load-dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let escaped: u32 = wait_for_line(&pid_file, Duration::from_secs(20))
+        .expect("the exec load starts")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut cleanup = KillOnDrop(vec![escaped]);
+    let escaped = observe(escaped).expect("the escaped process runs");
+    // Everything but the escaped process, killed at once: no worker lives to end it.
+    let tree: Vec<u32> = process_tree(child.id()).iter().map(|p| p.pid).collect();
+    cleanup.0.extend(&tree);
+    for pid in tree.iter().filter(|p| **p != escaped.pid) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    child.wait().unwrap();
+    assert!(still_there(escaped), "the escaped process outlived its run");
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "100ms", "-q", "--no-store"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "process {} (sleep) of a load of latlab pid",
+            escaped.pid
+        )),
+        "{err}"
+    );
+    let until = Instant::now() + Duration::from_secs(5);
+    while still_there(escaped) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!still_there(escaped), "the next run left it running: {err}");
+}
+
 #[test]
 fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint() {
     use latlab_store::RunStore;
