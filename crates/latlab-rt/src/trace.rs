@@ -22,6 +22,8 @@ pub struct BreakTrace {
     marker: File,
     tracing_on: File,
     original_on: Option<String>,
+    /// The note of `original_on` a sweep restores from after a killed run.
+    note: Option<PathBuf>,
     mount: Option<MountGuard>,
     fired: AtomicBool,
 }
@@ -80,6 +82,12 @@ impl BreakTrace {
         let original_on = fs::read_to_string(root.join("tracing_on"))
             .ok()
             .map(|s| s.trim().to_string());
+        // Noted first: a run killed from here on leaves tracing on, and the note is how
+        // the next run's sweep knows to turn it off again.
+        let note = match original_on.as_deref() {
+            Some(off) if off != "1" => Some(note_tracing_on(&root, off)?),
+            _ => None,
+        };
         tracing_on
             .write_all(b"1")
             .map_err(|e| RtError::new("turn tracing on", e))?;
@@ -88,6 +96,7 @@ impl BreakTrace {
             marker,
             tracing_on,
             original_on,
+            note,
             mount,
             fired: AtomicBool::new(false),
         })
@@ -128,6 +137,9 @@ impl BreakTrace {
 
 impl Drop for BreakTrace {
     fn drop(&mut self) {
+        if let Some(note) = &self.note {
+            let _ = fs::remove_file(note);
+        }
         if self.has_fired() {
             // The point of a break trace is the trace it leaves: keep it readable.
             if let Some(mount) = &mut self.mount {
@@ -140,6 +152,47 @@ impl Drop for BreakTrace {
         }
         // `mount`, dropped after this, unmounts what latlab mounted.
     }
+}
+
+/// Where a run that turns tracing on notes the value it found (and the tracefs it
+/// changed): `/dev/shm/latlab-tracing-on-<pid>`, removed when the run ends.
+const NOTE_PREFIX: &str = "latlab-tracing-on-";
+
+fn note_tracing_on(root: &Path, original: &str) -> Result<PathBuf, RtError> {
+    let note = Path::new("/dev/shm").join(format!("{NOTE_PREFIX}{}", std::process::id()));
+    let temp = note.with_extension("new");
+    fs::write(&temp, format!("{original}\n{}\n", root.display()))
+        .and_then(|()| fs::rename(&temp, &note))
+        .map_err(|e| {
+            let _ = fs::remove_file(&temp);
+            RtError::new(format!("note tracing_on in {}", note.display()), e)
+        })?;
+    Ok(note)
+}
+
+/// Turns tracing back to what a killed `--breaktrace` run found (its note, when its
+/// process no longer runs), and removes the note; says what it restored.
+pub fn sweep_tracing_on() -> Vec<String> {
+    let owner_of = |name: &str| name.strip_prefix(NOTE_PREFIX)?.parse().ok();
+    let mut restored = Vec::new();
+    for left in crate::process::leftovers(Path::new("/dev/shm"), owner_of, |t| t.is_file()) {
+        let note = fs::read_to_string(&left.path).unwrap_or_default();
+        let mut lines = note.lines();
+        if let (Some(value @ "0"), Some(root)) = (lines.next(), lines.next()) {
+            let file = Path::new(root).join("tracing_on");
+            if find_tracefs().is_some_and(|found| found == Path::new(root))
+                && fs::write(&file, value).is_ok()
+            {
+                restored.push(format!(
+                    "{} set back to {value} (latlab pid {} turned tracing on and was killed)",
+                    file.display(),
+                    left.owner
+                ));
+            }
+        }
+        let _ = fs::remove_file(&left.path);
+    }
+    restored
 }
 
 pub(crate) fn find_tracefs() -> Option<PathBuf> {

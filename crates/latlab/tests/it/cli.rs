@@ -403,6 +403,55 @@ fn breaktrace_stops_at_the_first_sample_over_the_limit() {
     }
 }
 
+/// A `-b` run killed while armed leaves tracing on (it never got to turn it back):
+/// the next run's sweep turns it off, as the killed run found it, and says so.
+#[test]
+fn tracing_left_on_by_a_killed_breaktrace_run_is_turned_off_by_the_next_run() {
+    let _guard = serial();
+    let restore = TracefsRestore::capture();
+    let Some(_) = &restore.tracing_on else {
+        panic!("tracefs is needed: mount it at {}", restore.root);
+    };
+    let on = std::path::Path::new(restore.root).join("tracing_on");
+    std::fs::write(&on, "0").unwrap();
+    let mut run = std::process::Command::new(crate::common::latlab_path())
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "60s",
+            "-b",
+            "10s",
+            "-q",
+            "--no-store",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while restore.tracing_on().trim() != "1" && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(
+        restore.tracing_on().trim(),
+        "1",
+        "the armed run turned tracing on"
+    );
+    let out = latlab()
+        .args(["run", "-c", "0", "-d", "100ms", "-q", "--no-store"])
+        .output()
+        .unwrap();
+    let err = crate::common::text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(restore.tracing_on().trim(), "0", "{err}");
+    assert!(err.contains("tracing_on set back to 0"), "{err}");
+    assert!(err.contains(&format!("latlab pid {}", run.id())), "{err}");
+}
+
 #[test]
 fn runs_are_stored_and_listed() {
     let _guard = shared();
