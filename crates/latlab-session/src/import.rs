@@ -124,11 +124,19 @@ pub fn plan_imports(store: &dyn RunStore, files: Vec<ReadFile>) -> Result<Vec<Im
 }
 
 /// How `stored` stood, when `run` is its whole form: the store holds the run only as a
-/// checkpoint (running, or died) and `run` is the same run (its start and host), ended.
+/// checkpoint (running, or died) and `run` is the same run (its host and command line,
+/// started no earlier), ended.
 fn completes(stored: &Run, run: &Run) -> Option<String> {
     let progress = stored.progress.as_ref()?;
     let host = |r: &Run| r.host.as_ref().map(|h| h.hostname.clone());
-    let same = stored.started_at == run.started_at && host(stored) == host(run);
+    // The record saved as the run started is stamped before its first phase starts,
+    // so its start may be a little earlier than the whole run's (both are latlab's
+    // fixed-width RFC 3339 UTC text, which orders as the instants do).
+    let began_before = match (&stored.started_at, &run.started_at) {
+        (Some(stored), Some(run)) => stored <= run,
+        _ => false,
+    };
+    let same = began_before && host(stored) == host(run) && stored.command_line == run.command_line;
     (same && run.progress.is_none()).then(|| progress.describe())
 }
 

@@ -1223,6 +1223,125 @@ fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint(
     );
 }
 
+/// Unmounts a tmpfs this test mounted, also when it fails.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The whole path, on a real full file system: a long run checkpoints into a store on
+/// a small tmpfs, the tmpfs fills, the final save fails, the run is kept in a file, and
+/// the import the message advises gives one complete run in place of the checkpoint.
+#[test]
+fn a_run_whose_final_save_met_a_full_disk_imports_whole_as_advised() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .unwrap();
+    assert!(
+        mounted.success(),
+        "mounting a tmpfs needs root (scripts/test runs as root)"
+    );
+    let _unmount = Unmount(disk.clone());
+    let store = disk.join("runs.sqlite");
+    let _guard = shared();
+    let run = std::process::Command::new(latlab_path())
+        .args([
+            "run",
+            "-c",
+            "0",
+            "-d",
+            "4s",
+            "--checkpoint",
+            "1s",
+            "-q",
+            "--no-audit",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut cleanup = KillOnDrop(vec![run.id()]);
+    // Once the first checkpoint is in the store, the disk fills.
+    let until = Instant::now() + Duration::from_secs(20);
+    while every_checkpoint_id(&store).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        every_checkpoint_id(&store).len(),
+        1,
+        "a checkpoint was saved"
+    );
+    let filled = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "bs=64k"])
+        .arg(format!("of={}", disk.join("filler").display()))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!filled.success(), "dd ends when the disk is full");
+    let out = run.wait_with_output().unwrap();
+    cleanup.0.clear();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let kept = fallback_in(dir.path());
+    assert!(
+        err.contains(&format!("latlab import {}", kept.display())),
+        "{err}"
+    );
+    // Room again; the advised import.
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    let import = latlab()
+        .arg("import")
+        .arg(&kept)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let said = text(&import.stdout);
+    assert_eq!(
+        import.status.code(),
+        Some(0),
+        "{said}{}",
+        text(&import.stderr)
+    );
+    assert!(said.contains("replaces the checkpoint"), "{said}");
+    let whole = Run::from_json(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let stored = Run::from_json(&export_json(&store)).unwrap();
+    assert_eq!(stored, whole, "the whole run, in place of its checkpoint");
+    assert!(stored.progress.is_none(), "{:?}", stored.progress);
+    assert_eq!(
+        every_id(&store),
+        std::slice::from_ref(&whole.id),
+        "one run, not two"
+    );
+}
+
+/// The ids of the runs in `store` (none when it cannot be read yet).
+fn every_checkpoint_id(store: &Path) -> Vec<String> {
+    let out = latlab()
+        .args(["runs", "--json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap_or_default();
+    listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some(r["id"].as_str()?.to_string()))
+        .collect()
+}
+
 #[test]
 fn a_histogram_imported_again_in_ns_replaces_its_reading_in_us() {
     let dir = tempfile::tempdir().unwrap();
