@@ -40,6 +40,7 @@ pub mod outcome;
 pub mod params;
 pub mod progress;
 pub mod published;
+pub mod rate;
 pub mod run;
 mod run_check;
 pub mod scenario;
