@@ -33,6 +33,7 @@ mod published_refs;
 mod real_tools;
 mod rt_lane;
 mod runs_store;
+mod schema;
 mod trust_accounting;
 mod trust_figures;
 mod trust_input;
