@@ -114,7 +114,7 @@ impl Drop for App {
 /// up: samples against histogram totals, and the rest of its checks).
 fn read_run(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap();
-    if let Err(e) = latlab_model::run::Run::from_json(&text) {
+    if let Err(e) = crate::common::written_run(&text) {
         panic!("latlab cannot read the Run it wrote: {e}");
     }
     serde_json::from_str(&text).unwrap()
@@ -182,7 +182,7 @@ fn attach_shows_the_c_loop_live_and_writes_a_run_of_its_own_cycles() {
         text(&reported.stderr)
     );
     // Its exports, by their real consumers.
-    let run = latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     crate::consumer_prometheus::assert_consumers_accept(&store, &run, "attach");
 }
 

@@ -160,6 +160,6 @@ fn a_run_killed_mid_way_is_kept_as_died_up_to_its_last_checkpoint() {
     assert!(std::fs::read_to_string(&report).unwrap().contains("DIED"));
 
     // The --json file holds the last checkpoint too.
-    let file = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let file = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(file.progress.unwrap().checkpoints >= 3);
 }

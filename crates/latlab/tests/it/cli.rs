@@ -163,7 +163,7 @@ fn json_to_stdout_keeps_stdout_pure() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let run = Run::from_json(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let run = crate::common::written_run(&String::from_utf8(out.stdout).unwrap()).unwrap();
     assert_eq!(run.streams.len(), 1);
     let human = String::from_utf8_lossy(&out.stderr);
     assert!(human.contains("samples"), "{human}");
@@ -273,7 +273,7 @@ fn stops_on(signal: i32) {
     assert_eq!(out.status.code(), Some(4));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Stopped early"), "{stdout}");
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.interrupted);
     let s = &run.streams[0];
     assert!(s.samples > 500 && s.samples < 5_000, "{}", s.samples);
@@ -330,7 +330,7 @@ fn not_permitted_runs_degraded_and_says_so() {
     );
     assert!(stdout.contains("DEGRADED"), "{stdout}");
     assert!(stdout.contains("VERDICT: UNTRUSTED"), "{stdout}");
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.degraded);
     assert!(!run.conditions.as_ref().unwrap().memory_locked);
     assert!(!run.conditions.as_ref().unwrap().realtime_policy);
@@ -645,7 +645,7 @@ fn every_load_works_reports_its_rate_stops_and_leaves_nothing() {
             "{load}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let record = &run.phases[0].loads[0];
         assert_eq!(record.spec, load);
         assert!(record.work > 0, "{load}: no work done");
@@ -722,7 +722,7 @@ fn loads_stop_on(signal: i32) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.interrupted);
     assert_eq!(run.phases[0].loads.len(), 3);
     assert_eq!(leftovers(dir.path()), Vec::<String>::new());
@@ -1018,7 +1018,7 @@ fn stored_runs_are_shown_and_exported_in_every_format() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    let run = Run::from_json(&export("json")).unwrap();
+    let run = crate::common::written_run(&export("json")).unwrap();
     assert_eq!(run.streams.len(), 2);
     let csv = export("csv");
     assert_eq!(csv.lines().count(), 3);
@@ -1154,7 +1154,7 @@ fn cyclictest_habits_measure_the_same_run_and_say_the_latlab_command() {
         err.contains("latlab: as `latlab run -d 1s -q -c 0 -p 200us -P f:80 --no-store --json"),
         "{err}"
     );
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let s = &run.streams[0];
     assert_eq!(
         s.policy,

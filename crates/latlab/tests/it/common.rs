@@ -3,7 +3,7 @@
 //! stores.
 
 use assert_cmd::Command;
-use latlab_model::run::{Run, Stream};
+use latlab_model::run::{Run, RunFormatError, Stream};
 use std::cell::Cell;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -133,6 +133,66 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Where the suite keeps a copy of every Run and comparison latlab wrote for its tests,
+/// when set: scripts/test validates them against docs/schema/ after the tests.
+pub const KEEP_DIR: &str = "LATLAB_TEST_RUNS_DIR";
+
+/// Keeps `text` for the schema check ([`KEEP_DIR`]) when it is a Run or a comparison
+/// latlab wrote. A copy is named by its kind and the hash of its content, so a document
+/// read twice is kept once, and written under another name first, so the check never
+/// reads half of one.
+pub fn keep_for_schema_check(text: &str) {
+    use std::hash::{Hash, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PARTIALS: AtomicU64 = AtomicU64::new(0);
+    let Some(dir) = std::env::var_os(KEEP_DIR) else {
+        return;
+    };
+    if !text.trim_start().starts_with('{') {
+        return;
+    }
+    let Ok(serde_json::Value::Object(document)) = serde_json::from_str(text) else {
+        return;
+    };
+    let schema = document.get("schema").and_then(|s| s.as_str());
+    let kind = match schema {
+        Some(s) if s.starts_with("latlab.run/") => "run",
+        Some(s) if s.starts_with("latlab.comparison/") => "comparison",
+        _ => return,
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    let name = format!("{kind}-{:016x}.json", hasher.finish());
+    let dir = Path::new(&dir);
+    let partial = PARTIALS.fetch_add(1, Ordering::Relaxed);
+    let partial = dir.join(format!(".{name}.{}-{partial}", std::process::id()));
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, dir.join(&name)))
+        .unwrap_or_else(|e| panic!("{KEEP_DIR}={}: cannot keep {name}: {e}", dir.display()));
+}
+
+/// A Run latlab wrote, read as [`Run::from_json`] reads it, and kept for the schema
+/// check ([`keep_for_schema_check`]).
+pub fn written_run(text: &str) -> Result<Run, RunFormatError> {
+    keep_for_schema_check(text);
+    Run::from_json(text)
+}
+
+/// Keeps what latlab wrote to the files `args` named (`--json FILE`, `-o FILE`) for
+/// the schema check.
+fn keep_files_named_in(args: &[&str]) {
+    if std::env::var_os(KEEP_DIR).is_none() {
+        return;
+    }
+    for pair in args.windows(2) {
+        if matches!(pair[0], "--json" | "-o" | "--output") && pair[1] != "-" {
+            if let Ok(written) = std::fs::read_to_string(pair[1]) {
+                keep_for_schema_check(&written);
+            }
+        }
+    }
+}
+
 /// `latlab ARGS` as the leader of a process group of its own: every partner it forks
 /// shares the group, so [`assert_nothing_left_of`] finds them and nothing another test
 /// started.
@@ -225,7 +285,7 @@ pub fn measurement(args: &[&str]) -> Measurement {
     assert_nothing_left_of(leader, &format!("latlab run {args:?}"));
     let run = std::fs::read_to_string(&json)
         .ok()
-        .map(|json| Run::from_json(&json).expect("the Run parses back into the model"));
+        .map(|json| written_run(&json).expect("the Run parses back into the model"));
     Measurement {
         code: out.status.code().unwrap_or(-1),
         run,
@@ -252,6 +312,8 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// Runs latlab with `args` plus `--store store`; returns (exit code, stdout, stderr).
+/// The Runs and comparisons it wrote, on stdout or to a file `args` name, are kept for
+/// the schema check.
 pub fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
     let out = latlab()
         .args(args)
@@ -259,11 +321,10 @@ pub fn with_store(store: &Path, args: &[&str]) -> (i32, String, String) {
         .arg(store)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        text(&out.stdout),
-        text(&out.stderr),
-    )
+    let stdout = text(&out.stdout);
+    keep_for_schema_check(&stdout);
+    keep_files_named_in(args);
+    (out.status.code().unwrap_or(-1), stdout, text(&out.stderr))
 }
 
 /// What holds for any measured stream: percentiles in order between min and max, the
@@ -313,7 +374,7 @@ pub fn await_checkpoint(store: &str, name: &str, outbox: &Path) {
             .args(["show", name, "--json", "-", "--store", store])
             .output()
             .unwrap();
-        let run = Run::from_json(&text(&out.stdout)).ok();
+        let run = written_run(&text(&out.stdout)).ok();
         if run.is_some_and(|r| r.progress.is_some_and(|p| p.checkpoints >= 1)) {
             return;
         }

@@ -701,7 +701,7 @@ fn without_permission_to_trace_the_run_measures_and_says_why() {
     let err = text(&out.stderr);
     // Without real-time priority too: degraded, untrusted (exit 5).
     assert_eq!(out.status.code(), Some(5), "{err}");
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.streams[0].samples > 0, "the run measured");
     let explain = run
         .explain

@@ -78,7 +78,7 @@ fn a_stopped_run_is_said_to_be_stopped_not_throttled() {
     let out = child.wait_with_output().unwrap();
     crate::common::assert_nothing_left_of(pid, "a stopped run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let missed = missed_periods(&run);
     assert!(
         missed

@@ -180,7 +180,7 @@ fn latlab_run_json_imports_as_it_is() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let written = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let written = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let (code, _, err) = with_store(&store, &["import", json.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(load(&store, "last"), written);

@@ -68,7 +68,8 @@ impl Live {
             .unwrap();
         assert!(status.success());
         let code = self.child.wait().unwrap().code().unwrap_or(-1);
-        let run = Run::from_json(&std::fs::read_to_string(&self.json).unwrap()).unwrap();
+        let run =
+            crate::common::written_run(&std::fs::read_to_string(&self.json).unwrap()).unwrap();
         (code, run)
     }
 }

@@ -26,7 +26,7 @@ fn a_run(id: &str, host: &str) -> Run {
         .arg(&store)
         .output()
         .unwrap();
-    let mut run = Run::from_json(&text(&out.stdout)).unwrap();
+    let mut run = crate::common::written_run(&text(&out.stdout)).unwrap();
     run.id = id.to_string();
     let mut value = serde_json::to_value(&run).unwrap();
     value["host"] = serde_json::json!({"hostname": host, "kernel_release": "6.18.0-rt"});
@@ -234,11 +234,9 @@ fn farm(local: &std::path::Path, store: &str, args: &[&str]) -> (i32, String, St
         .args(["--store", store])
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        text(&out.stdout),
-        text(&out.stderr),
-    )
+    let stdout = text(&out.stdout);
+    crate::common::keep_for_schema_check(&stdout);
+    (out.status.code().unwrap_or(-1), stdout, text(&out.stderr))
 }
 
 /// Waits (10 s at most) until the store holds the start of run `name`.
@@ -426,6 +424,7 @@ fn runs_of_different_hosts_compare_on_the_farm_store() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    crate::common::keep_for_schema_check(&text(&out.stdout));
     let compared: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(compared["failures"], 0, "{compared}");
 }

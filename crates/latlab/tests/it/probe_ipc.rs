@@ -5,7 +5,7 @@
 //! that nothing is left behind: no SysV object, no partner process.
 
 use crate::common::{assert_nothing_left_of, latlab, latlab_in_own_group, measurement, serial};
-use latlab_model::run::{Run, Stream};
+use latlab_model::run::Stream;
 use std::time::Duration;
 
 /// The ids of the system's SysV message queues and semaphore sets.
@@ -142,7 +142,7 @@ fn stopping_a_run_stops_and_reaps_the_partner_process() {
         assert!(sent.success(), "SIGINT to latlab");
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "{spec}: Ctrl-C ends a run cleanly");
-        let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert!(run.interrupted);
         assert!(
             run.streams[0].samples > 0,

@@ -246,7 +246,7 @@ fn an_interrupted_signal_run_stops_its_sender_process() {
     // Stopped before its 30 s: incomplete (exit 4).
     assert_eq!(out.status.code(), Some(4));
     assert_nothing_left_of(leader, "the sender");
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.interrupted);
     let s = &run.streams[0];
     assert!(s.samples > 100, "{}", s.samples);

@@ -224,7 +224,7 @@ fn sigint_ends_process_partners_and_keeps_the_results() {
             std::thread::sleep(Duration::from_millis(20));
         };
         assert_eq!(code, Some(0), "{probe}");
-        let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert!(run.interrupted && run.streams[0].samples > 0, "{probe}");
         assert_nothing_left_of(child.id(), probe);
     }

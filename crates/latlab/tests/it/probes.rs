@@ -352,8 +352,7 @@ fn flags_of(probe: &str) -> Vec<String> {
         // Memory not locked degrades a run: untrusted, exit 5.
         let exit = if flag.contains(&"--no-mlock") { 5 } else { 0 };
         assert_eq!(out.status.code(), Some(exit), "{probe} {flag:?}: {stderr}");
-        let run =
-            latlab_model::run::Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert!(honoured(&run), "{probe} {flag:?} was accepted and ignored");
     }
     refused

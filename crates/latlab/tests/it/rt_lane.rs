@@ -74,7 +74,7 @@ impl Boot {
     }
 
     fn run_file(&self, name: &str) -> Run {
-        Run::from_json(&self.text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+        crate::common::written_run(&self.text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
     fn audit(&self, name: &str) -> Audit {

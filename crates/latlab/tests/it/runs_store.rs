@@ -346,7 +346,7 @@ fn show_json_writes_the_run_as_run_json_does() {
     let id = import(&store, "cyclictest-2t.json", &["--name", "j"]);
     let (_, exported, _) = with_store(&store, &["export", "j", "--format", "json"]);
     let to_stdout = show(&store, &id);
-    assert_eq!(to_stdout, Run::from_json(&exported).unwrap());
+    assert_eq!(to_stdout, crate::common::written_run(&exported).unwrap());
     // To a file: the summary still, and where the Run went.
     let file = dir.path().join("run.json");
     let (code, out, err) = with_store(&store, &["show", "j", "--json", file.to_str().unwrap()]);
@@ -357,7 +357,7 @@ fn show_json_writes_the_run_as_run_json_does() {
         "{out}"
     );
     assert_eq!(
-        Run::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap(),
+        crate::common::written_run(&std::fs::read_to_string(&file).unwrap()).unwrap(),
         to_stdout
     );
     // Never over the store it reads.

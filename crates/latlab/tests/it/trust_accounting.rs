@@ -60,7 +60,7 @@ fn interrupt(args: &[&str], after: Duration, signal: i32) -> Interrupted {
     let lifetime = spawned.elapsed();
     let run = std::fs::read_to_string(&json)
         .ok()
-        .map(|text| Run::from_json(&text).expect("the Run parses back into the model"));
+        .map(|text| crate::common::written_run(&text).expect("the Run parses back into the model"));
     Interrupted {
         code: out.status.code(),
         run,

@@ -73,9 +73,10 @@ fn run_with_load(dir: &Path, load: &str) -> (i32, Run, String) {
         .output()
         .unwrap();
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
-    let run =
-        Run::from_json(&std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {all}")))
-            .unwrap();
+    let run = crate::common::written_run(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {all}")),
+    )
+    .unwrap();
     (out.status.code().unwrap_or(-1), run, all)
 }
 
@@ -342,7 +343,7 @@ fn hang_up_a_run_with(probe: &str) {
         .output()
         .unwrap();
     assert!(export.status.success(), "{probe}: no run saved: {said}");
-    let run = Run::from_json(&text(&export.stdout)).unwrap();
+    let run = crate::common::written_run(&text(&export.stdout)).unwrap();
     assert!(run.interrupted, "{probe}");
     assert_eq!(run.phases[0].loads.len(), 4, "{probe}");
     assert!(run.streams[0].samples > 0, "{probe}");
@@ -378,7 +379,7 @@ fn sigquit_stops_cleanly_and_keeps_the_run() {
     let out = child.wait_with_output().unwrap();
     // Stopped before its 30 s: incomplete (exit 4).
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    let run = Run::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.interrupted);
 }
 
@@ -409,7 +410,7 @@ fn a_display_nobody_reads_does_not_end_the_run() {
         "the run was not saved: {}",
         text(&listed.stderr)
     );
-    let run = Run::from_json(&text(&listed.stdout)).unwrap();
+    let run = crate::common::written_run(&text(&listed.stdout)).unwrap();
     assert!(!run.interrupted);
 }
 
@@ -446,7 +447,7 @@ fn stored_ids(store: &Path) -> Vec<String> {
         "the store is unusable: {}",
         text(&out.stderr)
     );
-    vec![Run::from_json(&text(&out.stdout)).unwrap().id]
+    vec![crate::common::written_run(&text(&out.stdout)).unwrap().id]
 }
 
 #[test]
@@ -570,8 +571,8 @@ fn importing_an_edited_run_never_replaces_the_stored_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_a_run(dir.path());
     let measured = export_json(&store);
-    let id = Run::from_json(&measured).unwrap().id;
-    let mut edited = Run::from_json(&measured).unwrap();
+    let id = crate::common::written_run(&measured).unwrap().id;
+    let mut edited = crate::common::written_run(&measured).unwrap();
     edited.host.as_mut().unwrap().hostname = "edited".into();
     let file = dir.path().join("edited.json");
     std::fs::write(&file, edited.to_json_pretty()).unwrap();
@@ -793,7 +794,7 @@ fn a_failed_save_keeps_the_run_in_a_file_to_import() {
         err.contains(&format!("latlab import {}", fallback.display())),
         "{err}"
     );
-    let run = Run::from_json(&std::fs::read_to_string(&fallback).unwrap()).unwrap();
+    let run = crate::common::written_run(&std::fs::read_to_string(&fallback).unwrap()).unwrap();
     assert!(run.streams[0].samples > 0);
     // The way out the message gives works once the store takes runs again.
     rusqlite::Connection::open(&store)
@@ -807,7 +808,10 @@ fn a_failed_save_keeps_the_run_in_a_file_to_import() {
         .arg(&store)
         .assert()
         .success();
-    assert_eq!(Run::from_json(&export_json(&store)).unwrap().id, run.id);
+    assert_eq!(
+        crate::common::written_run(&export_json(&store)).unwrap().id,
+        run.id
+    );
 }
 
 /// `latlab run --no-store --json -` in `dir`, its standard output a pipe to this test.
@@ -844,7 +848,7 @@ fn a_run_neither_stored_nor_written_whole_is_an_error_and_kept() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("neither stored nor written whole"), "{err}");
     let fallback = fallback_in(dir.path());
-    Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
+    crate::common::written_run(&std::fs::read_to_string(fallback).unwrap()).unwrap();
 }
 
 #[test]
@@ -865,7 +869,7 @@ fn a_json_pipe_whose_reader_leaves_after_one_byte_keeps_the_run() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("left without reading the whole Run"), "{err}");
     let fallback = fallback_in(dir.path());
-    Run::from_json(&std::fs::read_to_string(fallback).unwrap()).unwrap();
+    crate::common::written_run(&std::fs::read_to_string(fallback).unwrap()).unwrap();
 }
 
 #[test]
@@ -1015,7 +1019,7 @@ fn a_json_output_that_fails_is_an_error_even_when_the_run_is_stored() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("--json"), "{err}");
-    Run::from_json(&export_json(&store)).unwrap();
+    crate::common::written_run(&export_json(&store)).unwrap();
 }
 
 #[test]
@@ -1184,7 +1188,7 @@ fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint(
     use latlab_store::RunStore;
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_a_run(dir.path());
-    let whole = Run::from_json(&export_json(&store)).unwrap();
+    let whole = crate::common::written_run(&export_json(&store)).unwrap();
     // The store held the run only as its checkpoint, of a process long gone.
     let partial = dir.path().join("partial.sqlite");
     let mut checkpoint = whole.clone();
@@ -1214,7 +1218,7 @@ fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint(
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
     assert!(said.contains("replaces the checkpoint"), "{said}");
-    let stored = Run::from_json(&export_json(&partial)).unwrap();
+    let stored = crate::common::written_run(&export_json(&partial)).unwrap();
     assert_eq!(stored, whole, "the whole run, in place of its checkpoint");
     assert_eq!(
         every_id(&partial),
@@ -1360,12 +1364,12 @@ fn a_histogram_imported_again_in_ns_replaces_its_reading_in_us() {
         text(&out.stdout)
     };
     import(&[]);
-    let as_us = Run::from_json(&export_json(&store)).unwrap();
+    let as_us = crate::common::written_run(&export_json(&store)).unwrap();
     // The same content read the same way: skipped.
     assert!(import(&[]).contains("read the same way: skipped"));
     let said = import(&["--unit", "ns"]);
     assert!(said.contains("read another way this time"), "{said}");
-    let as_ns = Run::from_json(&export_json(&store)).unwrap();
+    let as_ns = crate::common::written_run(&export_json(&store)).unwrap();
     assert_eq!(
         every_id(&store),
         std::slice::from_ref(&as_us.id),

@@ -9,7 +9,6 @@
 //! SysV queue.
 
 use crate::common::serial;
-use latlab_model::run::Run;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -233,7 +232,7 @@ fn check_run(sandbox: &Sandbox, limit: Limit, args: &[&str]) {
     }
     let json = std::fs::read_to_string(sandbox.work().join("run.json"))
         .unwrap_or_else(|e| panic!("{what}: no Run written ({e}):\n{text}"));
-    let run = Run::from_json(&json).unwrap();
+    let run = crate::common::written_run(&json).unwrap();
     assert!(!run.streams.is_empty(), "{what}: nothing measured");
     let limited = run
         .warnings
