@@ -132,7 +132,12 @@ fn poisson_interval(k: u64, confidence: f64) -> Option<(f64, f64)> {
     let alpha = 1.0 - confidence;
     let low = match k {
         0 => 0.0,
-        _ => ChiSquared::new(2.0 * k as f64).ok()?.inverse_cdf(alpha / 2.0) / 2.0,
+        _ => {
+            ChiSquared::new(2.0 * k as f64)
+                .ok()?
+                .inverse_cdf(alpha / 2.0)
+                / 2.0
+        }
     };
     let high = ChiSquared::new(2.0 * k as f64 + 2.0)
         .ok()?
@@ -153,8 +158,16 @@ mod tests {
     fn the_interval_is_garwoods() {
         for (k, low, high) in [(0, 0.0, 3.689), (1, 0.0253, 5.572), (10, 4.795, 18.39)] {
             let r = SpikeRate::from_count(Nanos(100_000), k, HOUR, 0.95).unwrap();
-            assert!((r.per_hour_low - low).abs() < 0.001, "{k}: {}", r.per_hour_low);
-            assert!((r.per_hour_high - high).abs() < 0.01, "{k}: {}", r.per_hour_high);
+            assert!(
+                (r.per_hour_low - low).abs() < 0.001,
+                "{k}: {}",
+                r.per_hour_low
+            );
+            assert!(
+                (r.per_hour_high - high).abs() < 0.01,
+                "{k}: {}",
+                r.per_hour_high
+            );
             assert_eq!(r.per_hour, k as f64);
         }
     }

@@ -127,11 +127,13 @@ impl Run {
     }
 
     /// Parses a Run from JSON, refusing other schemas and documents that fail
-    /// [`check`](Run::check); a `latlab.run/1` document is read with its stand-ins made
+    /// [`check`](Run::check), with passwords removed from its command line; a `latlab.run/1` document is read with its stand-ins made
     /// unknown ([`SCHEMA_V1`]).
     pub fn from_json(text: &str) -> Result<Run, RunFormatError> {
-        let run = Run::parse_json(text)?;
+        let mut run = Run::parse_json(text)?;
         run.check()?;
+        // A Run written elsewhere, or by an older latlab, may hold a password.
+        run.redact_command_line();
         Ok(run)
     }
 

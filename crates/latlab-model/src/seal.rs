@@ -238,13 +238,28 @@ impl Run {
     }
 
     /// Seals the Run from what it holds: degrading warnings first (otherwise in the
-    /// order they came), `degraded` when any degrades, and the verdict of its
-    /// thresholds on its streams. Every Run is sealed by this, and sealing twice
-    /// changes nothing.
+    /// order they came), `degraded` when any degrades, the verdict of its thresholds on
+    /// its streams, and no password in its command line. Every Run is sealed by this,
+    /// and sealing twice changes nothing.
     pub fn seal(&mut self) {
+        self.redact_command_line();
         self.warnings.sort_by_key(|w| !w.degrades);
         self.degraded = self.warnings.iter().any(|w| w.degrades);
         self.verdict = Verdict::judge(&self.thresholds, &self.streams);
+    }
+}
+
+impl Run {
+    /// Removes the passwords of the URLs in the command line (`--store
+    /// postgres://user:secret@…`): credentials never enter a Run, nor what is made of it.
+    pub fn redact_command_line(&mut self) {
+        if let Some(args) = &mut self.command_line {
+            for arg in args.iter_mut() {
+                if arg.contains("://") {
+                    *arg = crate::text::redact_argument(arg);
+                }
+            }
+        }
     }
 }
 

@@ -9,6 +9,61 @@
 
 use std::borrow::Cow;
 
+/// A URL without its password — in the user part (`user:secret@host` becomes
+/// `user@host`) or as a `password=` parameter — for every message and every place it
+/// is kept; text that is no URL comes back as it was.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((user, hosts)) => match user.split_once(':') {
+            Some((name, _password)) => format!("{name}@{hosts}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|p| !p.starts_with("password="))
+                .collect();
+            match kept.is_empty() {
+                true => path.to_string(),
+                false => format!("{path}?{}", kept.join("&")),
+            }
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// A command-line argument with the password of every URL in it removed
+/// ([`redact_url`]): `--store=postgres://u:pw@h/db` becomes `--store=postgres://u@h/db`.
+pub fn redact_argument(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(at) = rest.find("://") {
+        // The URL starts at its scheme: the letters before "://".
+        let scheme_start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        let end = rest[at..]
+            .find(char::is_whitespace)
+            .map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..scheme_start]);
+        out.push_str(&redact_url(&rest[scheme_start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Text made safe for XML 1.0 and HTML, in content and in double-quoted attribute values
 /// (JUnit XML, SVG, the HTML report): markup characters escaped, line breaks and tabs kept, and the
 /// characters XML 1.0 cannot hold at all (other control characters, U+FFFE, U+FFFF;
@@ -78,6 +133,30 @@ fn risky(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_loses_its_password_wherever_it_is_in_an_argument() {
+        for (given, kept) in [
+            ("postgres://u:pw@h/db", "postgres://u@h/db"),
+            (
+                "--store=postgresql://u:p%40ss@h:5432/db?sslmode=require",
+                "--store=postgresql://u@h:5432/db?sslmode=require",
+            ),
+            (
+                "postgres://h/db?user=u&password=pw&sslmode=disable",
+                "postgres://h/db?user=u&sslmode=disable",
+            ),
+            (
+                "see https://a:b@x/ and http://c:d@y",
+                "see https://a@x/ and http://c@y",
+            ),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+            ("/var/lib/latlab/runs.sqlite", "/var/lib/latlab/runs.sqlite"),
+            ("-d", "-d"),
+        ] {
+            assert_eq!(redact_argument(given), kept, "{given}");
+        }
+    }
 
     #[test]
     fn xml_escaped_text_holds_markup_and_no_character_xml_refuses() {

@@ -53,6 +53,8 @@ impl Session {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         );
+        // Saved as the run starts, before it is sealed: no password from the start.
+        run.redact_command_line();
         run.scenario = plan.scenario.clone();
         run.plan = Plan {
             duration_ns: first.request.duration,

@@ -25,34 +25,7 @@ pub fn is_url(location: &str) -> bool {
 /// `url` without its password (in the user part or as a `password=` parameter), for
 /// every message and every place it is kept.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((user, hosts)) => match user.split_once(':') {
-            Some((name, _password)) => format!("{name}@{hosts}"),
-            None => authority.to_string(),
-        },
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let kept: Vec<&str> = query
-                .split('&')
-                .filter(|p| !p.starts_with("password="))
-                .collect();
-            match kept.is_empty() {
-                true => path.to_string(),
-                false => format!("{path}?{}", kept.join("&")),
-            }
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
+    latlab_model::text::redact_url(url)
 }
 
 /// How the connection is secured, from the URL's `sslmode`.

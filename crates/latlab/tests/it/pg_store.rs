@@ -210,6 +210,62 @@ fn credentials_come_from_the_environment_or_a_password_file_and_are_never_shown(
     assert!(!text(&out.stdout).contains(PASSWORD));
 }
 
+/// `--store postgres://lab:PASSWORD@…` on the command line: the password is in no
+/// stored row, no export, no report, nothing printed.
+#[test]
+fn a_password_on_the_command_line_enters_no_run_report_or_export() {
+    let pg = PgCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("outbox.sqlite");
+    let (code, out, err) = {
+        let _slot = crate::common::shared();
+        farm(
+            &local,
+            &pg.url(),
+            &[
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "200ms",
+                "-q",
+                "--no-audit",
+                "--name",
+                "redacted",
+            ],
+        )
+    };
+    assert_eq!(code, 0, "{err}");
+    let mut seen = vec![out, err];
+    assert_eq!(
+        pg.sql(&format!(
+            "SELECT count(*) FROM runs r WHERE r::text LIKE '%{PASSWORD}%'"
+        )),
+        "0",
+        "a stored row holds the password"
+    );
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM runs r WHERE r::text LIKE '%postgres://lab@%'"),
+        "1",
+        "the command line is kept, without the password"
+    );
+    for args in [
+        &["show", "redacted"][..],
+        &["export", "redacted", "--format", "json"],
+        &["export", "redacted", "--format", "cyclictest-json"],
+        &["export", "redacted", "--format", "junit"],
+        &["report", "redacted", "--format", "html", "-o", "-"],
+        &["report", "redacted", "--format", "markdown", "-o", "-"],
+    ] {
+        let (code, out, err) = farm(&local, &pg.url(), args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        seen.extend([out, err]);
+    }
+    for text in seen {
+        assert!(!text.contains(PASSWORD), "the password was shown: {text}");
+    }
+}
+
 #[test]
 fn an_unreachable_server_is_named_with_its_address() {
     let pg = PgCluster::start();
