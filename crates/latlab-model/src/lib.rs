@@ -19,7 +19,8 @@
 //! * [`threshold`] — pass/fail limits and the verdict they give; [`outcome`] — the exit
 //!   status a Run stands for, as `latlab run` and every export give it; [`seal`] — the
 //!   one rule every Run is sealed by: its warnings' codes, degraded, the verdict.
-//! * [`text`] — text for people: text from files made safe for a terminal, counts.
+//! * [`text`] — text for people: text from files made safe for a terminal, counts;
+//!   [`width`] — how wide it may be, and text measured and wrapped to that width.
 //!
 //! Other tools' files are read into Runs and written from them in `latlab-formats`,
 //! above this crate.
@@ -50,5 +51,6 @@ pub mod stamp;
 pub mod text;
 pub mod threshold;
 pub mod units;
+pub mod width;
 
 pub use units::Nanos;
