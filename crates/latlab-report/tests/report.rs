@@ -8,9 +8,12 @@ use latlab_model::run::{
     Stream, Timeline, Warning,
 };
 use latlab_model::threshold::{Metric, Threshold, Verdict};
+use latlab_model::width::Width;
 use latlab_model::Nanos;
 use latlab_report::compare::{compare_runs, Judged, Tolerance};
-use latlab_report::report::{render, render_comparison, PlotKind, ReportKind};
+use latlab_report::report::{
+    render, render_comparison, render_with_axis, LatencyAxis, PlotKind, ReportKind,
+};
 
 const SVG_NAMESPACE: &str = "http://www.w3.org/2000/svg";
 
@@ -458,7 +461,7 @@ fn the_comparison_of_two_runs() {
     ];
     let runs = [base, narrower];
     let compared = compare_runs(&runs, &metrics, Tolerance::Relative(0.05), None).unwrap();
-    insta::assert_snapshot!(render_comparison(&runs, &compared).unwrap());
+    insta::assert_snapshot!(render_comparison(&runs, &compared, Width::Unlimited).unwrap());
     assert_eq!((compared.failures, compared.undecided), (0, 0));
     // One CPU left out: said, as a difference in what was measured.
     let differences = &compared.comparisons[0].differences;
@@ -466,6 +469,49 @@ fn the_comparison_of_two_runs() {
     assert_eq!(
         (differences[0].what, differences[0].base.as_str()),
         ("CPUs", "0, 1")
+    );
+}
+
+/// Fails unless every line of `text` is at most `columns` wide.
+fn assert_fits(text: &str, columns: usize, what: &str) {
+    for line in text.lines() {
+        let width = latlab_model::width::columns(line);
+        assert!(
+            width <= columns,
+            "{what}: a line of {width} columns:\n{line}"
+        );
+    }
+}
+
+#[test]
+fn the_text_report_and_the_comparison_fit_80_and_200_columns() {
+    let base = example();
+    let mut other = base.clone();
+    other.id = "20261121T010000Z-000001".to_string();
+    other.name = Some("one-cpu".to_string());
+    other.streams.truncate(1);
+    let runs = [base, other];
+    let judged = [Judged::Latency(Metric::Percentile(99.9))];
+    let compared = compare_runs(&runs, &judged, Tolerance::Relative(0.05), None).unwrap();
+    let report = |width| render_with_axis(&runs[..1], ReportKind::Text, LatencyAxis::Auto, width);
+    let comparison = |width| render_comparison(&runs, &compared, width);
+    let (report_80, comparison_80) = (
+        report(Width::Columns(80)).unwrap(),
+        comparison(Width::Columns(80)).unwrap(),
+    );
+    assert_fits(&report_80, 80, "the report");
+    assert_fits(&comparison_80, 80, "the comparison");
+    insta::assert_snapshot!("report_at_80", report_80);
+    insta::assert_snapshot!("comparison_at_80", comparison_80);
+    // At 200 columns every table fits, so both are as they always were (`example_text`
+    // and `the_comparison_of_two_runs` keep that whole).
+    assert_eq!(
+        report(Width::Columns(200)).unwrap(),
+        report(Width::Unlimited).unwrap()
+    );
+    assert_eq!(
+        comparison(Width::Columns(200)).unwrap(),
+        comparison(Width::Unlimited).unwrap()
     );
 }
 

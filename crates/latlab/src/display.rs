@@ -40,7 +40,12 @@ pub struct LiveDisplay {
 /// after the run's summary.
 pub fn explain_summary(explain: &Explain, next: &str, human: Human) -> String {
     let ansi = crate::terminal::ansi(human);
-    latlab_report::report::render_explain_summary(explain, next, ansi)
+    latlab_report::report::render_explain_summary(
+        explain,
+        next,
+        ansi,
+        latlab_model::width::Width::Unlimited,
+    )
 }
 
 fn us(v: Option<i64>) -> String {

@@ -416,6 +416,7 @@ mod tests {
     use super::*;
     use crate::compare::{compare_runs, Judged};
     use latlab_model::published::reference_run;
+    use latlab_model::width::Width;
 
     #[test]
     fn a_sweep_beside_table_4_is_shown_period_by_period_with_the_tick_model() {
@@ -424,7 +425,7 @@ mod tests {
         let runs = [sweep, reference_run("rr-table4").unwrap()];
         let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
         assert_eq!((compared.failures, compared.undecided), (0, 0));
-        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        let text = crate::report::render_comparison(&runs, &compared, Width::Unlimited).unwrap();
         insta::assert_snapshot!(text);
     }
 
@@ -435,7 +436,7 @@ mod tests {
         run.name = Some("two".to_string());
         let runs = [run, reference_run("rr-table1").unwrap()];
         let compared = compare_runs(&runs, &[Judged::DEFAULT], Tolerance::NONE, None).unwrap();
-        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        let text = crate::report::render_comparison(&runs, &compared, Width::Unlimited).unwrap();
         insta::assert_snapshot!(text);
     }
 
@@ -451,7 +452,7 @@ mod tests {
         let new = &compared.comparisons[0].new;
         assert_eq!((new.samples, new.missed_periods), (None, None));
         assert_eq!(compared.base.samples, Some(8000));
-        let text = crate::report::render_comparison(&runs, &compared).unwrap();
+        let text = crate::report::render_comparison(&runs, &compared, Width::Unlimited).unwrap();
         insta::assert_snapshot!(text);
     }
 

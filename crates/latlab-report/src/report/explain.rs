@@ -716,6 +716,7 @@ pub(crate) mod tests {
     use latlab_model::explain::{
         AbSide, Cause, Coverage, ExplainMode, ObserverEffect, Part, ReaderStats, Stage, Stages,
     };
+    use latlab_model::width::Width;
 
     /// A spike of `latency_ns` on CPU 1 cut into fixed parts: idle exit, the timer
     /// interrupt, an interfering thread, a softirq, the scheduler, and the rest
@@ -853,6 +854,7 @@ pub(crate) mod tests {
                 blocks,
             },
             Ansi::Off,
+            Width::Unlimited,
         )
     }
 

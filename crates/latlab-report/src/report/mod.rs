@@ -40,6 +40,7 @@ use crate::compare::{CompareError, Comparisons};
 use latlab_model::explain::{Explain, Explanation};
 use latlab_model::hist::HistogramError;
 use latlab_model::run::Run;
+use latlab_model::width::Width;
 use std::fmt;
 use std::str::FromStr;
 
@@ -260,16 +261,19 @@ impl From<CompareError> for ReportError {
 /// One run gives its report; several give a comparison first (overlaid plots, one line
 /// per run, and a table with one row per run), then each run's own report. For
 /// [`ReportKind::Svg`], one run gives one line per stream, several one line per run.
-/// Plots choose their latency axis by themselves ([`LatencyAxis::Auto`]).
+/// Plots choose their latency axis by themselves ([`LatencyAxis::Auto`]); text is as
+/// wide as it is ([`Width::Unlimited`]).
 pub fn render(runs: &[Run], kind: ReportKind) -> Result<String, ReportError> {
-    render_with_axis(runs, kind, LatencyAxis::Auto)
+    render_with_axis(runs, kind, LatencyAxis::Auto, Width::Unlimited)
 }
 
-/// [`render`], with the plots' latency axis drawn as `axis` says.
+/// [`render`], with the plots' latency axis drawn as `axis` says, and the text kinds
+/// (text, summary) laid out for `width`.
 pub fn render_with_axis(
     runs: &[Run],
     kind: ReportKind,
     axis: LatencyAxis,
+    width: Width,
 ) -> Result<String, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
@@ -277,8 +281,12 @@ pub fn render_with_axis(
     match kind {
         ReportKind::Html => html::render(&assemble::report(runs, Some(axis))?),
         ReportKind::Markdown => Ok(markdown::render(&assemble::report(runs, None)?)),
-        ReportKind::Text => Ok(text::render(&assemble::report(runs, None)?, Ansi::Off)),
-        ReportKind::Summary => Ok(text::render(&assemble::summary(runs), Ansi::Off)),
+        ReportKind::Text => Ok(text::render(
+            &assemble::report(runs, None)?,
+            Ansi::Off,
+            width,
+        )),
+        ReportKind::Summary => Ok(text::render(&assemble::summary(runs), Ansi::Off, width)),
         ReportKind::Svg(plot) => plot::standalone(&curves::chart_of_runs(runs, plot, axis)?),
     }
 }
@@ -286,8 +294,12 @@ pub fn render_with_axis(
 /// `latlab compare`: the comparison table of `runs`, how each later run differs from
 /// the first, its verdicts and its loads, as terminal text (the blocks a report of
 /// several runs shows). `compared` is [`compare_runs`](crate::compare::compare_runs)
-/// of the same runs.
-pub fn render_comparison(runs: &[Run], compared: &Comparisons) -> Result<String, ReportError> {
+/// of the same runs. Laid out for `width`.
+pub fn render_comparison(
+    runs: &[Run],
+    compared: &Comparisons,
+    width: Width,
+) -> Result<String, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
@@ -298,20 +310,22 @@ pub fn render_comparison(runs: &[Run], compared: &Comparisons) -> Result<String,
             blocks: comparison::blocks(runs, &merged, compared),
         },
         Ansi::Off,
+        width,
     ))
 }
 
 /// The summary of `run` as `latlab run` prints it: [`ReportKind::Summary`], with ANSI
-/// emphasis when `ansi` is on (for a terminal).
-pub fn render_summary(run: &Run, ansi: Ansi) -> String {
-    text::render(&assemble::summary(std::slice::from_ref(run)), ansi)
+/// emphasis when `ansi` is on (for a terminal), laid out for `width`.
+pub fn render_summary(run: &Run, ansi: Ansi, width: Width) -> String {
+    text::render(&assemble::summary(std::slice::from_ref(run)), ansi, width)
 }
 
 /// `latlab explain`: what got in the way of `run`'s spikes, as terminal text — how it
 /// was traced, the kernel's limits, the observer effect, the counts, the catalogue of
-/// causes per phase and CPU, then the `top` largest spikes in a few lines each.
-/// `None` when the run holds no explanation (it was not measured with `--explain`).
-pub fn render_explain(run: &Run, top: usize, ansi: Ansi) -> Option<String> {
+/// causes per phase and CPU, then the `top` largest spikes in a few lines each, laid
+/// out for `width`. `None` when the run holds no explanation (it was not measured with
+/// `--explain`).
+pub fn render_explain(run: &Run, top: usize, ansi: Ansi, width: Width) -> Option<String> {
     let explained = run.explain.as_ref()?;
     let mut blocks = vec![document::Block::Heading {
         level: 1,
@@ -324,13 +338,20 @@ pub fn render_explain(run: &Run, top: usize, ansi: Ansi) -> Option<String> {
             blocks,
         },
         ansi,
+        width,
     ))
 }
 
 /// `latlab explain --spike N`: spike `rank` (1-based, largest first) of those `explain`
-/// keeps in full, event by event, then its parts, as terminal text. `None` when there is
-/// no such spike ([`explained_spikes`] says how many there are).
-pub fn render_explain_spike(explain: &Explain, rank: usize, ansi: Ansi) -> Option<String> {
+/// keeps in full, event by event, then its parts, as terminal text laid out for
+/// `width`. `None` when there is no such spike ([`explained_spikes`] says how many there
+/// are).
+pub fn render_explain_spike(
+    explain: &Explain,
+    rank: usize,
+    ansi: Ansi,
+    width: Width,
+) -> Option<String> {
     let blocks = explain::spike_timeline(explain, rank, 1)?;
     Some(text::render(
         &document::Document {
@@ -338,6 +359,7 @@ pub fn render_explain_spike(explain: &Explain, rank: usize, ansi: Ansi) -> Optio
             blocks,
         },
         ansi,
+        width,
     ))
 }
 
@@ -348,14 +370,15 @@ pub fn explained_spikes(explain: &Explain) -> Vec<&Explanation> {
 
 /// The catalogue `latlab run --explain` ends with: the counts, the largest causes per
 /// phase and CPU, and where to read the rest (`next`: the command, e.g. `latlab explain
-/// last`).
-pub fn render_explain_summary(explain: &Explain, next: &str, ansi: Ansi) -> String {
+/// last`); laid out for `width`.
+pub fn render_explain_summary(explain: &Explain, next: &str, ansi: Ansi, width: Width) -> String {
     text::render(
         &document::Document {
             title: "latlab summary".to_string(),
             blocks: explain::summary(explain, next),
         },
         ansi,
+        width,
     )
 }
 

@@ -194,6 +194,7 @@ mod tests {
                 blocks,
             },
             Ansi::Off,
+            latlab_model::width::Width::Unlimited,
         )
     }
 

@@ -1,14 +1,17 @@
 //! The text writer: the report for a terminal or a plain-text attachment, with aligned
 //! tables and, for a terminal, ANSI emphasis on what must not be missed (the degraded
-//! banner, warnings, the verdict). Plots are left out.
+//! banner, warnings, the verdict). Plots are left out. Laid out for a width: tables
+//! are fitted to it (`crate::table`), text wrapped at it.
 
 use super::document::{Block, Document, Severity, Table};
-use comfy_table::{presets, CellAlignment};
+use crate::table::{Align, Frame, TextTable};
 use latlab_model::outcome::ExitStatus;
+use latlab_model::width::{self, Width};
 use std::fmt::Write as _;
 
-/// Paragraphs are wrapped at this width.
-const WIDTH: usize = 100;
+/// Paragraphs are wrapped at this width, or at the terminal's when it is narrower:
+/// longer lines read badly however wide the window.
+const PROSE: usize = 100;
 
 /// Makes text safe for a terminal (one rule for every printer of text from files).
 fn clean(text: &str) -> String {
@@ -38,16 +41,52 @@ const BOLD: &str = "1";
 const RED: &str = "1;31";
 const GREEN: &str = "1;32";
 
-/// Writes the report.
-pub(crate) fn render(document: &Document, ansi: Ansi) -> String {
+/// Writes the report, laid out for `width`.
+pub(crate) fn render(document: &Document, ansi: Ansi, width: Width) -> String {
     let mut out = String::new();
+    let layout = Layout {
+        prose: width.or(PROSE).min(PROSE),
+        width,
+    };
     for block in &document.blocks {
-        write_block(&mut out, block, ansi);
+        write_block(&mut out, block, ansi, layout);
     }
-    out
+    width.fold(&out)
 }
 
-fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
+/// How wide the text of a report is.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Where paragraphs, lists and facts wrap.
+    prose: usize,
+    /// What tables fit.
+    width: Width,
+}
+
+impl Layout {
+    /// `text` wrapped at the prose width (see [`width::wrap`]).
+    fn wrap(self, text: &str, first: &str, rest: &str) -> String {
+        width::wrap(text, self.prose, first, rest)
+    }
+
+    /// A title (of an alert, of the verdict) on one line, as it always was, unless it
+    /// does not fit: then wrapped, with room left for an alert's prefix (`!! `).
+    fn title(self, text: &str, first: &str, rest: &str) -> String {
+        match self.width {
+            Width::Columns(w)
+                if width::columns(first) + width::columns(text) > w - ALERT_PREFIX =>
+            {
+                width::wrap(text, w - ALERT_PREFIX, first, rest)
+            }
+            _ => format!("{first}{text}"),
+        }
+    }
+}
+
+/// The width of an alert's prefix (`!! `).
+const ALERT_PREFIX: usize = 3;
+
+fn write_block(out: &mut String, block: &Block, ansi: Ansi, layout: Layout) {
     match block {
         Block::Heading { level, text } => {
             let text = clean(text);
@@ -56,13 +95,13 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
                 2 => '-',
                 _ => '·',
             };
-            let width = text.chars().count();
+            let width = width::columns(&text).min(layout.width.or(usize::MAX));
             let _ = writeln!(out, "{text}\n{}\n", rule.to_string().repeat(width));
         }
         Block::Paragraph(text) => {
-            let _ = writeln!(out, "{}\n", wrap(&clean(text), "", ""));
+            let _ = writeln!(out, "{}\n", layout.wrap(&clean(text), "", ""));
         }
-        Block::List(items) => write_list(out, "", items),
+        Block::List(items) => write_list(out, "", items, layout),
         Block::Verdict {
             status,
             headline,
@@ -74,8 +113,9 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
                 _ => RED,
             };
             let word = ansi.emphasise(style, status.word());
-            let _ = writeln!(out, "VERDICT: {word}: {}", clean(headline));
-            write_list(out, "", details);
+            let headline = format!("{word}: {}", clean(headline));
+            let _ = writeln!(out, "{}", layout.title(&headline, "VERDICT: ", "         "));
+            write_list(out, "", details, layout);
         }
         Block::Alert {
             severity,
@@ -87,8 +127,10 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
                 Severity::Warning => ("!  ", BOLD),
                 Severity::Note => ("   ", BOLD),
             };
-            let _ = writeln!(out, "{prefix}{}", ansi.emphasise(style, &clean(title)));
-            write_list(out, prefix, lines);
+            for line in layout.title(&clean(title), "", "").lines() {
+                let _ = writeln!(out, "{prefix}{}", ansi.emphasise(style, line));
+            }
+            write_list(out, prefix, lines, layout);
         }
         Block::Facts(pairs) => {
             let width = pairs
@@ -103,72 +145,40 @@ fn write_block(out: &mut String, block: &Block, ansi: Ansi) {
                 let _ = writeln!(
                     out,
                     "{}",
-                    wrap(&clean(value), &format!("{name}{pad}"), &indent)
+                    layout.wrap(&clean(value), &format!("{name}{pad}"), &indent)
                 );
             }
             out.push('\n');
         }
-        Block::Table(table) => write_table(out, table),
+        Block::Table(table) => write_table(out, table, layout.width),
         Block::Figure(_) | Block::Bars(_) => {}
     }
 }
 
-fn write_list(out: &mut String, prefix: &str, items: &[String]) {
+fn write_list(out: &mut String, prefix: &str, items: &[String], layout: Layout) {
     for item in items {
         let first = format!("{prefix}  • ");
         let rest = format!("{prefix}    ");
-        let _ = writeln!(out, "{}", wrap(&clean(item), &first, &rest));
+        let _ = writeln!(out, "{}", layout.wrap(&clean(item), &first, &rest));
     }
     out.push('\n');
 }
 
-/// Wraps `text` at [`WIDTH`] columns: the first line starts with `first`, the others
-/// with `rest`. A word longer than a line stays whole.
-fn wrap(text: &str, first: &str, rest: &str) -> String {
-    let mut out = first.to_string();
-    let mut column = first.chars().count();
-    let mut line_start = true;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let len = word.chars().count();
-        if !line_start && column + 1 + len > WIDTH {
-            out.push('\n');
-            out.push_str(rest);
-            column = rest.chars().count();
-            line_start = true;
-        }
-        if !line_start {
-            out.push(' ');
-            column += 1;
-        }
-        out.push_str(word);
-        column += len;
-        line_start = false;
-    }
-    out
-}
-
-fn write_table(out: &mut String, table: &Table) {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
+fn write_table(out: &mut String, table: &Table, width: Width) {
+    let mut t = TextTable::new(Frame::Boxed);
     // Numbers are narrower than their titles: a title's first word goes on a line of
     // its own (`p99.9` over `(µs)`), which keeps wide tables within a terminal.
-    t.set_header(table.columns.iter().map(|c| {
+    for c in &table.columns {
         let title = clean(&c.title);
-        if c.numeric {
-            title.replacen(' ', "\n", 1)
-        } else {
-            title
-        }
-    }));
+        match c.numeric {
+            true => t.column(title.replacen(' ', "\n", 1), Align::Right),
+            false => t.column(title, Align::Left),
+        };
+    }
     for row in &table.rows {
-        t.add_row(row.cells.iter().map(|c| clean(c)));
+        t.row(row.cells.iter().map(|c| clean(c)).collect());
     }
-    for (i, column) in table.columns.iter().enumerate() {
-        if let (true, Some(c)) = (column.numeric, t.column_mut(i)) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let _ = writeln!(out, "{t}\n");
+    let _ = writeln!(out, "{}\n", t.fit(width).text);
 }
 
 #[cfg(test)]
@@ -184,14 +194,5 @@ mod tests {
     #[test]
     fn control_characters_are_replaced() {
         assert_eq!(clean("vm\u{1b}[2J\nx"), "vm\u{FFFD}[2J x");
-    }
-
-    #[test]
-    fn wraps_at_the_width_with_indents() {
-        let text = "word ".repeat(40);
-        let wrapped = wrap(&text, "- ", "  ");
-        assert!(wrapped.lines().count() > 1);
-        assert!(wrapped.lines().all(|l| l.chars().count() <= WIDTH));
-        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("  word")));
     }
 }

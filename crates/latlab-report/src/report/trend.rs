@@ -15,6 +15,7 @@ use super::{html, markdown, plot, text, Ansi, LatencyAxis, ReportError};
 use latlab_model::run::{percentile_key, Percentile, Run, REPORTED_PERCENTILES};
 use latlab_model::stamp::{parse_rfc3339, rfc3339};
 use latlab_model::text::counted;
+use latlab_model::width::Width;
 use latlab_model::Nanos;
 use std::fmt;
 use std::str::FromStr;
@@ -398,7 +399,11 @@ pub fn render_trend(
     match format {
         TrendFormat::Html => html::render(&document(trend, axis)),
         TrendFormat::Markdown => Ok(markdown::render(&document(trend, axis))),
-        TrendFormat::Text => Ok(text::render(&document(trend, axis), Ansi::Off)),
+        TrendFormat::Text => Ok(text::render(
+            &document(trend, axis),
+            Ansi::Off,
+            Width::Unlimited,
+        )),
         TrendFormat::Svg => plot::standalone(&chart(trend, axis)),
     }
 }

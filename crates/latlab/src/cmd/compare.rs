@@ -34,7 +34,10 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
     if compared.unlike() && !args.force {
         return Err(unlike(&compared));
     }
-    let table = || render_comparison(&runs, &compared).map_err(CliError::runtime);
+    let table = || {
+        render_comparison(&runs, &compared, latlab_model::width::Width::Unlimited)
+            .map_err(CliError::runtime)
+    };
     match json.as_mut() {
         Some(target) => {
             let text = serde_json::to_string_pretty(&compared)

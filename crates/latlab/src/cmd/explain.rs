@@ -37,7 +37,8 @@ pub fn execute(args: &ExplainArgs) -> Result<u8, CliError> {
     let ansi = crate::terminal::ansi(Human::Stdout);
     let (text, value) = match args.spike {
         None => (
-            render_explain(&run, args.top, ansi).unwrap_or_default(),
+            render_explain(&run, args.top, ansi, latlab_model::width::Width::Unlimited)
+                .unwrap_or_default(),
             serde_json::to_string_pretty(explain),
         ),
         Some(rank) => {
@@ -54,7 +55,8 @@ pub fn execute(args: &ExplainArgs) -> Result<u8, CliError> {
                 ));
             };
             (
-                render_explain_spike(explain, rank, ansi).unwrap_or_default(),
+                render_explain_spike(explain, rank, ansi, latlab_model::width::Width::Unlimited)
+                    .unwrap_or_default(),
                 serde_json::to_string_pretty(spike),
             )
         }

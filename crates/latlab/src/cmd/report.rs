@@ -39,7 +39,8 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let runs = find_runs(&store, &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
-            let text = render_with_axis(&runs, kind, axis).map_err(CliError::runtime)?;
+            let text = render_with_axis(&runs, kind, axis, latlab_model::width::Width::Unlimited)
+                .map_err(CliError::runtime)?;
             if target.is_none() {
                 Human::Stdout.write(&text)?;
                 return Ok(exit::OK);

@@ -78,7 +78,11 @@ pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
 /// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
 /// when `human` is coloured (`--color`), plain otherwise; then the user's labels, if any.
 pub fn summary_for(run: &Run, human: Human) -> String {
-    let mut text = render_summary(run, crate::terminal::ansi(human));
+    let mut text = render_summary(
+        run,
+        crate::terminal::ansi(human),
+        latlab_model::width::Width::Unlimited,
+    );
     text.push_str(&labels_of(run));
     text
 }
