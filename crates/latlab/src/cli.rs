@@ -109,11 +109,11 @@ pub enum Command {
     /// Real-time readiness audit: each check's verdict, evidence and fix (exit 1 if any fails).
     Check(CheckArgs),
     /// List the timer probe's sleep methods.
-    Methods,
+    Methods(LayoutArgs),
     /// List the primitive probes (--long: what each sample spans, and the parameters).
     Probes(ProbesArgs),
     /// List the background loads, with their parameters.
-    Loads,
+    Loads(LayoutArgs),
     /// List the built-in scenarios, or print one (scenarios show NAME).
     Scenarios(ScenariosArgs),
     /// A shell's completion script, on standard output.
@@ -128,6 +128,44 @@ Install, e.g.:
 Read it with `latlab man | man -l -`; install with
 `latlab man --dir /usr/local/share/man/man1`.")]
     Man(ManArgs),
+}
+
+impl Command {
+    /// The layout asked for: `--format`, or `report --wide`; fit for the others.
+    pub fn layout(&self) -> Layout {
+        match self {
+            Command::Run(a) => a.layout.format,
+            Command::Runs(RunsArgs { layout, .. })
+            | Command::Show(ShowArgs { layout, .. })
+            | Command::Explain(ExplainArgs { layout, .. })
+            | Command::Compare(CompareArgs { layout, .. })
+            | Command::Check(CheckArgs { layout, .. })
+            | Command::Probes(ProbesArgs { layout, .. })
+            | Command::Scenarios(ScenariosArgs { layout, .. })
+            | Command::Methods(layout)
+            | Command::Loads(layout) => layout.format,
+            Command::Report(a) if a.wide => Layout::Wide,
+            _ => Layout::Fit,
+        }
+    }
+}
+
+/// `--format` of the commands that print tables.
+#[derive(Debug, Args)]
+pub struct LayoutArgs {
+    /// fit: tables and lines fit the terminal's width (its own, else COLUMNS; into a
+    /// pipe or file nothing is narrowed); wide: every table whole, whatever the width.
+    #[arg(long = "format", value_name = "fit|wide", default_value = "fit")]
+    pub format: Layout,
+}
+
+/// `--format`: how wide tables and lines are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Layout {
+    /// To the terminal's width.
+    Fit,
+    /// Whole, whatever the width.
+    Wide,
 }
 
 /// `latlab completions`.
@@ -152,6 +190,9 @@ pub struct ProbesArgs {
     /// Each probe's definition and parameters.
     #[arg(long)]
     pub long: bool,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab scenarios`.
@@ -160,6 +201,9 @@ pub struct ScenariosArgs {
     /// `show NAME` prints a built-in scenario's TOML.
     #[arg(value_name = "show NAME", num_args = 0..=2)]
     pub words: Vec<String>,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab run`.
@@ -310,6 +354,9 @@ pub struct RunArgs {
     /// The user's name, tags and note for the run.
     #[command(flatten)]
     pub labels: LabelArgs,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// What a user gives a run to tell it apart (`latlab run`, `latlab import`).
@@ -409,6 +456,9 @@ pub struct CheckArgs {
     /// Read /proc and /sys under PATH instead of / (a copy or fixture of another system).
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub root: PathBuf,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab show`.
@@ -425,6 +475,9 @@ pub struct ShowArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab explain`.
@@ -451,6 +504,9 @@ pub struct ExplainArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab rm`.
@@ -527,6 +583,9 @@ pub struct CompareArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// `latlab report`.
@@ -553,6 +612,10 @@ pub struct ReportArgs {
     /// svg (--format, or the --output file's extension).
     #[arg(long, value_name = "METRIC")]
     pub trend: Option<String>,
+    /// Text and summary: every table whole, whatever the terminal's width (what
+    /// --format wide is elsewhere: here --format names the kind).
+    #[arg(long)]
+    pub wide: bool,
     /// With --trend: group the runs by host, kernel, scenario and tag:KEY, comma-separated.
     #[arg(long, value_name = "KEYS", default_value = "host", requires = "trend")]
     pub by: String,
@@ -676,6 +739,9 @@ pub struct RunsArgs {
     /// compare and report) instead of the store's runs.
     #[arg(long, conflicts_with = "limit")]
     pub references: bool,
+    /// How wide.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
 }
 
 /// The filters of `latlab runs`, for every command that looks at many runs.

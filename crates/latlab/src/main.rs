@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         }
     };
     terminal::choose_colour(cli.color);
+    terminal::choose_layout(cli.command.layout());
     let result = match cli.command {
         cli::Command::Run(run) => cmd::run::execute(&run),
         cli::Command::Cyclictest(c) => match latlab_session::cyclictest::translate(&c.args) {
@@ -72,9 +73,9 @@ fn main() -> ExitCode {
         cli::Command::Serve(serve) => cmd::serve::execute(&serve),
         cli::Command::Import(import) => cmd::import::execute(&import),
         cli::Command::Check(check) => cmd::check::execute(&check),
-        cli::Command::Methods => cmd::methods::execute(),
+        cli::Command::Methods(_) => cmd::methods::execute(),
         cli::Command::Probes(p) => cmd::probes::execute(p.long),
-        cli::Command::Loads => cmd::loads::execute(),
+        cli::Command::Loads(_) => cmd::loads::execute(),
         cli::Command::Scenarios(s) => match s.words.as_slice() {
             [] => cmd::scenarios::execute(None),
             [show, name] if show == "show" => cmd::scenarios::execute(Some(name)),

@@ -1,16 +1,49 @@
-//! What latlab's human output may use of a terminal: colour (`--color`, `NO_COLOR`) and
-//! cursor movement (the live display's redraw).
+//! What latlab's human output may use of a terminal: colour (`--color`, `NO_COLOR`),
+//! cursor movement (the live display's redraw) and its width (`--format`).
 //!
-//! The colour choice is made once, from the command line, before any command runs; it
-//! holds for every stream the process writes, as a terminal setting would.
+//! The colour and layout choices are made once, from the command line, before any
+//! command runs; they hold for every stream the process writes, as a terminal setting
+//! would.
 
-use crate::cli::ColorWhen;
+use crate::cli::{ColorWhen, Layout};
 use crate::output::Human;
+use latlab_model::width::Width;
 use latlab_report::report::Ansi;
 use std::ffi::OsString;
 use std::sync::OnceLock;
 
 static COLOR_WHEN: OnceLock<ColorWhen> = OnceLock::new();
+static LAYOUT: OnceLock<Layout> = OnceLock::new();
+
+/// Records `--format fit|wide` for the rest of the process (the first choice stays).
+pub fn choose_layout(layout: Layout) {
+    let _ = LAYOUT.set(layout);
+}
+
+/// How wide text written to `human` may be: no limit with `--format wide`, else what
+/// [`screen`] says.
+pub fn width(human: Human) -> Width {
+    match LAYOUT.get() {
+        Some(Layout::Wide) => Width::Unlimited,
+        _ => screen(human),
+    }
+}
+
+/// The width of `human` whatever `--format` says, by [`Width::choose`]'s rule: the
+/// terminal's own (`TIOCGWINSZ` on the stream), else `COLUMNS`, else 80 columns on a
+/// terminal and no limit on a pipe or file. What a redraw counts rows by.
+pub fn screen(human: Human) -> Width {
+    let window = match human {
+        Human::Stdout => terminal_size::terminal_size_of(std::io::stdout()),
+        Human::Stderr => terminal_size::terminal_size_of(std::io::stderr()),
+    };
+    let columns = std::env::var("COLUMNS").ok();
+    Width::choose(
+        window.map(|(w, _)| w.0),
+        columns.as_deref(),
+        human.is_terminal(),
+    )
+}
 
 /// Records `--color` for the rest of the process (the first choice stays).
 pub fn choose_colour(when: ColorWhen) {

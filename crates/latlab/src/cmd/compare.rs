@@ -34,10 +34,8 @@ pub fn execute(args: &CompareArgs) -> Result<u8, CliError> {
     if compared.unlike() && !args.force {
         return Err(unlike(&compared));
     }
-    let table = || {
-        render_comparison(&runs, &compared, latlab_model::width::Width::Unlimited)
-            .map_err(CliError::runtime)
-    };
+    let width = crate::terminal::width(Human::Stdout);
+    let table = || render_comparison(&runs, &compared, width).map_err(CliError::runtime);
     match json.as_mut() {
         Some(target) => {
             let text = serde_json::to_string_pretty(&compared)

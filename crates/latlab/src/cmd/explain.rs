@@ -35,10 +35,10 @@ pub fn execute(args: &ExplainArgs) -> Result<u8, CliError> {
         });
     };
     let ansi = crate::terminal::ansi(Human::Stdout);
+    let width = crate::terminal::width(Human::Stdout);
     let (text, value) = match args.spike {
         None => (
-            render_explain(&run, args.top, ansi, latlab_model::width::Width::Unlimited)
-                .unwrap_or_default(),
+            render_explain(&run, args.top, ansi, width).unwrap_or_default(),
             serde_json::to_string_pretty(explain),
         ),
         Some(rank) => {
@@ -55,8 +55,7 @@ pub fn execute(args: &ExplainArgs) -> Result<u8, CliError> {
                 ));
             };
             (
-                render_explain_spike(explain, rank, ansi, latlab_model::width::Width::Unlimited)
-                    .unwrap_or_default(),
+                render_explain_spike(explain, rank, ansi, width).unwrap_or_default(),
                 serde_json::to_string_pretty(spike),
             )
         }

@@ -6,6 +6,7 @@ use crate::cmd::show::find_runs;
 use crate::error::{exit, CliError};
 use crate::output::{Human, OutputTarget};
 use crate::store::StoreLocation;
+use latlab_model::width::Width;
 use latlab_report::report::{
     render_png, render_trend, render_with_axis, GroupBy, LatencyAxis, PlotKind, ReportKind, Trend,
     TrendFormat, TrendMetric,
@@ -39,8 +40,12 @@ pub fn execute(args: &ReportArgs) -> Result<u8, CliError> {
     let runs = find_runs(&store, &args.runs)?;
     let bytes = match output {
         Output::Text(kind) => {
-            let text = render_with_axis(&runs, kind, axis, latlab_model::width::Width::Unlimited)
-                .map_err(CliError::runtime)?;
+            // A file is not narrowed; the terminal's width is for the terminal.
+            let width = match target {
+                None => crate::terminal::width(Human::Stdout),
+                Some(_) => Width::Unlimited,
+            };
+            let text = render_with_axis(&runs, kind, axis, width).map_err(CliError::runtime)?;
             if target.is_none() {
                 Human::Stdout.write(&text)?;
                 return Ok(exit::OK);

@@ -76,14 +76,12 @@ pub fn execute(args: &ShowArgs) -> Result<u8, CliError> {
 }
 
 /// The run's summary as `latlab run` and `latlab show` print it to `human`: emphasised
-/// when `human` is coloured (`--color`), plain otherwise; then the user's labels, if any.
+/// when `human` is coloured (`--color`), plain otherwise, and as wide as `human` may be;
+/// then the user's labels, if any.
 pub fn summary_for(run: &Run, human: Human) -> String {
-    let mut text = render_summary(
-        run,
-        crate::terminal::ansi(human),
-        latlab_model::width::Width::Unlimited,
-    );
-    text.push_str(&labels_of(run));
+    let width = crate::terminal::width(human);
+    let mut text = render_summary(run, crate::terminal::ansi(human), width);
+    text.push_str(&width.fold(&labels_of(run)));
     text
 }
 
