@@ -48,6 +48,14 @@ fn minute(time: &Option<String>) -> String {
     }
 }
 
+/// The columns the runs table gives up to fit a narrow terminal, the least needed
+/// first. It never gives up the others: id, p99.9, max and verdict — which run, and
+/// how it did. `latlab show` has the rest.
+pub const GIVEN_UP_FIRST: [&str; 13] = [
+    "added", "tags", "duration", "cpus", "period", "kernel", "loads", "host", "started",
+    "scenario", "probe", "name", "state",
+];
+
 /// One column: its header and what it shows of a run.
 pub type Column = (&'static str, fn(&RunSummary) -> String);
 

@@ -2,9 +2,9 @@
 
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
-use comfy_table::{presets, Table};
 use latlab_model::published::{self, PublishedTable, REFERENCE_PREFIX};
 use latlab_model::text::counted;
+use latlab_report::table::{Align, Frame, TextTable};
 use serde_json::json;
 use std::path::Path;
 
@@ -21,11 +21,12 @@ pub fn execute(json: Option<&Path>) -> Result<u8, CliError> {
             return Ok(exit::OK);
         }
     }
-    let mut table = Table::new();
-    table.load_preset(presets::NOTHING);
-    table.set_header(["reference", "rows", "unit", "what", "source"]);
+    let mut table = TextTable::new(Frame::Plain);
+    for title in ["reference", "rows", "unit", "what", "source"] {
+        table.column(title, Align::Left);
+    }
     for t in &tables {
-        table.add_row([
+        table.row(vec![
             format!("{REFERENCE_PREFIX}{}", t.name),
             t.row.len().to_string(),
             t.unit.clone(),
@@ -33,11 +34,14 @@ pub fn execute(json: Option<&Path>) -> Result<u8, CliError> {
             t.source.clone(),
         ]);
     }
-    let text = format!(
-        "{table}\n{}: published figures, not measured here. Name one as a run: latlab \
-         compare last ref:rr-table3\n",
+    let width = crate::terminal::width(Human::Stdout);
+    let footer = format!(
+        "{}: published figures, not measured here. Name one as a run: latlab compare last \
+         ref:rr-table3",
         counted(tables.len() as u64, "reference")
     );
+    let footer = width.wrap(&footer, "", "");
+    let text = format!("{}\n{footer}\n", table.fit(width).text);
     output::ignore_closed(Human::Stdout.write(&text))?;
     Ok(exit::OK)
 }

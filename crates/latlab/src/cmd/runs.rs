@@ -4,11 +4,12 @@ use crate::cli::{RunFilterArgs, RunsArgs};
 use crate::error::{exit, CliError};
 use crate::output::{self, Human, OutputTarget};
 use crate::store::StoreLocation;
-use comfy_table::{presets, Table};
 use latlab_model::labels::check_tag;
 use latlab_model::stamp::parse_time_bound;
 use latlab_model::text::counted;
-use latlab_session::listing::columns;
+use latlab_model::width::Width;
+use latlab_report::table::{Align, Fitted, Frame, TextTable};
+use latlab_session::listing::{columns, GIVEN_UP_FIRST};
 use latlab_store::{RunFilter, RunSummary};
 use serde_json::json;
 use std::time::SystemTime;
@@ -46,16 +47,23 @@ pub fn execute(args: &RunsArgs) -> Result<u8, CliError> {
         }
     }
     let shown = upto(told.unwrap_or(20));
-    let mut text = format!(
-        "{}\n{} shown from {}",
-        table(shown),
-        counted(shown.len() as u64, "run"),
-        location
+    let width = crate::terminal::width(Human::Stdout);
+    let table = table(shown, width);
+    let mut footer = format!(
+        "{} shown from {location}",
+        counted(shown.len() as u64, "run")
     );
     if shown.len() < matching.len() {
-        text.push_str(&format!(" ({} match: -n 0 lists them all)", matching.len()));
+        footer.push_str(&format!(" ({} match: -n 0 lists them all)", matching.len()));
     }
-    text.push('\n');
+    if !table.left_out.is_empty() {
+        footer.push_str(&format!(
+            "; not shown at this width: {} (--format wide shows them)",
+            table.left_out.join(", ")
+        ));
+    }
+    let footer = width.wrap(&footer, "", "");
+    let mut text = format!("{}\n{footer}\n", table.text);
     if let Some(file) = json.as_ref().and_then(OutputTarget::path) {
         text.push_str(&format!("List written to {}\n", file.display()));
     }
@@ -146,15 +154,19 @@ const FIELDS: [&str; 20] = [
     "state_detail",
 ];
 
-/// The table: its columns as [`columns`] chooses them.
-fn table(runs: &[RunSummary]) -> Table {
+/// The table: its columns as [`columns`] chooses them, fitted to `width` by giving
+/// up columns in the order of [`GIVEN_UP_FIRST`].
+fn table(runs: &[RunSummary], width: Width) -> Fitted {
     let columns = columns(runs);
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_header(columns.iter().map(|(name, _)| *name));
-    for r in runs {
-        table.add_row(columns.iter().map(|(_, cell)| cell(r)));
+    let mut table = TextTable::new(Frame::Plain);
+    for (title, _) in &columns {
+        match GIVEN_UP_FIRST.iter().position(|t| t == title) {
+            Some(rank) => table.column_given_up(*title, Align::Left, rank),
+            None => table.column(*title, Align::Left),
+        };
     }
-    table
+    for r in runs {
+        table.row(columns.iter().map(|(_, cell)| cell(r)).collect());
+    }
+    table.fit(width)
 }
