@@ -15,6 +15,7 @@
 //! Markdown, and control characters are replaced in text.
 
 mod assemble;
+mod audit_table;
 mod bars;
 mod chart;
 mod comparison;
@@ -44,6 +45,7 @@ use latlab_model::width::Width;
 use std::fmt;
 use std::str::FromStr;
 
+pub use audit_table::render_audit;
 pub use text::Ansi;
 pub use trend::{
     render_trend, Figure, GroupBy, Trend, TrendError, TrendFormat, TrendGroup, TrendMetric,
