@@ -22,6 +22,7 @@ pub mod labels;
 pub mod ledger;
 pub mod listen;
 pub mod listing;
+pub mod live_view;
 pub mod output;
 pub mod session;
 pub mod sink;

@@ -2,7 +2,8 @@
 //!
 //! On a terminal the table is redrawn in place four times a second; otherwise (or on a
 //! `TERM=dumb` terminal) one plain line per CPU is printed each second, so logs stay
-//! readable. Warnings are coloured as `--color` says. It runs on the
+//! readable. Both are laid out for the terminal's width (`latlab_session::live_view`),
+//! read again at every frame. Warnings are coloured as `--color` says. It runs on the
 //! coordinating thread, which the runner keeps off the measured CPUs when it can.
 
 use crate::output::Human;
@@ -12,9 +13,9 @@ use latlab_measure::runner::RunRequest;
 use latlab_model::explain::Explain;
 use latlab_model::spec::format_cpu_list;
 use latlab_model::text::{terminal_safe as safe, terminal_safe_lines};
-use latlab_model::Nanos;
+use latlab_model::{width, Nanos};
+use latlab_session::live_view;
 use latlab_session::sink::{PhaseStart, Sink};
-use std::fmt::Write as _;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +30,9 @@ pub struct LiveDisplay {
     human: Human,
     mode: Mode,
     labels: Vec<String>,
-    drawn_lines: usize,
+    /// The terminal rows the last frame took, wrapped lines counted: what the next
+    /// frame moves the cursor up by.
+    drawn_rows: usize,
     duration: Option<Nanos>,
     banner: String,
 }
@@ -40,16 +43,8 @@ pub struct LiveDisplay {
 /// after the run's summary.
 pub fn explain_summary(explain: &Explain, next: &str, human: Human) -> String {
     let ansi = crate::terminal::ansi(human);
-    latlab_report::report::render_explain_summary(
-        explain,
-        next,
-        ansi,
-        latlab_model::width::Width::Unlimited,
-    )
-}
-
-fn us(v: Option<i64>) -> String {
-    v.map_or("-".to_string(), |n| format!("{:.3}", n as f64 / 1e3))
+    let width = crate::terminal::width(human);
+    latlab_report::report::render_explain_summary(explain, next, ansi, width)
 }
 
 impl LiveDisplay {
@@ -66,7 +61,7 @@ impl LiveDisplay {
             human,
             mode,
             labels: Vec::new(),
-            drawn_lines: 0,
+            drawn_rows: 0,
             duration: None,
             banner: String::new(),
         }
@@ -77,7 +72,7 @@ impl LiveDisplay {
     fn begin(&mut self, request: &RunRequest, what: &str) {
         let total = request.duration.map(|d| Nanos(d.0 + request.warm_up.0));
         let banner = format!(
-            "latlab: {what}, {} on CPU {} at {}{} — Ctrl-C stops early\n",
+            "latlab: {what}, {} on CPU {} at {}{} — Ctrl-C stops early",
             total.map_or("until stopped".to_string(), |d| format!("for {d}")),
             format_cpu_list(&request.cpus),
             request.policy,
@@ -88,9 +83,10 @@ impl LiveDisplay {
             }
         );
         // The phase and the probe come from a scenario file, perhaps someone else's.
-        self.banner = terminal_safe_lines(&banner).into_owned();
+        let banner = terminal_safe_lines(&banner);
+        self.banner = crate::terminal::width(self.human).wrap(&banner, "", "    ") + "\n";
         self.labels = request.cpus.iter().map(|c| c.to_string()).collect();
-        self.drawn_lines = 0;
+        self.drawn_rows = 0;
         self.duration = total;
     }
 }
@@ -108,7 +104,7 @@ impl Sink for LiveDisplay {
 
     /// Leaves the last table on screen with a blank line after it.
     fn phase_ends(&mut self) {
-        if self.mode == Mode::Redraw && self.drawn_lines > 0 {
+        if self.mode == Mode::Redraw && self.drawn_rows > 0 {
             let _ = self.human.write("\n");
         }
     }
@@ -122,15 +118,17 @@ impl Sink for LiveDisplay {
         } else {
             ("", "")
         };
+        let width = crate::terminal::width(self.human);
         let text: String = notices
             .iter()
             .filter(|n| n.degrades())
             .map(|n| {
-                format!(
-                    "{red}WARNING{reset} [{}] {}\n",
+                let warning = format!(
+                    "{red}WARNING{reset} [{}] {}",
                     n.code(),
                     safe(&n.to_string())
-                )
+                );
+                width.wrap(&warning, "", "  ") + "\n"
             })
             .collect();
         let _ = self.human.write(&text);
@@ -153,51 +151,24 @@ impl Sink for LiveDisplay {
             Some(d) => format!("{:.1} s of {:.1} s", elapsed.as_secs_f64(), d.as_secs_f64()),
             None => format!("{:.1} s", elapsed.as_secs_f64()),
         };
-        let mut text = String::new();
-        match self.mode {
+        let width = crate::terminal::width(self.human);
+        let text = match self.mode {
             Mode::Redraw => {
-                if self.drawn_lines > 0 {
-                    let _ = write!(text, "\x1b[{}A", self.drawn_lines);
-                }
-                let _ = writeln!(
-                    text,
-                    "\x1b[2K{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>7}   latency in µs, {progress}",
-                    "CPU", "samples", "min", "current", "mean", "p99≈", "max", "missed"
-                );
-                for (label, s) in self.labels.iter().zip(&snapshots) {
-                    let _ = writeln!(
-                        text,
-                        "\x1b[2K{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>7}",
-                        label,
-                        s.samples,
-                        us(s.min_ns),
-                        us(s.current_ns),
-                        us(s.mean_ns.map(|m| m.round() as i64)),
-                        us(s.p99_ns),
-                        us(s.max_ns),
-                        s.missed_periods
-                    );
-                }
-                self.drawn_lines = 1 + snapshots.len();
+                let frame = live_view::frame(&self.labels, &snapshots, &progress, width);
+                // Up over the last frame, to its first column, and clear what is below.
+                let up = match self.drawn_rows {
+                    0 => String::new(),
+                    rows => format!("\x1b[{rows}A\r\x1b[J"),
+                };
+                // Counted on the screen's width, also with --format wide: a line wider
+                // than the terminal takes more rows.
+                let screen = crate::terminal::screen(self.human).or(usize::MAX);
+                self.drawn_rows = width::rows(&frame, screen);
+                up + &frame
             }
-            Mode::Lines => {
-                for (label, s) in self.labels.iter().zip(&snapshots) {
-                    let _ = writeln!(
-                        text,
-                        "[{progress}] cpu {label}: samples {} min {} µs current {} µs mean {} µs \
-                         p99≈ {} µs max {} µs missed {}",
-                        s.samples,
-                        us(s.min_ns),
-                        us(s.current_ns),
-                        us(s.mean_ns.map(|m| m.round() as i64)),
-                        us(s.p99_ns),
-                        us(s.max_ns),
-                        s.missed_periods
-                    );
-                }
-            }
-            Mode::Off => {}
-        }
+            Mode::Lines => live_view::lines(&self.labels, &snapshots, &progress, width),
+            Mode::Off => String::new(),
+        };
         // A display that cannot be written is not worth stopping a measurement for.
         let _ = self.human.write(&text);
     }
