@@ -84,9 +84,12 @@ pub fn shared() -> Slot {
     }
 }
 
-/// The binary under test.
+/// The binary under test, its output as wide as it is (no `COLUMNS` from the
+/// environment: standard output is a pipe).
 pub fn latlab() -> Command {
-    Command::cargo_bin("latlab").expect("binary built")
+    let mut command = Command::cargo_bin("latlab").expect("binary built");
+    command.env_remove("COLUMNS");
+    command
 }
 
 /// Its path, for `std::process::Command`.

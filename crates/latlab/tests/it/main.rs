@@ -39,3 +39,4 @@ mod trust_figures;
 mod trust_input;
 mod trust_runs;
 mod trust_unprivileged;
+mod width;
