@@ -162,9 +162,10 @@ pub struct LayoutArgs {
 /// `--format`: how wide tables and lines are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Layout {
-    /// To the terminal's width.
+    // Plain comments: `--format`'s help says both.
+    // To the terminal's width.
     Fit,
-    /// Whole, whatever the width.
+    // Whole, whatever the width.
     Wide,
 }
 

@@ -48,7 +48,10 @@ The run store is \fI$XDG_DATA_HOME/latlab/runs.sqlite\fR, else
 \fI~/.local/share/latlab/runs.sqlite\fR (\fB\-\-store\fR overrides both).
 .TP
 \fBCOLUMNS\fR
-The width of \fBlatlab check\fR's table.
+The width of tables, listings and the live display when the terminal does not say its
+own (a serial console reports none), also into a pipe. Without it: 80 columns on a
+terminal, and nothing narrowed into a pipe or file. \fB\-\-format wide\fR
+(\fBlatlab report \-\-wide\fR) prints every table whole whatever the width.
 .SH EXIT STATUS
 .TP
 \fB0\fR
