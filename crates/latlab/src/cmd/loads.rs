@@ -27,9 +27,8 @@ fn listing(width: Width) -> String {
         text.push_str(&width.wrap(&rate, &indent, &indent));
         text.push('\n');
     }
-    text.push_str(
-        "\nUse: latlab run --load NAME[:key=value,...] (repeatable), --load-cpus LIST.\n",
-    );
+    let how = "Use: latlab run --load NAME[:key=value,...] (repeatable), --load-cpus LIST.";
+    text.push_str(&format!("\n{}\n", width.wrap(how, "", "")));
     text
 }
 
