@@ -6,7 +6,8 @@
 //! if still too wide, it is cut into bands of whole columns printed one under the
 //! other, each led by the table's first column (what the row is: a stream, a run), so
 //! every figure stays beside its name and its unit. A column too wide for a band of
-//! its own has its cells wrapped. The rows of a band are never reordered or split.
+//! its own has its cells wrapped. Where the bands would hold only a column or two each,
+//! every row is shown instead as its fields under each other (`p99 (µs)  26.527`).
 
 use comfy_table::{presets, CellAlignment, ContentArrangement};
 use latlab_model::width::{columns, Width};
@@ -140,7 +141,8 @@ impl TextTable {
         }
     }
 
-    /// The columns `shown` cut into bands that fit `limit`, each led by the first.
+    /// The columns `shown` cut into bands that fit `limit`, each led by the first; or,
+    /// when that leaves a band per column or two, stacked row by row.
     fn banded(&self, shown: &[usize], limit: usize) -> String {
         let Some((&lead, rest)) = shown.split_first() else {
             return String::new();
@@ -165,6 +167,11 @@ impl TextTable {
             used += cost(i);
         }
         bands.push(band);
+        // Bands of one or two columns each are a column per screen: one row's fields
+        // under each other read better.
+        if bands.len() > 1 && rest.len() < 2 * bands.len() {
+            return self.stacked(shown, limit);
+        }
         let drawn: Vec<String> = bands
             .iter()
             .map(|band| {
@@ -177,6 +184,36 @@ impl TextTable {
             })
             .collect();
         drawn.join("\n\n")
+    }
+
+    /// Each row as its fields under each other, `title  value`, led by the first
+    /// column's; values wrap under themselves to fit `limit`. Rows apart by a blank line.
+    fn stacked(&self, shown: &[usize], limit: usize) -> String {
+        let title = |i: usize| self.columns[i].title.replace('\n', " ");
+        let names = shown[1..]
+            .iter()
+            .map(|&i| columns(&title(i)))
+            .max()
+            .unwrap_or(0);
+        let indent = " ".repeat(names + 4);
+        let width = Width::Columns(limit);
+        let rows: Vec<String> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let cell = |i: usize| row.get(i).map_or("", String::as_str).replace('\n', " ");
+                let lead = format!("{} ", title(shown[0]));
+                let mut text = width.wrap(&cell(shown[0]), &lead, "  ");
+                for &i in &shown[1..] {
+                    let name = title(i);
+                    let pad = " ".repeat(names - columns(&name) + 2);
+                    text.push('\n');
+                    text.push_str(&width.wrap(&cell(i), &format!("  {name}{pad}"), &indent));
+                }
+                text
+            })
+            .collect();
+        rows.join("\n\n")
     }
 
     /// The widest line of each column's title and cells.
@@ -332,5 +369,25 @@ mod tests {
         let fitted = table.fit(Width::Columns(50));
         assert!(Width::Columns(50).fits(&fitted.text), "{}", fitted.text);
         assert!(fitted.text.lines().count() > 5);
+    }
+
+    #[test]
+    fn too_narrow_for_two_columns_a_band_each_rows_are_stacked() {
+        let fitted = statistics().fit(Width::Columns(24));
+        insta::assert_snapshot!(fitted.text, @r"
+        stream cpu 0
+          samples   4998
+          min (µs)  2.176
+          p50 (µs)  4.259
+          p99 (µs)  26.527
+          max (µs)  2283.378
+
+        stream cpu 1
+          samples   4998
+          min (µs)  2.177
+          p50 (µs)  4.211
+          p99 (µs)  25.807
+          max (µs)  1944.916
+        ");
     }
 }
