@@ -493,25 +493,28 @@ fn the_text_report_and_the_comparison_fit_80_and_200_columns() {
     let runs = [base, other];
     let judged = [Judged::Latency(Metric::Percentile(99.9))];
     let compared = compare_runs(&runs, &judged, Tolerance::Relative(0.05), None).unwrap();
-    let report = |width| render_with_axis(&runs[..1], ReportKind::Text, LatencyAxis::Auto, width);
-    let comparison = |width| render_comparison(&runs, &compared, width);
-    let (report_80, comparison_80) = (
-        report(Width::Columns(80)).unwrap(),
-        comparison(Width::Columns(80)).unwrap(),
+    let text = |kind, width| render_with_axis(&runs[..1], kind, LatencyAxis::Auto, width).unwrap();
+    let comparison = |width| render_comparison(&runs, &compared, width).unwrap();
+    let narrow = Width::Columns(80);
+    let (report, summary) = (
+        text(ReportKind::Text, narrow),
+        text(ReportKind::Summary, narrow),
     );
-    assert_fits(&report_80, 80, "the report");
-    assert_fits(&comparison_80, 80, "the comparison");
-    insta::assert_snapshot!("report_at_80", report_80);
-    insta::assert_snapshot!("comparison_at_80", comparison_80);
-    // At 200 columns every table fits, so both are as they always were (`example_text`
-    // and `the_comparison_of_two_runs` keep that whole).
+    assert_fits(&report, 80, "the report");
+    assert_fits(&summary, 80, "the summary");
+    assert_fits(&comparison(narrow), 80, "the comparison");
+    insta::assert_snapshot!("report_at_80", report);
+    insta::assert_snapshot!("summary_at_80", summary);
+    insta::assert_snapshot!("comparison_at_80", comparison(narrow));
+    // At 200 columns every table fits, so each is as it always was (`example_text`,
+    // `example_summary` and `the_comparison_of_two_runs` keep that whole).
+    for kind in [ReportKind::Text, ReportKind::Summary] {
+        let wide = text(kind, Width::Unlimited);
+        assert_eq!(text(kind, Width::Columns(200)), wide, "{kind}");
+    }
     assert_eq!(
-        report(Width::Columns(200)).unwrap(),
-        report(Width::Unlimited).unwrap()
-    );
-    assert_eq!(
-        comparison(Width::Columns(200)).unwrap(),
-        comparison(Width::Unlimited).unwrap()
+        comparison(Width::Columns(200)),
+        comparison(Width::Unlimited)
     );
 }
 

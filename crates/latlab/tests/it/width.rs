@@ -154,6 +154,10 @@ fn the_runs_table_at_80_and_200_columns() {
     assert_fits(&wide, 200, "runs at 200");
     insta::assert_snapshot!("runs_at_80", narrow);
     insta::assert_snapshot!("runs_at_200", wide);
+    // Too narrow for bands of more than a column, each reference is stacked.
+    let references = at(dir.path(), Some("80"), &["runs", "--references"]);
+    assert_fits(&references, 80, "runs --references at 80");
+    insta::assert_snapshot!("references_at_80", references);
 }
 
 #[test]
