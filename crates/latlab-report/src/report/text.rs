@@ -72,13 +72,11 @@ impl Layout {
     /// A title (of an alert, of the verdict) on one line, as it always was, unless it
     /// does not fit: then wrapped, with room left for an alert's prefix (`!! `).
     fn title(self, text: &str, first: &str, rest: &str) -> String {
-        match self.width {
-            Width::Columns(w)
-                if width::columns(first) + width::columns(text) > w - ALERT_PREFIX =>
-            {
-                width::wrap(text, w - ALERT_PREFIX, first, rest)
-            }
-            _ => format!("{first}{text}"),
+        let room = self.width.or(usize::MAX).saturating_sub(ALERT_PREFIX);
+        let whole = format!("{first}{text}");
+        match width::columns(&whole) > room {
+            true => width::wrap(text, room, first, rest),
+            false => whole,
         }
     }
 }
