@@ -9,13 +9,30 @@
 //! bursts (one disturbance, many late wake-ups): the count is then of samples, not of
 //! disturbances, and the interval is too narrow — said in docs/compare-and-report.md.
 
-use crate::run::Stream;
+use crate::run::{Run, Stream};
+use crate::threshold::Metric;
 use crate::Nanos;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The confidence of intervals and durations unless asked otherwise.
 pub const CONFIDENCE: f64 = 0.95;
+
+/// The level spikes are counted above when a run names none.
+pub const DEFAULT_LEVEL: Nanos = Nanos(100_000);
+
+/// The level a run's spike rates are counted above: the `--spike` level it kept
+/// samples above, else its `max` threshold, else [`DEFAULT_LEVEL`] — one level for all
+/// its streams, so that their rates add up.
+pub fn level_of(run: &Run) -> Nanos {
+    let spike = run.streams.iter().find_map(|s| s.spikes.threshold_ns);
+    let max = run
+        .thresholds
+        .iter()
+        .find(|t| t.metric == Metric::Max)
+        .map(|t| t.limit_ns);
+    spike.or(max).unwrap_or(DEFAULT_LEVEL)
+}
 
 /// Nanoseconds in an hour.
 const HOUR_NS: f64 = 3_600e9;

@@ -45,6 +45,15 @@ pub(crate) fn span(value: Nanos) -> String {
     }
 }
 
+/// A rate per hour to three significant digits, at most: `10800`, `12.3`, `0.0253`.
+pub(crate) fn per_hour(value: f64) -> String {
+    if value == 0.0 {
+        return "0".to_string();
+    }
+    let digits = (2 - value.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{value:.digits$}")
+}
+
 /// `yes` or `NO` (capitals: a missing condition must stand out).
 pub(crate) fn yes_no(value: bool) -> &'static str {
     if value {

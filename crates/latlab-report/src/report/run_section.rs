@@ -6,7 +6,7 @@ use super::document::{Block, Severity};
 use super::explain;
 use super::figures::{self, DecodedRun};
 use super::run_tables::{
-    audit, checks_table, events_table, loads_table, phase_blocks, spikes, statistics,
+    audit, checks_table, events_table, loads_table, phase_blocks, spike_rates, spikes, statistics,
 };
 use super::{LatencyAxis, PlotKind};
 use latlab_model::outcome::ExitStatus;
@@ -57,6 +57,7 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
     }
     blocks.push(section("Spikes"));
     blocks.extend(spikes(decoded));
+    blocks.extend(spike_rates(decoded));
     if let Some(explained) = &run.explain {
         blocks.push(section("What got in the way"));
         blocks.extend(explain::section(explained, level + 2));

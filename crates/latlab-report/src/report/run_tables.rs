@@ -5,6 +5,7 @@ use super::document::{Block, Table};
 use super::figures::{self, DecodedRun, DecodedStream};
 use latlab_model::audit::CheckVerdict;
 use latlab_model::hist::LatencyHistogram;
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{Phase, ProbePlan, Run};
 use latlab_model::Nanos;
 
@@ -250,6 +251,62 @@ pub(crate) fn spikes(decoded: &DecodedRun) -> Vec<Block> {
         blocks.push(Block::List(above));
     }
     blocks
+}
+
+/// How often each stream's samples were above the run's spike level: the rate per
+/// hour with its 95 % interval, the mean time between spikes, and how long a run must
+/// be to see one with 95 % confidence. Streams without a histogram or a measured span
+/// are left out (their rate is unknown).
+pub(crate) fn spike_rates(decoded: &DecodedRun) -> Vec<Block> {
+    let level = rate::level_of(decoded.run);
+    let rates: Vec<(&DecodedStream, SpikeRate)> = decoded
+        .streams
+        .iter()
+        .filter_map(|s| Some((s, SpikeRate::of_stream(s.stream, level, rate::CONFIDENCE)?)))
+        .collect();
+    if rates.is_empty() {
+        return Vec::new();
+    }
+    let mut table = Table::new(&[
+        ("stream", false),
+        ("spikes", true),
+        ("in", true),
+        ("per hour", true),
+        ("95 % interval", true),
+        ("mean time between", true),
+        ("run to see one (95 %)", true),
+    ])
+    .captioned(format!("Samples above {level}, how often"));
+    for (s, r) in &rates {
+        table.push(
+            vec![
+                s.name.clone(),
+                r.count.to_string(),
+                figures::span(r.span_ns),
+                figures::per_hour(r.per_hour),
+                format!(
+                    "{} – {}",
+                    figures::per_hour(r.per_hour_low),
+                    figures::per_hour(r.per_hour_high)
+                ),
+                r.mean_time_between()
+                    .map_or_else(|| format!("> {}", figures::span(r.span_ns)), figures::span),
+                r.time_to_first(rate::CONFIDENCE)
+                    .map_or_else(|| figures::UNKNOWN.to_string(), figures::span),
+            ],
+            Some(s.colour),
+        );
+    }
+    vec![
+        Block::Paragraph(format!(
+            "Samples above {level} (the run's --spike level, else its max threshold, else \
+             100 µs), counted in each stream's histogram over its measured span and taken \
+             as a Poisson process: the rate per hour with its exact 95 % interval, the \
+             mean time between them, and how long a run must be to see one with 95 % \
+             confidence at the low end of the rate (unknown before the first)."
+        )),
+        Block::Table(table),
+    ]
 }
 
 /// One phase: when, how long, its streams merged, and its loads with their rates.

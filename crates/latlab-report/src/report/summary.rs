@@ -8,6 +8,7 @@ use super::figures::{self, DecodedRun};
 use super::run_section::{alerts, import_note, published_note, subtitle, verdict};
 use super::run_tables::{loads_table, statistics};
 use latlab_model::audit::CheckVerdict;
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{CpuChoice, Run};
 
 /// Longest configuration line in the summary; `latlab check` has the rest.
@@ -28,6 +29,7 @@ pub(crate) fn blocks(decoded: &DecodedRun) -> Vec<Block> {
     blocks.extend(alerts(run));
     blocks.extend(statistics(decoded));
     blocks.extend(largest_sample(decoded));
+    blocks.extend(spike_rate(decoded));
     for phase in run.phases.iter().filter(|p| !p.loads.is_empty()) {
         blocks.push(Block::Paragraph(format!(
             "Loads during phase {}:",
@@ -64,6 +66,39 @@ fn largest_sample(decoded: &DecodedRun) -> Option<Block> {
         figures::us_unit(top.value_ns),
         stream.name,
         figures::seconds(top.at_ns)
+    )))
+}
+
+/// How often the streams' samples were above the run's spike level, together (their
+/// counts and measured times added), in one line; the report has them stream by stream.
+fn spike_rate(decoded: &DecodedRun) -> Option<Block> {
+    let level = rate::level_of(decoded.run);
+    let rates: Vec<SpikeRate> = decoded
+        .streams
+        .iter()
+        .filter_map(|s| SpikeRate::of_stream(s.stream, level, rate::CONFIDENCE))
+        .collect();
+    let all = SpikeRate::combined(&rates)?;
+    let per = match rates.len() {
+        1 => "per hour".to_string(),
+        n => format!("per stream-hour over {n} streams"),
+    };
+    let between = all.mean_time_between().map_or_else(
+        || format!("> {}", figures::span(all.span_ns)),
+        figures::span,
+    );
+    let first = all.time_to_first(rate::CONFIDENCE).map_or_else(
+        || "unknown until one is seen".to_string(),
+        |t| format!("{} of measuring", figures::span(t)),
+    );
+    Some(Block::Paragraph(format!(
+        "Above {level}: {} in {} measured, {} {per} (95 %: {} – {}); mean time between {between}; \
+         to see one with 95 % confidence: {first}.",
+        latlab_model::text::counted(all.count, "sample"),
+        figures::span(all.span_ns),
+        figures::per_hour(all.per_hour),
+        figures::per_hour(all.per_hour_low),
+        figures::per_hour(all.per_hour_high),
     )))
 }
 

@@ -64,7 +64,7 @@ fn outline(spike: &Explanation) -> String {
 /// `tests/data/spinner.c`, compiled into a temporary directory and running: a
 /// SCHED_FIFO task pinned to a CPU, busy for `spin` every `every`. Killed (by its pid)
 /// and removed when dropped, also when a test fails.
-struct Spinner {
+pub(crate) struct Spinner {
     child: Option<Child>,
     dir: tempfile::TempDir,
 }
@@ -73,7 +73,7 @@ struct Spinner {
 const SPINNER_COMM: &str = "latlab-spinner";
 
 impl Spinner {
-    fn start(cpu: usize, priority: u32, spin: Duration, every: Duration) -> Spinner {
+    pub(crate) fn start(cpu: usize, priority: u32, spin: Duration, every: Duration) -> Spinner {
         let dir = tempfile::tempdir().unwrap();
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spinner.c");
         let binary = dir.path().join(SPINNER_COMM);
@@ -125,7 +125,7 @@ impl Spinner {
     }
 
     /// Ends it (SIGTERM, by pid) and returns each spin's span, CLOCK_MONOTONIC ns.
-    fn finish(mut self) -> Vec<(i64, i64)> {
+    pub(crate) fn finish(mut self) -> Vec<(i64, i64)> {
         let mut child = self.child.take().unwrap();
         let _ = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])

@@ -34,6 +34,7 @@ mod real_tools;
 mod rt_lane;
 mod runs_store;
 mod schema;
+mod spike_rate_truth;
 mod trust_accounting;
 mod trust_figures;
 mod trust_input;
