@@ -132,6 +132,7 @@ impl FactReader {
         let online_cpus = parse_kernel_cpu_list(&online);
         HostFacts {
             hostname: self.read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            rig: self.rig(std::env::var("LATLAB_RIG").ok()),
             kernel_release: self.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
             kernel_version: self.read("/proc/sys/kernel/version").unwrap_or_default(),
             architecture: std::env::consts::ARCH.to_string(),
@@ -152,6 +153,26 @@ impl FactReader {
                 .cpu_list_file("/sys/devices/system/cpu/nohz_full")
                 .or_else(|| (!online_cpus.is_empty()).then(Vec::new)),
         }
+    }
+
+    /// The rig's identity: `named` (`LATLAB_RIG`) when it is one word of at most 64
+    /// printable characters, else `m-` and the first 16 hex digits of SHA-256 over
+    /// `latlab rig ` and `/etc/machine-id` — stable across boots and renames, and an
+    /// app-specific hash, as systemd asks of programs that key on the machine id.
+    fn rig(&self, named: Option<String>) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        let named = named.map(|n| n.trim().to_string()).filter(|n| {
+            !n.is_empty()
+                && n.chars().count() <= 64
+                && !n.chars().any(|c| c.is_whitespace() || c.is_control())
+        });
+        if named.is_some() {
+            return named;
+        }
+        let id = self.read("/etc/machine-id").filter(|id| !id.is_empty())?;
+        let hash = Sha256::digest(format!("latlab rig {id}").as_bytes());
+        let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Some(format!("m-{hex}"))
     }
 
     /// A CPU list file of sysfs: `None` when unreadable (unknown), empty when it
@@ -372,6 +393,27 @@ mod tests {
     }
 
     #[test]
+    fn a_rig_is_its_given_name_else_a_hash_of_its_machine_id() {
+        let rig = |id: &str, named: Option<&str>| {
+            let t = FactReader::test_tree(&[("/etc/machine-id", id)]);
+            FactReader::at(t.path()).rig(named.map(str::to_string))
+        };
+        let a = rig("3d1219c7c4c5404aaa1f6d2a48adfda4\n", None).unwrap();
+        assert!(a.starts_with("m-") && a.len() == 18, "{a}");
+        assert!(
+            !a.contains("3d1219c7"),
+            "the machine id itself is not given away"
+        );
+        assert_eq!(rig("3d1219c7c4c5404aaa1f6d2a48adfda4", None).unwrap(), a);
+        assert_ne!(rig("0f1219c7c4c5404aaa1f6d2a48adfda4", None).unwrap(), a);
+        assert_eq!(rig("x", Some(" bench-07 ")).as_deref(), Some("bench-07"));
+        assert_eq!(
+            rig("3d1219c7c4c5404aaa1f6d2a48adfda4", Some("two words")).unwrap(),
+            a
+        );
+    }
+
+    #[test]
     fn gathers_a_vm_fixture() {
         let t = FactReader::test_tree(&[
             ("/proc/sys/kernel/hostname", "rig7\n"),
@@ -393,6 +435,7 @@ mod tests {
         ]);
         let f = FactReader::at(t.path()).gather();
         assert_eq!(f.hostname, "rig7");
+        assert_eq!(f.rig, None, "no machine id, no name: unknown");
         assert_eq!(f.cpu_model.as_deref(), Some("AMD EPYC"));
         assert_eq!(f.cpus_online, Some(4));
         assert_eq!(f.cpus_online_list.as_deref(), Some("0-3"));

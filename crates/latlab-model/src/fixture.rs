@@ -84,6 +84,7 @@ pub fn run() -> Run {
         },
         host: Some(HostFacts {
             hostname: "rig".into(),
+            rig: None,
             kernel_release: "6.18.0".into(),
             ..HostFacts::default()
         }),

@@ -53,6 +53,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
         },
         host: Some(HostFacts {
             hostname: "rig".into(),
+            rig: None,
             kernel_release: "6.18.0".into(),
             ..HostFacts::default()
         }),

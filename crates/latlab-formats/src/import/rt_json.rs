@@ -145,6 +145,7 @@ pub(super) fn host_facts(s: SysInfo) -> HostFacts {
     }
     HostFacts {
         hostname: s.nodename,
+        rig: None,
         kernel_release: s.release,
         kernel_version: s.version,
         architecture: s.machine,

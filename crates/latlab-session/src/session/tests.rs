@@ -46,6 +46,7 @@ fn plan_with(max: &str) -> RunPlan {
 fn host() -> HostFacts {
     HostFacts {
         hostname: "rig".to_string(),
+        rig: None,
         ..HostFacts::default()
     }
 }
