@@ -46,6 +46,7 @@ pub mod run;
 mod run_check;
 pub mod scenario;
 pub mod seal;
+pub mod series;
 pub mod spec;
 pub mod stamp;
 pub mod text;

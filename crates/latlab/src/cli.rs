@@ -617,8 +617,15 @@ pub struct ReportArgs {
     /// --format wide is elsewhere: here --format names the kind).
     #[arg(long)]
     pub wide: bool,
-    /// With --trend: group the runs by host, kernel, scenario and tag:KEY, comma-separated.
-    #[arg(long, value_name = "KEYS", default_value = "host", requires = "trend")]
+    /// With --trend: one line per series (runs that measured the same thing on one
+    /// rig), or group by host, kernel, scenario and tag:KEY, comma-separated; a group
+    /// never mixes probes.
+    #[arg(
+        long,
+        value_name = "KEYS",
+        default_value = "series",
+        requires = "trend"
+    )]
     pub by: String,
     /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
     /// ~/.local/share/latlab/runs.sqlite].
@@ -806,9 +813,10 @@ pub struct TrendArgs {
     /// periods per million).
     #[arg(long, value_name = "METRIC", default_value = "p99.9")]
     pub metric: String,
-    /// Group the runs by host, kernel, scenario and tag:KEY, comma-separated: one line
-    /// per group.
-    #[arg(long, value_name = "KEYS", default_value = "host")]
+    /// One line per series (runs that measured the same thing on one rig: probe,
+    /// settings, CPUs, load; imports apart), or group by host, kernel, scenario and
+    /// tag:KEY, comma-separated; a group never mixes probes.
+    #[arg(long, value_name = "KEYS", default_value = "series")]
     pub by: String,
     /// Which runs.
     #[command(flatten)]

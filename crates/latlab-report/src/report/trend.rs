@@ -13,6 +13,7 @@ use super::document::{Block, Document, Table};
 use super::latency_scale::{LatencyScale, TAIL_RATIO};
 use super::{html, markdown, plot, text, Ansi, LatencyAxis, ReportError};
 use latlab_model::run::{percentile_key, Percentile, Run, REPORTED_PERCENTILES};
+use latlab_model::series::SeriesKey;
 use latlab_model::stamp::{parse_rfc3339, rfc3339};
 use latlab_model::text::counted;
 use latlab_model::width::Width;
@@ -28,7 +29,10 @@ pub enum TrendError {
     #[error("unknown metric '{0}': choose p50, p90, p99, p99.9, p99.99, p99.999, max or missed")]
     UnknownMetric(String),
     /// A grouping was not recognised.
-    #[error("cannot group by '{0}': give host, kernel, scenario or tag:KEY, separated by commas")]
+    #[error(
+        "cannot group by '{0}': give series, or host, kernel, scenario or tag:KEY, separated \
+         by commas"
+    )]
     UnknownGroup(String),
 }
 
@@ -69,9 +73,11 @@ impl TrendMetric {
         }
     }
 
-    /// The run's figure: its worst stream's (a bound when a stream's is one), or, for
-    /// missed periods, over every stream that counts them; `None` when no stream has it.
-    pub fn of(self, run: &Run) -> Option<Figure> {
+    /// The figure of `run`'s streams of `probe`: their worst (a bound when a stream's
+    /// is one), or, for missed periods, over every one that counts them; `None` when no
+    /// such stream has it.
+    pub fn of(self, run: &Run, probe: &str) -> Option<Figure> {
+        let streams = || run.streams.iter().filter(|s| s.probe == probe);
         let worst = |values: Vec<Percentile>| {
             let value = values.iter().map(|p| p.value()).max()?;
             Some(Figure::Latency(match values.iter().any(|p| p.is_bound()) {
@@ -80,22 +86,16 @@ impl TrendMetric {
             }))
         };
         match self {
-            TrendMetric::Percentile(rank) => worst(
-                run.streams
-                    .iter()
-                    .filter_map(|s| s.stats.percentile(rank))
-                    .collect(),
-            ),
+            TrendMetric::Percentile(rank) => {
+                worst(streams().filter_map(|s| s.stats.percentile(rank)).collect())
+            }
             TrendMetric::Max => worst(
-                run.streams
-                    .iter()
+                streams()
                     .filter_map(|s| s.stats.max_ns.map(Percentile::Exact))
                     .collect(),
             ),
             TrendMetric::Missed => {
-                let counted: Vec<(u64, u64)> = run
-                    .streams
-                    .iter()
+                let counted: Vec<(u64, u64)> = streams()
                     .filter_map(|s| Some((s.missed_periods?, s.samples)))
                     .collect();
                 let missed: u64 = counted.iter().map(|(m, _)| m).sum();
@@ -176,9 +176,12 @@ impl fmt::Display for Figure {
     }
 }
 
-/// What runs are grouped by.
+/// What runs are grouped by. Whatever it is, a group holds one probe's figures: a
+/// run that ran several probes is in one group per probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GroupBy {
+    /// The series ([`SeriesKey`]): the same rig, origin, probe, settings and load.
+    Series,
     /// The host name.
     Host,
     /// The kernel release.
@@ -194,6 +197,7 @@ impl GroupBy {
     pub fn parse_list(text: &str) -> Result<Vec<GroupBy>, TrendError> {
         text.split(',')
             .map(|part| match part.trim() {
+                "series" => Ok(GroupBy::Series),
                 "host" => Ok(GroupBy::Host),
                 "kernel" => Ok(GroupBy::Kernel),
                 "scenario" => Ok(GroupBy::Scenario),
@@ -208,6 +212,7 @@ impl GroupBy {
     /// Its name: `host`, `tag:board`.
     pub fn name(&self) -> String {
         match self {
+            GroupBy::Series => "series".to_string(),
             GroupBy::Host => "host".to_string(),
             GroupBy::Kernel => "kernel".to_string(),
             GroupBy::Scenario => "scenario".to_string(),
@@ -219,13 +224,14 @@ impl GroupBy {
     /// known, a scenario or tag the run does not have.
     fn absent(&self) -> &'static str {
         match self {
-            GroupBy::Host | GroupBy::Kernel => "unknown",
+            GroupBy::Series | GroupBy::Host | GroupBy::Kernel => "unknown",
             GroupBy::Scenario | GroupBy::Tag(_) => "none",
         }
     }
 
-    fn value_of(&self, run: &Run) -> Option<String> {
+    fn value_of(&self, run: &Run, series: &SeriesKey) -> Option<String> {
         match self {
+            GroupBy::Series => Some(series.to_string()),
             GroupBy::Host => run.host.as_ref().map(|h| h.hostname.clone()),
             GroupBy::Kernel => run.host.as_ref().map(|h| h.kernel_release.clone()),
             GroupBy::Scenario => run.scenario.clone(),
@@ -250,18 +256,29 @@ pub struct TrendPoint {
 /// The runs of one group, earliest first (those not placed in time last).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrendGroup {
+    /// The probe whose figures it holds.
+    pub probe: String,
     /// The group's value of each grouping, in the order asked (`None`: absent).
     pub values: Vec<Option<String>>,
+    /// The series' id, when the runs are grouped by series alone.
+    pub series: Option<String>,
     /// Its runs.
     pub points: Vec<TrendPoint>,
 }
 
 impl TrendGroup {
-    /// Its name: `host=rig07, kernel=6.18.0-rt`.
+    /// Its name: `probe=timer, host=rig07, kernel=6.18.0-rt`; a series' label alone
+    /// (it names its probe).
     pub fn label(&self, by: &[GroupBy]) -> String {
-        by.iter()
+        if let ([GroupBy::Series], [Some(series)]) = (by, self.values.as_slice()) {
+            return series.clone();
+        }
+        let values = by
+            .iter()
             .zip(&self.values)
-            .map(|(g, v)| format!("{}={}", g.name(), v.as_deref().unwrap_or(g.absent())))
+            .map(|(g, v)| format!("{}={}", g.name(), v.as_deref().unwrap_or(g.absent())));
+        std::iter::once(format!("probe={}", self.probe))
+            .chain(values)
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -317,26 +334,40 @@ pub struct Trend {
 }
 
 impl Trend {
-    /// The trend of `metric` over `runs`, grouped `by`.
+    /// The trend of `metric` over `runs`, grouped `by`, each group of one probe.
     pub fn of(runs: &[Run], metric: TrendMetric, by: Vec<GroupBy>) -> Trend {
         let mut groups: Vec<TrendGroup> = Vec::new();
+        let by_series = by == [GroupBy::Series];
         for run in runs {
-            let values: Vec<Option<String>> = by.iter().map(|g| g.value_of(run)).collect();
-            let point = TrendPoint {
-                run: run.id.clone(),
-                started_at: run.started_at.as_deref().and_then(parse_rfc3339),
-                figure: metric.of(run),
-                samples: run.streams.iter().map(|s| s.samples).sum(),
-            };
-            match groups.iter_mut().find(|g| g.values == values) {
-                Some(group) => group.points.push(point),
-                None => groups.push(TrendGroup {
-                    values,
-                    points: vec![point],
-                }),
+            for series in SeriesKey::of_run(run) {
+                let values: Vec<Option<String>> =
+                    by.iter().map(|g| g.value_of(run, &series)).collect();
+                let point = TrendPoint {
+                    run: run.id.clone(),
+                    started_at: run.started_at.as_deref().and_then(parse_rfc3339),
+                    figure: metric.of(run, &series.probe),
+                    samples: run
+                        .streams
+                        .iter()
+                        .filter(|s| s.probe == series.probe)
+                        .map(|s| s.samples)
+                        .sum(),
+                };
+                match groups
+                    .iter_mut()
+                    .find(|g| g.probe == series.probe && g.values == values)
+                {
+                    Some(group) => group.points.push(point),
+                    None => groups.push(TrendGroup {
+                        probe: series.probe.clone(),
+                        values,
+                        series: by_series.then(|| series.id()),
+                        points: vec![point],
+                    }),
+                }
             }
         }
-        groups.sort_by(|a, b| a.values.cmp(&b.values));
+        groups.sort_by(|a, b| (&a.probe, &a.values).cmp(&(&b.probe, &b.values)));
         for group in &mut groups {
             // Unknown starts last, then by id, so that the order never depends on input.
             group.points.sort_by(|a, b| {
@@ -350,9 +381,10 @@ impl Trend {
         Trend { metric, by, groups }
     }
 
-    /// How many runs it holds.
+    /// How many runs it holds (a run of several probes once).
     pub fn runs(&self) -> usize {
-        self.groups.iter().map(|g| g.points.len()).sum()
+        let ids: std::collections::BTreeSet<&str> = self.points().map(|p| p.run.as_str()).collect();
+        ids.len()
     }
 
     /// How many runs are not drawn: their start or their figure is unknown.
@@ -666,7 +698,7 @@ mod tests {
         let trend = Trend::of(&runs, p999(), vec![GroupBy::Host]);
         let ids = |g: &TrendGroup| g.points.iter().map(|p| p.run.clone()).collect::<Vec<_>>();
         assert_eq!(trend.groups.len(), 2);
-        assert_eq!(trend.groups[0].label(&trend.by), "host=rig1");
+        assert_eq!(trend.groups[0].label(&trend.by), "probe=timer, host=rig1");
         assert_eq!(ids(&trend.groups[0]), ["d", "a", "b"]);
         assert_eq!(ids(&trend.groups[1]), ["c"]);
         assert_eq!((trend.runs(), trend.not_drawn()), (4, 1));
@@ -689,8 +721,8 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "scenario=none, tag:board=none",
-                "scenario=none, tag:board=x1"
+                "probe=timer, scenario=none, tag:board=none",
+                "probe=timer, scenario=none, tag:board=x1"
             ]
         );
     }
@@ -745,7 +777,48 @@ mod tests {
         stream.samples = 999_990;
         stream.missed_periods = Some(10);
         one.streams.truncate(1);
-        assert_eq!(TrendMetric::Missed.of(&one), Some(Figure::PerMillion(10.0)));
+        let probe = one.streams[0].probe.clone();
+        assert_eq!(
+            TrendMetric::Missed.of(&one, &probe),
+            Some(Figure::PerMillion(10.0))
+        );
+    }
+
+    /// An OS-noise gap and a wake-up latency never share a line, whatever the runs
+    /// are grouped by; by series, an import is not a measurement either.
+    #[test]
+    fn probes_never_share_a_line_and_imports_are_their_own_series() {
+        let at = Some("2026-11-01T00:00:00Z");
+        let timer = run("a", "h", at);
+        let mut noise = run("b", "h", at);
+        for s in &mut noise.streams {
+            s.probe = "noise".to_string();
+        }
+        let mut imported = run("c", "h", at);
+        imported.import = Some(latlab_model::run::ImportRecord {
+            format: "cyclictest-json".to_string(),
+            file: "ct.json".to_string(),
+            imported_at: "2026-11-02T00:00:00Z".to_string(),
+            lacks: Vec::new(),
+        });
+        let runs = [timer, noise, imported];
+        let by_series = Trend::of(&runs, p999(), vec![GroupBy::Series]);
+        assert_eq!(by_series.groups.len(), 3);
+        assert!(by_series.groups.iter().all(|g| g.points.len() == 1));
+        assert!(by_series.groups.iter().all(|g| g.series.is_some()));
+        let by_host = Trend::of(&runs, p999(), vec![GroupBy::Host]);
+        let probes: Vec<(&str, usize)> = by_host
+            .groups
+            .iter()
+            .map(|g| (g.probe.as_str(), g.points.len()))
+            .collect();
+        assert_eq!(
+            probes,
+            [("noise", 1), (runs[0].streams[0].probe.as_str(), 2)]
+        );
+        assert!(by_host.groups[0]
+            .label(&by_host.by)
+            .starts_with("probe=noise, host=h"));
     }
 
     #[test]

@@ -233,7 +233,7 @@ fn trend(store: &StoreLocation, query: &[(String, String)]) -> Page {
     let metric: TrendMetric = given("metric", "p99.9")
         .parse()
         .map_err(|e| bad_parameter(CliError::usage("metric", e)))?;
-    let by = GroupBy::parse_list(given("by", "host"))
+    let by = GroupBy::parse_list(given("by", "series"))
         .map_err(|e| bad_parameter(CliError::usage("by", e)))?;
     let filter = filter_of(&filter_args(query)).map_err(bad_parameter)?;
     let runs = matching_runs(opened(store)?.as_ref(), &filter).map_err(failed)?;

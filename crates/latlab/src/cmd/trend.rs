@@ -146,6 +146,9 @@ fn as_json(trend: &Trend) -> serde_json::Value {
                 })
                 .collect();
             json!({
+                "probe": group.probe,
+                "series": group.series,
+                "label": group.label(&trend.by),
                 "group": values,
                 "worst": figure_json(group.worst()),
                 "median": figure_json(group.median()),

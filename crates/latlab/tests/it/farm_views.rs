@@ -130,6 +130,72 @@ fn trend_follows_each_hosts_worst_p99_9_in_start_order() {
     assert_eq!(groups[0]["group"]["kernel"], "6.18.44-fc-v595");
 }
 
+/// What measured different things never shares a line: an OS-noise run beside
+/// wake-up runs of the same rig, and an import of the same rig's figures.
+#[test]
+fn probes_and_imports_are_series_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let example: Run = Run::from_json(include_str!("../../../../docs/example-run.json")).unwrap();
+    let mut noise = example.clone();
+    noise.id = "20261101T000000Z-0a0a0a".to_string();
+    noise.host.as_mut().unwrap().hostname = "rig1".to_string();
+    for stream in &mut noise.streams {
+        stream.probe = "noise".to_string();
+    }
+    let file = dir.path().join("noise.json");
+    std::fs::write(&file, noise.to_json_pretty()).unwrap();
+    let (code, _, err) = with_store(&store, &["import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = with_store(
+        &store,
+        &[
+            "import",
+            crate::common::fixture("cyclictest-2t.json")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let trend = trend_json(&store, &["--metric", "max"]);
+    let groups = trend["groups"].as_array().unwrap();
+    let labels: Vec<&str> = groups
+        .iter()
+        .map(|g| g["label"].as_str().unwrap())
+        .collect();
+    // rig1's and rig2's timer runs, rig1's noise run, the cyclictest import.
+    assert_eq!(groups.len(), 4, "{labels:#?}");
+    for group in groups {
+        let label = group["label"].as_str().unwrap();
+        let probe = group["probe"].as_str().unwrap();
+        assert!(label.contains(&format!(" {probe} ")), "{label}");
+        assert_eq!(group["series"].as_str().unwrap().len(), 12, "{label}");
+    }
+    let noise_group = groups.iter().find(|g| g["probe"] == "noise").unwrap();
+    assert_eq!(noise_group["runs"].as_array().unwrap().len(), 1);
+    let imported = groups
+        .iter()
+        .find(|g| {
+            g["label"]
+                .as_str()
+                .unwrap()
+                .contains("import:cyclictest-json")
+        })
+        .unwrap_or_else(|| panic!("{labels:#?}"));
+    assert_eq!(imported["runs"].as_array().unwrap().len(), 1);
+    // Grouped by host, rig1's two probes are still two lines.
+    let by_host = trend_json(&store, &["--metric", "max", "--by", "host"]);
+    let rig1: Vec<&str> = by_host["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["group"]["host"] == "rig1")
+        .map(|g| g["probe"].as_str().unwrap())
+        .collect();
+    assert_eq!(rig1.len(), 2, "{by_host}");
+    assert!(rig1.contains(&"noise"), "{by_host}");
+}
+
 #[test]
 fn trend_prints_its_tables_and_writes_its_plot() {
     let dir = tempfile::tempdir().unwrap();
@@ -140,8 +206,9 @@ fn trend_prints_its_tables_and_writes_its_plot() {
         &["trend", "--metric", "max", "-o", svg.to_str().unwrap()],
     );
     assert_eq!(code, 0, "{err}");
+    // One line per series: each rig's timer runs (the example's).
     assert!(
-        out.contains("host=rig1") && out.contains("host=rig2"),
+        out.contains("host:rig1 · latlab · timer") && out.contains("host:rig2 · latlab · timer"),
         "{out}"
     );
     assert!(out.contains("unknown: not placed"), "{out}");
