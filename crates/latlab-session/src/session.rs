@@ -161,8 +161,11 @@ impl Session {
         let setup = self.setup.as_ref().expect("set up until finished");
         for phase in &self.plan.phases {
             {
-                let m = self.ledger.lock();
-                if stop.load(Ordering::Relaxed) || m.interrupted || m.failed {
+                let mut m = self.ledger.lock();
+                // Asked to stop before this phase began (during set-up, or between
+                // phases): the run measured less than asked, as if stopped within it.
+                m.interrupted |= stop.load(Ordering::Relaxed);
+                if m.interrupted || m.failed {
                     break;
                 }
             }

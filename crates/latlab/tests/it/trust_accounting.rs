@@ -325,8 +325,10 @@ fn a_run_with_a_long_timer_slack_stops_promptly_on_ctrl_c_and_sigterm() {
         "-d",
         "10s",
     ];
-    // During set-up and rehearsal, then while measuring.
+    // As soon as it handles the signal (before its first phase begins), during set-up
+    // and rehearsal, then while measuring.
     for (args, after, sig) in [
+        (&timer[..], 0, 2),
         (&timer[..], 150, 2),
         (&timer[..], 1_200, 15),
         (&signal[..], 150, 15),
