@@ -415,7 +415,7 @@ fn rt_lane_timerlat_of_6_12_adds_the_return_to_user_of_latlabs_own_thread() {
             "{SETTINGS} > settings-before.txt
              latlab run --probe timerlat -d 2s -q --name tl --json timerlat.json > /dev/null
              {SETTINGS} > settings-after.txt
-             rtla timerlat hist -u -d 2s > rtla.txt
+             rtla timerlat hist -u -d 2s -b 10 -E 10000 > rtla.txt
              id=$(latlab import rtla.txt | sed -n 's/^imported .* as \\([^:]*\\):.*/\\1/p')
              latlab compare \"$id\" tl --metric p50 > compare.txt 2>&1; echo $? > compare.rc"
         ),
