@@ -243,7 +243,15 @@ fn run_cases(run: &Run) -> [Case; 2] {
             body: "`latlab run --accept incomplete` lets such a run pass on its thresholds\n"
                 .to_string(),
         },
-        (None, _) => Outcome::Passed,
+        // Passed, but not silently: the case says it measured less, as an accepted
+        // degraded run's conditions case does.
+        (None, Some(why)) => Outcome::Skipped {
+            kind: "accepted",
+            message: format!(
+                "measured less than asked, and accepted so (--accept incomplete): {why}"
+            ),
+        },
+        (None, None) => Outcome::Passed,
     };
     let degrading: Vec<String> = run
         .warnings

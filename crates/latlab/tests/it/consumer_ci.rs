@@ -452,7 +452,14 @@ fn a_degraded_or_cut_short_run_that_met_its_thresholds_fails_every_gate_unless_a
                 xml.contains(&format!("<failure type=\"{kind}\"")),
                 "{flags:?}: {xml}"
             ),
-            None => assert!(!xml.contains("<failure"), "{flags:?}: {xml}"),
+            None => {
+                assert!(!xml.contains("<failure"), "{flags:?}: {xml}");
+                // Accepted, and said so: a skipped case, not a silent pass.
+                assert!(
+                    xml.contains("<skipped type=\"accepted\""),
+                    "{flags:?}: {xml}"
+                );
+            }
         }
         let file = dir.path().join("gate.json");
         assert_eq!(
