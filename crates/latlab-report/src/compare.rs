@@ -34,6 +34,7 @@ pub use runs::{
 };
 
 use latlab_model::hist::{Edge, HistogramError, LatencyHistogram};
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{Percentile, Run, Stream};
 use latlab_model::threshold::Metric;
 use latlab_model::Nanos;
@@ -71,6 +72,8 @@ pub struct RunFigures {
     histogram: Option<LatencyHistogram>,
     /// Which value of a bucket stands for its samples ([`Run::bucket_edge`]).
     edge: Edge,
+    /// The measured time of its streams together (`None`: a stream's is unknown).
+    span: Option<Nanos>,
 }
 
 /// The sum of a figure over streams, `None` if any stream lacks it.
@@ -183,6 +186,7 @@ impl RunFigures {
             max: extreme(|st| st.max_ns).and_then(|v| v.into_iter().max()),
             histogram,
             edge: run.bucket_edge(),
+            span: total(streams.iter().map(|s| s.elapsed_ns.map(|e| e.0))).map(Nanos),
         })
     }
 
@@ -210,7 +214,27 @@ impl RunFigures {
         match judged {
             Judged::Latency(metric) => self.latency(metric, n),
             Judged::MissedRate => self.missed_rate(n),
+            Judged::SpikeRate(level) => self.spike_rate(level),
         }
+    }
+
+    /// The rate of samples above `level` per hour, with its exact Poisson interval
+    /// ([`SpikeRate`]).
+    fn spike_rate(&self, level: Option<Nanos>) -> Result<Estimate, Unknown> {
+        let judged = Judged::SpikeRate(level);
+        let level = level.ok_or(Unknown::NotInSource(judged))?;
+        let histogram = self
+            .histogram
+            .as_ref()
+            .ok_or(Unknown::NotInSource(judged))?;
+        let span = self.span.ok_or(Unknown::NotInSource(judged))?;
+        let count = histogram.count_at_least(level.0.max(0) as u64 + 1);
+        let rate = SpikeRate::from_count(level, count, span, rate::CONFIDENCE)
+            .ok_or(Unknown::NotInSource(judged))?;
+        Ok(Estimate {
+            interval: Some((rate.per_hour_low, rate.per_hour_high)),
+            ..Estimate::exact(rate.per_hour)
+        })
     }
 
     /// The missed-period rate with its 95 % Wilson score interval (E. B. Wilson,
@@ -301,6 +325,9 @@ impl std::fmt::Display for Unknown {
         match self {
             Unknown::NoSamples => f.write_str("it has no samples"),
             Unknown::Uncounted => f.write_str("its source did not count its samples"),
+            Unknown::NotInSource(Judged::SpikeRate(_)) => f.write_str(
+                "the spike rate is unknown: its source kept no histogram or no measured time",
+            ),
             Unknown::NotInSource(Judged::MissedRate) => f.write_str(
                 "the missed-period rate is unknown: its source did not count missed periods",
             ),
@@ -439,13 +466,14 @@ pub fn compare(
 pub const METHOD: &str = "95 % distribution-free confidence intervals of each percentile from \
 order statistics (ranks n·q ± 1.96·√(n·q·(1−q))), of the mean from its standard error, and \
 of the missed-period rate (missed / periods elapsed) as a Wilson score interval (Wilson \
-1927); a regression is a new interval entirely above the base's by more than the tolerance, \
+1927), of a spike rate (samples above a level per hour) as an exact Poisson interval \
+(Garwood 1936); a regression is a new interval entirely above the base's by more than the tolerance, \
 apart by less is within tolerance, overlapping is no significant change. \
 The maximum, and a mean whose standard deviation is unknown, have no interval and are \
 compared as they are; a percentile shown as ≥ is a lower bound (it falls among samples \
 beyond the source's histogram range) and decides only when the other run lies clear of it. \
-Missed periods often come in bursts, not one by one: read the rate's interval as a lower \
-bound on the uncertainty.";
+Missed periods and spikes often come in bursts, not one by one: read a rate's interval as a \
+lower bound on the uncertainty.";
 
 /// How the loads are compared, in one sentence, for the output.
 pub const LOADS_METHOD: &str = "Loads: each phase's rate is one count over one span, with no \
@@ -500,6 +528,8 @@ mod tests {
             max: Some(Nanos(max)),
             histogram: Some(histogram),
             edge: Edge::Highest,
+            // A sample a millisecond.
+            span: Some(Nanos(n as i64 * 1_000_000)),
         }
     }
 
@@ -592,5 +622,50 @@ mod tests {
         let err = imported.estimate(Judged::MissedRate).unwrap_err();
         assert_eq!(err, Unknown::NotInSource(Judged::MissedRate));
         assert!(err.to_string().contains("did not count missed periods"));
+    }
+
+    /// Samples above 100 µs per hour: 10 of 100,000 one-millisecond periods against
+    /// 40 is a regression; against 12, no significant change; a run without a
+    /// measured time has no rate.
+    #[test]
+    fn spike_rates_are_judged_by_their_poisson_intervals() {
+        let with_spikes = |id: &str, spikes: usize| {
+            figures(
+                id,
+                spread(10_000, 2_000, 100_000 - spikes, 1)
+                    .chain(std::iter::repeat_n(500_000, spikes)),
+            )
+        };
+        let rate = Judged::SpikeRate(Some(Nanos(100_000)));
+        let (ten, twelve, forty) = (
+            with_spikes("a", 10),
+            with_spikes("b", 12),
+            with_spikes("c", 40),
+        );
+        let e = ten.estimate(rate).unwrap();
+        assert_eq!(e.value, 360.0, "10 in 100 s is 360 per hour");
+        let (low, high) = e.interval.unwrap();
+        assert!(low < 360.0 && 360.0 < high);
+        assert_eq!(
+            compare(&ten, &forty, rate, Tolerance::DEFAULT)
+                .unwrap()
+                .change,
+            Change::Regression
+        );
+        assert_eq!(
+            compare(&ten, &twelve, rate, Tolerance::DEFAULT)
+                .unwrap()
+                .change,
+            Change::NoSignificantChange
+        );
+        let mut unspanned = ten.clone();
+        unspanned.span = None;
+        assert_eq!(
+            unspanned.estimate(rate).unwrap_err(),
+            Unknown::NotInSource(rate)
+        );
+        assert_eq!(Judged::parse("spike-rate:100us").unwrap(), rate);
+        assert_eq!(rate.to_string(), "spike-rate:100us");
+        assert_eq!(Judged::parse(&rate.to_string()).unwrap(), rate);
     }
 }

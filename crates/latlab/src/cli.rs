@@ -560,8 +560,9 @@ pub struct CompareArgs {
     /// last~1, or ref:NAME for published figures: latlab runs --references).
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
-    /// Figures to judge: p99.9, p99, p50, mean, max, or missed-rate (missed periods /
-    /// periods elapsed) (repeatable) [default: p99.9].
+    /// Figures to judge: p99.9, p99, p50, mean, max, missed-rate (missed periods /
+    /// periods elapsed), or spike-rate[:LEVEL] (samples above LEVEL per hour; the base
+    /// run's spike level when none is given) (repeatable) [default: p99.9].
     #[arg(long = "metric", value_name = "METRIC")]
     pub metrics: Vec<String>,
     /// Change allowed before a significant difference is a regression: a percentage

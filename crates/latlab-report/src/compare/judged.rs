@@ -17,20 +17,47 @@ pub enum Judged {
     /// The missed-period rate: periods without a wake-up over the periods elapsed
     /// (`missed / (samples + missed)`).
     MissedRate,
+    /// The spike rate: samples above a level per hour of measuring
+    /// ([`latlab_model::rate`]); `None` until it is the base run's level.
+    SpikeRate(Option<Nanos>),
 }
 
 impl Judged {
     /// What `--metric` says when none is given.
     pub const DEFAULT: Judged = Judged::Latency(Metric::Percentile(99.9));
 
-    /// Parses `missed-rate` (or `missed`), or a latency metric as [`Metric::parse`]
-    /// reads it (`p99.9`, `mean`, `max`).
+    /// Parses `missed-rate` (or `missed`), `spike-rate` (above the base run's spike
+    /// level) or `spike-rate:LEVEL` (`spike-rate:100us`), or a latency metric as
+    /// [`Metric::parse`] reads it (`p99.9`, `mean`, `max`).
     pub fn parse(text: &str) -> Result<Judged, SpecError> {
-        match text.trim().to_ascii_lowercase().as_str() {
+        let lower = text.trim().to_ascii_lowercase();
+        if let Some(level) = lower.strip_prefix("spike-rate:") {
+            return match parse_duration(level) {
+                Ok(level) if level.0 > 0 => Ok(Judged::SpikeRate(Some(level))),
+                _ => Err(SpecError(format!(
+                    "'{text}': give spike-rate:LEVEL with a latency above 0, e.g. spike-rate:100us"
+                ))),
+            };
+        }
+        match lower.as_str() {
             "missed-rate" | "missed" | "missed-periods" => Ok(Judged::MissedRate),
-            _ => Metric::parse(text)
-                .map(Judged::Latency)
-                .map_err(|e| SpecError(format!("{e}, or missed-rate (missed periods / periods)"))),
+            "spike-rate" => Ok(Judged::SpikeRate(None)),
+            _ => Metric::parse(text).map(Judged::Latency).map_err(|e| {
+                SpecError(format!(
+                    "{e}, or missed-rate (missed periods / periods), or spike-rate[:LEVEL] \
+                     (samples above LEVEL per hour)"
+                ))
+            }),
+        }
+    }
+
+    /// The figure as judged between `base` and later runs: a spike rate without its
+    /// level takes the base run's ([`latlab_model::rate::level_of`]), so that both
+    /// sides count above one level.
+    pub fn for_base(self, base: &latlab_model::run::Run) -> Judged {
+        match self {
+            Judged::SpikeRate(None) => Judged::SpikeRate(Some(latlab_model::rate::level_of(base))),
+            judged => judged,
         }
     }
 
@@ -39,6 +66,8 @@ impl Judged {
         match self {
             Judged::Latency(metric) => metric.describe(),
             Judged::MissedRate => "the missed-period rate".to_string(),
+            Judged::SpikeRate(Some(level)) => format!("the rate of samples above {level}"),
+            Judged::SpikeRate(None) => "the rate of samples above the spike level".to_string(),
         }
     }
 }
@@ -48,6 +77,16 @@ impl fmt::Display for Judged {
         match self {
             Judged::Latency(metric) => metric.fmt(f),
             Judged::MissedRate => f.write_str("missed-rate"),
+            Judged::SpikeRate(None) => f.write_str("spike-rate"),
+            Judged::SpikeRate(Some(level)) => {
+                // In the largest unit that keeps it whole, as --metric reads it back.
+                let ns = level.0;
+                let (value, unit) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+                    .into_iter()
+                    .find(|(scale, _)| ns % scale == 0)
+                    .map_or((ns, "ns"), |(scale, unit)| (ns / scale, unit));
+                write!(f, "spike-rate:{value}{unit}")
+            }
         }
     }
 }

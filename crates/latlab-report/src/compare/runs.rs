@@ -171,6 +171,7 @@ impl Verdict {
         let unit = match metric {
             Judged::Latency(_) => "ns",
             Judged::MissedRate => "fraction",
+            Judged::SpikeRate(_) => "per hour",
         };
         let verdict = |outcome, reason| Verdict {
             phase: phase.map(str::to_string),
@@ -287,7 +288,7 @@ pub fn compare_runs(
         for phase in phases(base, new) {
             let phase = phase.as_deref();
             let (b, n) = (figures(base, phase)?, figures(new, phase)?);
-            for &metric in metrics {
+            for metric in metrics.iter().map(|m| m.for_base(base)) {
                 let result = compare(&b, &n, metric, tolerance);
                 verdicts.push(Verdict::of(phase, metric, result, &new.id));
             }

@@ -260,8 +260,20 @@ fn number(value: f64) -> String {
 }
 
 /// An estimate for a verdict line: `12.345 µs [11.0, 13.1]`, `≥ 400.000 µs`,
-/// `0.040 % [0.016, 0.103]`.
-fn estimate(e: &Estimate, latency: bool) -> String {
+/// `0.040 % [0.016, 0.103]`, `12.0 per hour [6.20, 21.0]`.
+fn estimate(e: &Estimate, metric: Judged) -> String {
+    if let Judged::SpikeRate(_) = metric {
+        return match e.interval {
+            Some((low, high)) => format!(
+                "{} per hour [{}, {}]",
+                number(e.value),
+                number(low),
+                number(high)
+            ),
+            None => format!("{} per hour", number(e.value)),
+        };
+    }
+    let latency = matches!(metric, Judged::Latency(_));
     let (scale, unit) = if latency { (1e-3, "µs") } else { (100.0, "%") };
     let value = format!("{:.3} {unit}", e.value * scale);
     if e.bound {
@@ -331,9 +343,9 @@ fn verdict_line(compared: &Comparisons, c: &RunComparison, v: &Verdict) -> Strin
     format!(
         "{phase}{metric}: base {} {} vs {} {}{relative}: {verdict}{unmeasured}",
         compared.base.label(),
-        estimate(base, latency),
+        estimate(base, metric),
         c.new.label(),
-        estimate(new, latency),
+        estimate(new, metric),
     )
 }
 

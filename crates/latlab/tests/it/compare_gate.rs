@@ -226,6 +226,36 @@ fn the_missed_period_rate_is_judged_with_its_interval() {
 }
 
 #[test]
+fn the_spike_rate_is_judged_with_its_poisson_interval_at_one_level() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every sample of the new run is above 100 µs, none of the base's.
+    let store = store_of(dir.path(), &[plain(BASE, 10, 0), plain(NEW, 200, 0)]);
+    let (code, value, err) = json(&store, &["--metric", "spike-rate:100us"]);
+    assert_eq!(code, 1, "{err}");
+    let verdict = &value["comparisons"][0]["verdicts"][0];
+    assert_eq!(verdict["metric"], "spike-rate:100us");
+    assert_eq!(verdict["unit"], "per hour");
+    assert_eq!(verdict["outcome"], "regression");
+    assert_eq!(verdict["base"]["value"], 0.0);
+    assert!(verdict["base"]["interval"][1].as_f64().unwrap() > 0.0);
+    // Without a level: the base run's spike level, named in the verdict.
+    let (_, value, err) = json(&store, &["--metric", "spike-rate"]);
+    let metric = value["comparisons"][0]["verdicts"][0]["metric"]
+        .as_str()
+        .unwrap();
+    assert!(metric.starts_with("spike-rate:"), "{metric}: {err}");
+    let (code, out, err) = with_store(
+        &store,
+        &["compare", BASE, NEW, "--metric", "spike-rate:100us"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("per hour [") && out.contains("REGRESSION"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_tolerance_without_its_unit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_of(dir.path(), &[plain(BASE, 10, 0), plain(NEW, 10, 0)]);
