@@ -2,9 +2,12 @@
 //! were measured or published. Every figure column holds a number or nothing (unknown):
 //! a percentile known only as a bound is its bound's number, with `at_least` in its
 //! `pNN_bound` column beside it (empty when exact), so a column never turns to text in
-//! pandas or R.
+//! pandas or R. The spike rate columns count the samples above the run's spike level
+//! (`latlab_model::rate`) per hour of the stream's measured span, with the rate's 95 %
+//! interval.
 
 use super::{ExportError, Exporter};
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{Percentile, Run, REPORTED_PERCENTILES};
 
 pub(super) struct Csv;
@@ -34,7 +37,11 @@ impl Exporter for Csv {
             let key = latlab_model::run::percentile_key(p);
             out.push_str(&format!(",p{key}_ns,p{key}_bound"));
         }
-        out.push_str(",max_ns,source\n");
+        out.push_str(
+            ",max_ns,measured_ns,spike_level_ns,spikes,spikes_per_hour,spikes_per_hour_low,\
+             spikes_per_hour_high,source\n",
+        );
+        let level = rate::level_of(run);
         // Unknown is an empty cell; a bound is its number and `at_least` beside it.
         let n = |v: Option<latlab_model::Nanos>| v.map_or(String::new(), |n| n.0.to_string());
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
@@ -65,7 +72,19 @@ impl Exporter for Csv {
             for p in REPORTED_PERCENTILES {
                 out.push_str(&format!(",{}", percentile(s.stats.percentile(p))));
             }
-            out.push_str(&format!(",{},{source}\n", n(s.stats.max_ns)));
+            let spikes = SpikeRate::of_stream(s, level, rate::CONFIDENCE);
+            let per_hour =
+                |v: fn(&SpikeRate) -> f64| spikes.map_or(String::new(), |r| v(&r).to_string());
+            out.push_str(&format!(
+                ",{},{},{},{},{},{},{},{source}\n",
+                n(s.stats.max_ns),
+                n(s.elapsed_ns),
+                level.0,
+                count(spikes.map(|r| r.count)),
+                per_hour(|r| r.per_hour),
+                per_hour(|r| r.per_hour_low),
+                per_hour(|r| r.per_hour_high),
+            ));
         }
         Ok(out)
     }
@@ -106,9 +125,9 @@ mod tests {
     fn one_row_per_stream_with_every_statistic() {
         let text = Csv.export(&fixture::run()).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,source
-            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,,12400,,12400,,12400,,12400,,12400,,12400,measured
-            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,,45000,,45000,,45000,,45000,,45000,,45000,measured
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,measured_ns,spike_level_ns,spikes,spikes_per_hour,spikes_per_hour_low,spikes_per_hour_high,source
+            20261121T000000Z-abcdef,main,0,0,timer,abs,1000000,fifo:95,4,1,0,2500,5475.0,4028.9,3101,,12400,,12400,,12400,,12400,,12400,,12400,1000000000,20000,0,0,0,13279.966033886758,measured
+            20261121T000000Z-abcdef,main,1,1,timer,abs,1000000,fifo:95,5,1,0,1200,10480.0,17263.8,2000,,45000,,45000,,45000,,45000,,45000,,45000,1000000000,20000,1,3600,91.14410874344358,20057.91620738002,measured
         ");
     }
 
@@ -126,9 +145,9 @@ mod tests {
         }
         let text = Csv.export(&run).unwrap();
         insta::assert_snapshot!(text, @r"
-            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,source
-            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,,12400,,12400,,12400,,12400,,12400,,12400,measured
-            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,,45000,,45000,,45000,,45000,,45000,,45000,measured
+            run,phase,cpu,thread,probe,method,period_ns,policy,samples,missed_periods,early_wakes,min_ns,mean_ns,stddev_ns,p50_ns,p50_bound,p90_ns,p90_bound,p99_ns,p99_bound,p99.9_ns,p99.9_bound,p99.99_ns,p99.99_bound,p99.999_ns,p99.999_bound,max_ns,measured_ns,spike_level_ns,spikes,spikes_per_hour,spikes_per_hour_low,spikes_per_hour_high,source
+            20261121T000000Z-abcdef,main,,0,timer,,,,4,,,2500,5475.0,,3101,,12400,,12400,,12400,,12400,,12400,,12400,1000000000,20000,0,0,0,13279.966033886758,measured
+            20261121T000000Z-abcdef,main,,1,timer,,,,5,,,1200,10480.0,,2000,,45000,,45000,,45000,,45000,,45000,,45000,1000000000,20000,1,3600,91.14410874344358,20057.91620738002,measured
         ");
     }
 
