@@ -810,8 +810,9 @@ pub struct TrendArgs {
     /// ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
-    /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, or missed (missed
-    /// periods per million).
+    /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, missed (missed
+    /// periods per million), or spike-rate[:LEVEL] (samples above LEVEL per hour; each
+    /// run's spike level when none is given).
     #[arg(long, value_name = "METRIC", default_value = "p99.9")]
     pub metric: String,
     /// One line per series (runs that measured the same thing on one rig: probe,

@@ -12,6 +12,7 @@ use super::chart::{latency_axis, Axis, Chart, Mark, Series};
 use super::document::{Block, Document, Table};
 use super::latency_scale::{LatencyScale, TAIL_RATIO};
 use super::{html, markdown, plot, text, Ansi, LatencyAxis, ReportError};
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{percentile_key, Percentile, Run, REPORTED_PERCENTILES};
 use latlab_model::series::SeriesKey;
 use latlab_model::stamp::{parse_rfc3339, rfc3339};
@@ -26,7 +27,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrendError {
     /// A metric's name was not recognised.
-    #[error("unknown metric '{0}': choose p50, p90, p99, p99.9, p99.99, p99.999, max or missed")]
+    #[error(
+        "unknown metric '{0}': choose p50, p90, p99, p99.9, p99.99, p99.999, max, missed or \
+         spike-rate[:LEVEL in whole µs]"
+    )]
     UnknownMetric(String),
     /// A grouping was not recognised.
     #[error(
@@ -45,11 +49,15 @@ pub enum TrendMetric {
     Max,
     /// Missed periods per million periods.
     Missed,
+    /// Samples above a level per hour of measuring ([`SpikeRate`]): above the level
+    /// given, else each run's own spike level.
+    SpikeRate(Option<Nanos>),
 }
 
 impl TrendMetric {
     /// The names [`FromStr`] reads, for messages.
-    pub const CHOICES: &'static str = "p50, p90, p99, p99.9, p99.99, p99.999, max or missed";
+    pub const CHOICES: &'static str =
+        "p50, p90, p99, p99.9, p99.99, p99.999, max, missed or spike-rate[:LEVEL]";
 
     /// Its name, as [`FromStr`] reads it: `p99.9`, `max`, `missed`.
     pub fn name(self) -> String {
@@ -57,18 +65,30 @@ impl TrendMetric {
             TrendMetric::Percentile(rank) => format!("p{}", percentile_key(rank)),
             TrendMetric::Max => "max".to_string(),
             TrendMetric::Missed => "missed".to_string(),
+            TrendMetric::SpikeRate(None) => "spike-rate".to_string(),
+            TrendMetric::SpikeRate(Some(level)) => format!("spike-rate:{}us", level.0 / 1_000),
         }
     }
 
     /// True when it is a latency (in ns); else a rate.
     pub fn is_latency(self) -> bool {
-        !matches!(self, TrendMetric::Missed)
+        !matches!(self, TrendMetric::Missed | TrendMetric::SpikeRate(_))
+    }
+
+    /// The unit of a figure that is not a latency: `per million periods`, `per hour`.
+    pub fn rate_unit(self) -> &'static str {
+        match self {
+            TrendMetric::SpikeRate(_) => "per hour",
+            _ => "per million periods",
+        }
     }
 
     /// The title of its column, with its unit.
     fn column(self) -> String {
         match self {
             TrendMetric::Missed => "missed periods per million".to_string(),
+            TrendMetric::SpikeRate(None) => "samples above the spike level per hour".to_string(),
+            TrendMetric::SpikeRate(Some(level)) => format!("samples above {level} per hour"),
             latency => format!("{} (µs)", latency.name()),
         }
     }
@@ -102,6 +122,13 @@ impl TrendMetric {
                 let periods: u64 = counted.iter().map(|(m, s)| m + s).sum();
                 (periods > 0).then(|| Figure::PerMillion(missed as f64 * 1e6 / periods as f64))
             }
+            TrendMetric::SpikeRate(level) => {
+                let level = level.unwrap_or_else(|| rate::level_of(run));
+                let rates: Vec<SpikeRate> = streams()
+                    .map(|s| SpikeRate::of_stream(s, level, rate::CONFIDENCE))
+                    .collect::<Option<_>>()?;
+                SpikeRate::combined(&rates).map(|r| Figure::PerHour(r.per_hour))
+            }
         }
     }
 }
@@ -121,7 +148,16 @@ impl FromStr for TrendMetric {
         match name.as_str() {
             "max" => return Ok(TrendMetric::Max),
             "missed" => return Ok(TrendMetric::Missed),
+            "spike-rate" => return Ok(TrendMetric::SpikeRate(None)),
             _ => {}
+        }
+        if let Some(level) = name.strip_prefix("spike-rate:") {
+            return match latlab_model::units::parse_duration(level) {
+                Ok(level) if level.0 >= 1_000 && level.0 % 1_000 == 0 => {
+                    Ok(TrendMetric::SpikeRate(Some(level)))
+                }
+                _ => Err(TrendError::UnknownMetric(text.to_string())),
+            };
         }
         name.strip_prefix('p')
             .and_then(|rank| {
@@ -141,6 +177,8 @@ pub enum Figure {
     Latency(Percentile),
     /// A rate per million.
     PerMillion(f64),
+    /// A rate per hour.
+    PerHour(f64),
 }
 
 impl Figure {
@@ -148,7 +186,7 @@ impl Figure {
     fn drawn(self) -> f64 {
         match self {
             Figure::Latency(p) => p.value().as_micros_f64(),
-            Figure::PerMillion(rate) => rate,
+            Figure::PerMillion(rate) | Figure::PerHour(rate) => rate,
         }
     }
 
@@ -161,7 +199,7 @@ impl Figure {
     fn cell(self) -> String {
         match self {
             Figure::Latency(p) => format!("{}{:.3}", p.prefix(), p.value().as_micros_f64()),
-            Figure::PerMillion(rate) => format!("{rate:.3}"),
+            Figure::PerMillion(rate) | Figure::PerHour(rate) => format!("{rate:.3}"),
         }
     }
 }
@@ -172,6 +210,7 @@ impl fmt::Display for Figure {
         match self {
             Figure::Latency(p) => write!(f, "{p}"),
             Figure::PerMillion(rate) => write!(f, "{rate:.3} per million"),
+            Figure::PerHour(rate) => write!(f, "{rate:.3} per hour"),
         }
     }
 }
@@ -449,11 +488,14 @@ pub(crate) fn document(trend: &Trend, axis: LatencyAxis) -> Document {
             text: format!("latlab: {title}"),
         },
         Block::Paragraph(format!(
-            "{} in {}. Each run's {} is its worst stream's; times are the runs' starts \
-             (UTC).",
+            "{} in {}. Each run's {} is {}; times are the runs' starts (UTC).",
             counted(trend.runs() as u64, "run"),
             counted(trend.groups.len() as u64, "group"),
-            trend.metric
+            trend.metric,
+            match trend.metric {
+                TrendMetric::Missed | TrendMetric::SpikeRate(_) => "over its streams together",
+                _ => "its worst stream's",
+            }
         )),
     ];
     if trend.not_drawn() > 0 {
@@ -579,7 +621,7 @@ fn chart(trend: &Trend, axis: LatencyAxis) -> Chart {
             },
             format!(" Latency axis: {}.", scale.reason),
         ),
-        false => ("missed periods per million".to_string(), String::new()),
+        false => (trend.metric.column(), String::new()),
     };
     Chart {
         name: "trend",
@@ -666,12 +708,22 @@ mod tests {
 
     #[test]
     fn metrics_and_groupings_read_their_names() {
-        for name in ["p50", "p99", "p99.9", "p99.99", "max", "missed"] {
+        for name in [
+            "p50",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max",
+            "missed",
+            "spike-rate",
+            "spike-rate:100us",
+        ] {
             assert_eq!(name.parse::<TrendMetric>().unwrap().name(), name);
         }
         assert_eq!(
             "p42".parse::<TrendMetric>().unwrap_err().to_string(),
-            "unknown metric 'p42': choose p50, p90, p99, p99.9, p99.99, p99.999, max or missed"
+            "unknown metric 'p42': choose p50, p90, p99, p99.9, p99.99, p99.999, max, missed or \
+             spike-rate[:LEVEL in whole µs]"
         );
         assert_eq!(
             GroupBy::parse_list("host, kernel,tag:board").unwrap(),
@@ -853,5 +905,32 @@ mod tests {
         let trend = Trend::of(&runs, p999(), vec![GroupBy::Host]);
         let text = render_trend(&trend, TrendFormat::Text, LatencyAxis::Auto).unwrap();
         insta::assert_snapshot!(text);
+    }
+
+    /// A run's spike rate is its streams' samples above the level per hour of their
+    /// measured spans together.
+    #[test]
+    fn a_spike_rate_is_per_hour_of_the_streams_spans() {
+        let one: Run = run("a", "h", Some("2026-11-01T00:00:00Z"));
+        let probe = one.streams[0].probe.clone();
+        let level = Nanos(1_000);
+        let rates: Vec<SpikeRate> = one
+            .streams
+            .iter()
+            .map(|s| SpikeRate::of_stream(s, level, rate::CONFIDENCE).unwrap())
+            .collect();
+        let expected = SpikeRate::combined(&rates).unwrap().per_hour;
+        assert_eq!(
+            TrendMetric::SpikeRate(Some(level)).of(&one, &probe),
+            Some(Figure::PerHour(expected))
+        );
+        assert!(expected > 0.0);
+        let trend = Trend::of(
+            &[one],
+            TrendMetric::SpikeRate(Some(level)),
+            vec![GroupBy::Series],
+        );
+        assert_eq!(trend.metric.rate_unit(), "per hour");
+        assert!(!trend.metric.is_latency());
     }
 }

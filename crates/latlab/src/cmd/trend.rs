@@ -117,7 +117,7 @@ fn figure_json(figure: Option<Figure>) -> serde_json::Value {
     match figure {
         None => serde_json::Value::Null,
         Some(Figure::Latency(p)) => json!(p),
-        Some(Figure::PerMillion(rate)) => json!(rate),
+        Some(Figure::PerMillion(rate) | Figure::PerHour(rate)) => json!(rate),
     }
 }
 
@@ -158,7 +158,7 @@ fn as_json(trend: &Trend) -> serde_json::Value {
         .collect();
     json!({
         "metric": trend.metric.name(),
-        "unit": if trend.metric.is_latency() { "ns" } else { "per million periods" },
+        "unit": if trend.metric.is_latency() { "ns" } else { trend.metric.rate_unit() },
         "by": by,
         "groups": groups,
     })
