@@ -21,9 +21,9 @@ pub struct FarmStore {
 
 impl FarmStore {
     /// Connects to the central store at `url`, and opens the local store at `local`
-    /// to fall back on. An unreachable server is no error: the runs go to the local
-    /// store, and [`FarmStore::take_notices`] says so. Any other failure (a password, a
-    /// newer schema) is.
+    /// to fall back on. A server that cannot be reached or does not answer in time is
+    /// no error: the runs go to the local store, and [`FarmStore::take_notices`] says
+    /// so. Any other failure (a password, a newer schema) is.
     pub fn open(url: &str, local: &Path) -> Result<FarmStore, StoreError> {
         let local = SqliteStore::open(local)?;
         let mut farm = FarmStore {
@@ -34,7 +34,7 @@ impl FarmStore {
         };
         match PostgresStore::open(url) {
             Ok(central) => farm.central = Some(central),
-            Err(e) if e.is_connection_lost() => farm.fall_back(e),
+            Err(e) if e.is_unavailable() => farm.fall_back(e),
             Err(e) => return Err(e),
         }
         Ok(farm)
@@ -71,7 +71,7 @@ impl FarmStore {
         };
         match write(central) {
             Ok(()) => Ok(true),
-            Err(e) if e.is_connection_lost() => {
+            Err(e) if e.is_unavailable() => {
                 self.fall_back(e);
                 Ok(false)
             }
@@ -338,7 +338,7 @@ mod tests {
         let (pushed, failed) = push(farm.local(), None, &|_| false).unwrap();
         assert!(pushed.is_empty());
         assert_eq!(failed.len(), 1);
-        assert!(failed[0].1.is_connection_lost());
+        assert!(failed[0].1.is_unavailable());
         assert_eq!(farm.local().owed().unwrap().len(), 1);
         // Removing the run settles it.
         farm.local().remove(std::slice::from_ref(&run.id)).unwrap();

@@ -26,6 +26,9 @@ mod sqlite;
 mod summary;
 
 pub use farm::{push, FarmStore, PushOutcome, PushReport, Pushed};
+pub use postgres::timeouts::{
+    ANSWER_MARGIN, CONNECT_TIMEOUT, IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT, STATEMENT_TIMEOUT,
+};
 pub use postgres::{is_url, redact, PostgresStore, PG_SCHEMA_VERSION};
 pub use reference::resolve_reference;
 pub use sqlite::outbox::Owed;
@@ -183,6 +186,31 @@ pub enum StoreError {
         /// What to change.
         fix: String,
     },
+    /// The PostgreSQL server took a connection and then did not answer in time: a
+    /// stopped or hung server or host, or a network that lost the connection while
+    /// TCP still holds it.
+    #[error("the PostgreSQL server at {server} is not answering ({waited}; run store {location}); check that it runs and is not stopped or overloaded, and that no firewall drops its packets")]
+    NotAnswering {
+        /// The store's URL, without its password.
+        location: String,
+        /// `host:port` or the socket.
+        server: String,
+        /// What latlab waited for, and how long.
+        waited: NoAnswer,
+    },
+    /// The PostgreSQL server cancelled a statement at one of its limits: a lock held
+    /// elsewhere longer than `lock_timeout`, a statement longer than
+    /// `statement_timeout`, a transaction idle longer than
+    /// `idle_in_transaction_session_timeout`.
+    #[error("the PostgreSQL server of the run store {location} gave up: {reason}; {fix}")]
+    TimedOut {
+        /// The store's URL, without its password.
+        location: String,
+        /// What the server said.
+        reason: String,
+        /// What to look at or change.
+        fix: String,
+    },
     /// A PostgreSQL query failed.
     #[error("run store error at {location}: {reason}")]
     Postgres {
@@ -193,11 +221,54 @@ pub enum StoreError {
     },
 }
 
+/// What latlab waited for when it gave up on a PostgreSQL server that did not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// Connecting (TCP, TLS and authentication) took longer than the connect timeout.
+    Connecting(Duration),
+    /// The answer to a statement took longer than the statement timeout plus a margin:
+    /// a server that is alive would have cancelled the statement by then.
+    Statement(Duration),
+    /// The command was asked to stop (Ctrl-C, SIGTERM) and the server had not answered
+    /// this long after.
+    Stopping(Duration),
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use postgres::timeouts::seconds;
+        match self {
+            NoAnswer::Connecting(d) => write!(
+                f,
+                "no answer while connecting for {}; connect_timeout in the URL or \
+                 PGCONNECT_TIMEOUT sets how long latlab waits",
+                seconds(*d)
+            ),
+            NoAnswer::Statement(d) => write!(
+                f,
+                "no answer to a statement for {}, its statement_timeout and {} more; \
+                 options=-c%20statement_timeout%3D… in the URL or PGOPTIONS sets it",
+                seconds(*d),
+                seconds(postgres::timeouts::ANSWER_MARGIN)
+            ),
+            NoAnswer::Stopping(d) => {
+                write!(f, "no answer {} after the signal to stop", seconds(*d))
+            }
+        }
+    }
+}
+
 impl StoreError {
-    /// True when the store's server could not be reached or the connection broke: what
-    /// [`FarmStore`] answers by keeping the run locally, to push it later.
-    pub fn is_connection_lost(&self) -> bool {
-        matches!(self, StoreError::Unreachable { .. })
+    /// True when the store's server cannot take a run now — it cannot be reached, does
+    /// not answer, the connection broke, or a lock held elsewhere outlasted the lock
+    /// timeout: what [`FarmStore`] answers by keeping the run locally, to push it later.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unreachable { .. }
+                | StoreError::NotAnswering { .. }
+                | StoreError::TimedOut { .. }
+        )
     }
 }
 

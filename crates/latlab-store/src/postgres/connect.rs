@@ -1,21 +1,27 @@
 //! Reaching the PostgreSQL server: the URL (its `sslmode` and `sslrootcert`, which
 //! the driver does not take), the password from the environment or the password file,
-//! TLS, and the driver's errors as [`StoreError`]s that name the cause and the fix.
+//! the limits on every wait ([`super::timeouts`]), TLS, and the driver's errors as
+//! [`StoreError`]s that name the cause and the fix.
 
+use super::link::{Failure, Link, Waiter};
+use super::timeouts::Timeouts;
 use crate::pgpass::{self, Lookup};
 use crate::StoreError;
-use postgres::config::Host;
-use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls};
 use std::path::PathBuf;
 use std::time::Duration;
+use tokio_postgres::config::Host;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Config, NoTls};
 
-/// How long connecting may take before the server counts as unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long an unacknowledged write, or a silent connection, may last before the server
-/// counts as gone.
+/// How long an unacknowledged write may last, and a connection be idle, before TCP
+/// probes whether the server is still there.
 const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Between TCP keepalive probes, and how many unanswered ones end the connection: an
+/// idle connection to a host gone without a word ends within a minute (Linux's own
+/// defaults take 11 minutes more).
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_PROBES: u32 = 3;
 
 /// True when `location` is a PostgreSQL URL rather than a path.
 pub fn is_url(location: &str) -> bool {
@@ -43,6 +49,7 @@ enum Tls {
 pub(super) struct Target {
     config: Config,
     tls: Tls,
+    timeouts: Timeouts,
     /// The URL without its password.
     pub(super) location: String,
     /// `host:port`, or the socket.
@@ -78,7 +85,9 @@ impl Target {
                     }
                 }
                 Some(("sslrootcert", file)) => root_file = Some(PathBuf::from(file)),
-                _ => rest.push(pair),
+                // libpq's name; the driver's is keepalives_retries.
+                Some(("keepalives_count", n)) => rest.push(format!("keepalives_retries={n}")),
+                _ => rest.push(pair.to_string()),
             }
         }
         if let Tls::Verified { root_file: slot } = &mut tls {
@@ -141,35 +150,57 @@ impl Target {
                 config.password(password);
             }
         }
-        // A server gone without a word (a pulled cable, a crashed host) fails a write
-        // within half a minute rather than hanging a checkpoint for hours: the run
-        // then goes on into the local store. A URL's own values are kept.
-        let given = |key: &str| rest.iter().any(|p| p.starts_with(&format!("{key}=")));
-        if !given("connect_timeout") {
-            config.connect_timeout(CONNECT_TIMEOUT);
+        // Every wait has its limit; a URL's own values are kept.
+        let given = |key: &str| {
+            rest.iter()
+                .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
+        };
+        let timeouts = Timeouts::resolve(given("connect_timeout"), config.get_options(), &|name| {
+            std::env::var(name).ok()
+        })
+        .map_err(|e| bad(format!("{e}; see docs/long-runs-and-farm.md, Timeouts")))?;
+        if let Some(connect) = timeouts.connect {
+            config.connect_timeout(connect);
         }
-        if !given("tcp_user_timeout") {
+        config.options(&timeouts.options);
+        // A server gone without a word (a pulled cable, a crashed host) is noticed by
+        // TCP too, also on a connection idle between checkpoints.
+        if given("tcp_user_timeout").is_none() {
             config.tcp_user_timeout(DEAD_PEER_TIMEOUT);
         }
-        if !given("keepalives_idle") {
+        if given("keepalives_idle").is_none() {
             config.keepalives_idle(DEAD_PEER_TIMEOUT);
         }
-        config.keepalives(true);
+        if given("keepalives_interval").is_none() {
+            config.keepalives_interval(KEEPALIVE_INTERVAL);
+        }
+        if given("keepalives_retries").is_none() {
+            config.keepalives_retries(KEEPALIVE_PROBES);
+        }
         config.application_name("latlab");
         if tls != Tls::Off {
-            config.ssl_mode(postgres::config::SslMode::Require);
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
         }
         Ok(Target {
             config,
             tls,
+            timeouts,
             location,
             server,
         })
     }
 
-    pub(super) fn connect(&self) -> Result<Client, StoreError> {
-        let connected = match &self.tls {
-            Tls::Off => self.config.connect(NoTls),
+    /// Connects, within the connect timeout for each host the URL names.
+    pub(super) fn connect(&self) -> Result<Link, StoreError> {
+        let waiter = Waiter::new(self.timeouts.answer()).map_err(|e| StoreError::Unreachable {
+            location: self.location.clone(),
+            server: self.server.clone(),
+            reason: format!("cannot start the connection's runtime: {e}"),
+        })?;
+        let hosts = self.config.get_hosts().len().max(1) as u32;
+        let limit = self.timeouts.connect.map(|d| d * hosts);
+        let opened = match &self.tls {
+            Tls::Off => Link::open(waiter, limit, self.config.connect(NoTls)),
             Tls::Verified { root_file } => {
                 let tls = tls_connector(root_file.as_deref()).map_err(|reason| {
                     StoreError::BadLocation {
@@ -177,10 +208,22 @@ impl Target {
                         reason,
                     }
                 })?;
-                self.config.connect(tls)
+                Link::open(waiter, limit, self.config.connect(tls))
             }
         };
-        connected.map_err(|e| classify(&self.location, &self.server, e))
+        opened.map_err(|f| failed(&self.location, &self.server, f))
+    }
+}
+
+/// A wait that failed as a [`StoreError`] naming the cause and the fix.
+pub(super) fn failed(location: &str, server: &str, failure: Failure) -> StoreError {
+    match failure {
+        Failure::Driver(e) => classify(location, server, e),
+        Failure::GaveUp(waited) => StoreError::NotAnswering {
+            location: location.to_string(),
+            server: server.to_string(),
+            waited,
+        },
     }
 }
 
@@ -215,7 +258,7 @@ fn tls_connector(
 }
 
 /// A driver error as a [`StoreError`] naming the cause and the fix.
-pub(super) fn classify(location: &str, server: &str, e: postgres::Error) -> StoreError {
+fn classify(location: &str, server: &str, e: tokio_postgres::Error) -> StoreError {
     let location = location.to_string();
     let mut reason = e.to_string();
     let mut source = std::error::Error::source(&e);
@@ -274,6 +317,27 @@ pub(super) fn classify(location: &str, server: &str, e: postgres::Error) -> Stor
         StoreError::ReadOnly {
             path: PathBuf::from(location),
             cause: reason,
+        }
+    } else if *code == SqlState::LOCK_NOT_AVAILABLE {
+        StoreError::TimedOut {
+            location,
+            reason,
+            fix: "another session held a lock latlab needs (a migration, VACUUM FULL, \
+                  LOCK TABLE: pg_locks and pg_stat_activity name it) longer than lock_timeout"
+                .to_string(),
+        }
+    } else if [
+        SqlState::QUERY_CANCELED,
+        SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+    ]
+    .contains(code)
+    {
+        StoreError::TimedOut {
+            location,
+            reason,
+            fix: "the server is overloaded, or was told to cancel latlab's statement; \
+                  statement_timeout sets how long one may take"
+                .to_string(),
         }
     } else if *code == SqlState::DISK_FULL {
         StoreError::Full {

@@ -14,19 +14,31 @@
 //! when the URL asks for it (`sslmode=require`, `verify-ca` or `verify-full`); the
 //! server's certificate is then always verified, against the web's root certificates
 //! and the file `sslrootcert=` names.
+//!
+//! No server can hang a command: connecting, every statement and every lock wait have
+//! limits ([`timeouts`]), kept by driving the connection on a runtime of the store's
+//! own ([`link`]); a server past them is [`StoreError::NotAnswering`] or
+//! [`StoreError::TimedOut`], which a [`FarmStore`](crate::FarmStore) answers by keeping
+//! the run locally.
 
 mod connect;
+mod link;
+pub(crate) mod timeouts;
 
 pub use connect::{is_url, redact};
 
 use crate::row::{IndexRow, ListingColumns};
 use crate::{updatable, RunFilter, RunStore, RunSummary, StoreError};
-use connect::{classify, Target};
+use connect::{failed, Target};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::Nanos;
-use postgres::{Client, Row};
-use std::cell::RefCell;
+use link::Link;
+use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Row};
 
 /// The schema version of the PostgreSQL store this build reads and writes.
 pub const PG_SCHEMA_VERSION: i64 = 1;
@@ -82,8 +94,8 @@ const SUMMARY_COLUMNS: &str = "id, to_char(added_at AT TIME ZONE 'UTC',
 
 /// The PostgreSQL store.
 pub struct PostgresStore {
-    /// The connection; reads are `&self` in [`RunStore`] but the driver needs `&mut`.
-    client: RefCell<Client>,
+    /// The connection, every wait on it limited.
+    link: Link,
     location: String,
     server: String,
     /// Read-only, on a database that holds no latlab schema yet: no runs.
@@ -96,7 +108,7 @@ impl PostgresStore {
     pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let target = Target::parse(url)?;
         let mut store = PostgresStore {
-            client: RefCell::new(target.connect()?),
+            link: target.connect()?,
             location: target.location,
             server: target.server,
             empty: false,
@@ -112,7 +124,7 @@ impl PostgresStore {
     pub fn open_read_only(url: &str) -> Result<PostgresStore, StoreError> {
         let target = Target::parse(url)?;
         let mut store = PostgresStore {
-            client: RefCell::new(target.connect()?),
+            link: target.connect()?,
             location: target.location,
             server: target.server,
             empty: false,
@@ -124,16 +136,26 @@ impl PostgresStore {
         Ok(store)
     }
 
-    fn error(&self, e: postgres::Error) -> StoreError {
-        classify(&self.location, &self.server, e)
+    /// From now on, a wait on the server ends within half a second once `stop` is set
+    /// — a command asked to stop by Ctrl-C or SIGTERM — as
+    /// [`StoreError::NotAnswering`]; the caller keeps what it was writing elsewhere.
+    pub fn stop_when(&mut self, stop: Arc<AtomicBool>) {
+        self.link.waiter.stop_when(stop);
     }
 
-    /// Runs `query` on the connection.
-    fn with_client<T>(
+    fn client(&self) -> &Client {
+        self.link.client()
+    }
+
+    /// Awaits the answer to one statement `work` sent.
+    fn answer<T>(
         &self,
-        query: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        work: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, StoreError> {
-        query(&mut self.client.borrow_mut()).map_err(|e| self.error(e))
+        self.link
+            .waiter
+            .wait(work)
+            .map_err(|f| failed(&self.location, &self.server, f))
     }
 
     fn refuse_newer(&self, found: i64) -> Result<(), StoreError> {
@@ -148,15 +170,17 @@ impl PostgresStore {
 
     /// The schema version, `None` when the database holds no latlab schema.
     fn version(&mut self) -> Result<Option<i64>, StoreError> {
-        let exists = self.with_client(|client| {
-            client.query_one("SELECT to_regclass('latlab_schema') IS NOT NULL", &[])
-        })?;
+        let exists = self.answer(
+            self.client()
+                .query_one("SELECT to_regclass('latlab_schema') IS NOT NULL", &[]),
+        )?;
         if !exists.get::<_, bool>(0) {
             return Ok(None);
         }
-        let row = self.with_client(|client| {
-            client.query_opt("SELECT max(version) FROM latlab_schema", &[])
-        })?;
+        let row = self.answer(
+            self.client()
+                .query_opt("SELECT max(version) FROM latlab_schema", &[]),
+        )?;
         Ok(row.and_then(|r| r.get::<_, Option<i64>>(0)))
     }
 
@@ -164,15 +188,19 @@ impl PostgresStore {
     /// [`MIGRATION_LOCK`]; a newer schema is refused.
     fn migrate(&mut self) -> Result<(), StoreError> {
         let (location, server) = (self.location.clone(), self.server.clone());
-        let fail = |e| classify(&location, &server, e);
-        let client = self.client.get_mut();
-        let mut tx = client.transaction().map_err(fail)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        let fail = |f| failed(&location, &server, f);
+        let (client, waiter) = self.link.parts();
+        let tx = waiter.wait(client.transaction()).map_err(fail)?;
+        waiter
+            .wait(tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]))
             .map_err(fail)?;
-        tx.batch_execute("CREATE TABLE IF NOT EXISTS latlab_schema (version bigint NOT NULL)")
+        waiter
+            .wait(tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS latlab_schema (version bigint NOT NULL)",
+            ))
             .map_err(fail)?;
-        let found: i64 = tx
-            .query_one("SELECT coalesce(max(version), 0) FROM latlab_schema", &[])
+        let found: i64 = waiter
+            .wait(tx.query_one("SELECT coalesce(max(version), 0) FROM latlab_schema", &[]))
             .map_err(fail)?
             .get(0);
         if found > PG_SCHEMA_VERSION {
@@ -182,55 +210,56 @@ impl PostgresStore {
             });
         }
         for migration in &MIGRATIONS[found as usize..] {
-            tx.batch_execute(migration).map_err(fail)?;
+            waiter.wait(tx.batch_execute(migration)).map_err(fail)?;
         }
-        tx.execute("DELETE FROM latlab_schema", &[]).map_err(fail)?;
-        tx.execute(
-            "INSERT INTO latlab_schema (version) VALUES ($1)",
-            &[&PG_SCHEMA_VERSION],
-        )
-        .map_err(fail)?;
-        tx.commit().map_err(fail)
+        waiter
+            .wait(tx.execute("DELETE FROM latlab_schema", &[]))
+            .map_err(fail)?;
+        waiter
+            .wait(tx.execute(
+                "INSERT INTO latlab_schema (version) VALUES ($1)",
+                &[&PG_SCHEMA_VERSION],
+            ))
+            .map_err(fail)?;
+        waiter.wait(tx.commit()).map_err(fail)
     }
 
     fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
         let c = IndexRow::of(run);
-        let inserted = self.with_client(|client| {
-            client.execute(
-                "INSERT INTO runs
-                     (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
-                      verdict, degraded, run, source_sha256, name, tags, note, probes,
-                      periods, cpus, duration_ns, loads, state, progress)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb, $12,
-                         $13, $14::text::jsonb, $15, $16::text::jsonb, $17::text::jsonb,
-                         $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb)
-                 ON CONFLICT (id) DO NOTHING",
-                &[
-                    &run.id,
-                    &c.started_at,
-                    &c.host,
-                    &c.kernel,
-                    &run.scenario,
-                    &c.p99_9_ns,
-                    &c.p99_9_bound,
-                    &c.max_ns,
-                    &c.verdict,
-                    &run.degraded,
-                    &c.json,
-                    &source_sha256,
-                    &c.listing.name,
-                    &c.listing.tags,
-                    &c.listing.note,
-                    &c.listing.probes,
-                    &c.listing.periods,
-                    &c.listing.cpus,
-                    &c.listing.duration_ns,
-                    &c.listing.loads,
-                    &c.progress.state,
-                    &c.progress.json,
-                ],
-            )
-        })?;
+        let inserted = self.answer(self.client().execute(
+            "INSERT INTO runs
+                 (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
+                  verdict, degraded, run, source_sha256, name, tags, note, probes,
+                  periods, cpus, duration_ns, loads, state, progress)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb, $12,
+                     $13, $14::text::jsonb, $15, $16::text::jsonb, $17::text::jsonb,
+                     $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb)
+             ON CONFLICT (id) DO NOTHING",
+            &[
+                &run.id,
+                &c.started_at,
+                &c.host,
+                &c.kernel,
+                &run.scenario,
+                &c.p99_9_ns,
+                &c.p99_9_bound,
+                &c.max_ns,
+                &c.verdict,
+                &run.degraded,
+                &c.json,
+                &source_sha256,
+                &c.listing.name,
+                &c.listing.tags,
+                &c.listing.note,
+                &c.listing.probes,
+                &c.listing.periods,
+                &c.listing.cpus,
+                &c.listing.duration_ns,
+                &c.listing.loads,
+                &c.progress.state,
+                &c.progress.json,
+            ],
+        ))?;
         match inserted {
             1 => Ok(()),
             _ => Err(StoreError::Duplicate {
@@ -242,9 +271,9 @@ impl PostgresStore {
 
     /// The WHERE clause and parameters of `filter`'s conditions that SQL can judge;
     /// the rest is judged by [`RunFilter::matches`] on what it returns.
-    fn filter_sql(filter: &RunFilter) -> (String, Vec<Box<dyn postgres::types::ToSql + Sync>>) {
+    fn filter_sql(filter: &RunFilter) -> (String, Vec<Box<dyn ToSql + Sync>>) {
         let mut conditions: Vec<String> = Vec::new();
-        let mut params: Vec<Box<dyn postgres::types::ToSql + Sync>> = Vec::new();
+        let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
         let mut text = |column: &str, pattern: &Option<String>| {
             if let Some(p) = pattern {
                 let like: String = p
@@ -361,14 +390,11 @@ impl RunStore for PostgresStore {
         if self.empty {
             return Ok(None);
         }
-        self.with_client(|client| {
-            client
-                .query_opt(
-                    "SELECT id FROM runs WHERE source_sha256 = $1 LIMIT 1",
-                    &[&source_sha256],
-                )
-                .map(|row| row.map(|r| r.get(0)))
-        })
+        let row = self.answer(self.client().query_opt(
+            "SELECT id FROM runs WHERE source_sha256 = $1 LIMIT 1",
+            &[&source_sha256],
+        ))?;
+        Ok(row.map(|r| r.get(0)))
     }
 
     fn summaries(&self) -> Result<Vec<RunSummary>, StoreError> {
@@ -388,9 +414,8 @@ impl RunStore for PostgresStore {
             "SELECT {SUMMARY_COLUMNS} FROM runs {clause}
              ORDER BY added_at DESC, added_seq DESC"
         );
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p.as_ref()).collect();
-        let rows = self.with_client(|client| client.query(&sql, &refs))?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let rows = self.answer(self.client().query(&sql, &refs))?;
         // The patterns were judged by LIKE; the filter judges again, exactly as the
         // SQLite store's listing does.
         Ok(rows
@@ -405,9 +430,10 @@ impl RunStore for PostgresStore {
         if self.empty {
             return Ok(None);
         }
-        let row = self.with_client(|client| {
-            client.query_opt("SELECT run::text FROM runs WHERE id = $1", &[&id])
-        })?;
+        let row = self.answer(
+            self.client()
+                .query_opt("SELECT run::text FROM runs WHERE id = $1", &[&id]),
+        )?;
         match row {
             None => Ok(None),
             Some(row) => Run::from_json(row.get(0))
@@ -423,59 +449,62 @@ impl RunStore for PostgresStore {
     fn update(&mut self, run: &Run) -> Result<(), StoreError> {
         let c = IndexRow::of(run);
         let (location, server) = (self.location.clone(), self.server.clone());
-        let fail = |e| classify(&location, &server, e);
-        let client = self.client.get_mut();
-        let mut tx = client.transaction().map_err(fail)?;
-        let state: Option<Option<String>> = tx
-            .query_opt(
+        let fail = |f| failed(&location, &server, f);
+        let (client, waiter) = self.link.parts();
+        let tx = waiter.wait(client.transaction()).map_err(fail)?;
+        let state: Option<Option<String>> = waiter
+            .wait(tx.query_opt(
                 "SELECT state FROM runs WHERE id = $1 FOR UPDATE",
                 &[&run.id],
-            )
+            ))
             .map_err(fail)?
             .map(|r| r.get(0));
         updatable(state, &run.id, std::path::Path::new(&location))?;
-        tx.execute(
-            "UPDATE runs SET started_at = $2, host = $3, kernel = $4, scenario = $5,
-                 p99_9_ns = $6, p99_9_bound = $7, max_ns = $8, verdict = $9, degraded = $10,
-                 run = $11::text::jsonb, name = $12, tags = $13::text::jsonb, note = $14,
-                 probes = $15::text::jsonb, periods = $16::text::jsonb,
-                 cpus = $17::text::jsonb, duration_ns = $18, loads = $19::text::jsonb,
-                 state = $20, progress = $21::text::jsonb
-             WHERE id = $1",
-            &[
-                &run.id,
-                &c.started_at,
-                &c.host,
-                &c.kernel,
-                &run.scenario,
-                &c.p99_9_ns,
-                &c.p99_9_bound,
-                &c.max_ns,
-                &c.verdict,
-                &run.degraded,
-                &c.json,
-                &c.listing.name,
-                &c.listing.tags,
-                &c.listing.note,
-                &c.listing.probes,
-                &c.listing.periods,
-                &c.listing.cpus,
-                &c.listing.duration_ns,
-                &c.listing.loads,
-                &c.progress.state,
-                &c.progress.json,
-            ],
-        )
-        .map_err(fail)?;
-        tx.commit().map_err(fail)
+        waiter
+            .wait(tx.execute(
+                "UPDATE runs SET started_at = $2, host = $3, kernel = $4, scenario = $5,
+                     p99_9_ns = $6, p99_9_bound = $7, max_ns = $8, verdict = $9, degraded = $10,
+                     run = $11::text::jsonb, name = $12, tags = $13::text::jsonb, note = $14,
+                     probes = $15::text::jsonb, periods = $16::text::jsonb,
+                     cpus = $17::text::jsonb, duration_ns = $18, loads = $19::text::jsonb,
+                     state = $20, progress = $21::text::jsonb
+                 WHERE id = $1",
+                &[
+                    &run.id,
+                    &c.started_at,
+                    &c.host,
+                    &c.kernel,
+                    &run.scenario,
+                    &c.p99_9_ns,
+                    &c.p99_9_bound,
+                    &c.max_ns,
+                    &c.verdict,
+                    &run.degraded,
+                    &c.json,
+                    &c.listing.name,
+                    &c.listing.tags,
+                    &c.listing.note,
+                    &c.listing.probes,
+                    &c.listing.periods,
+                    &c.listing.cpus,
+                    &c.listing.duration_ns,
+                    &c.listing.loads,
+                    &c.progress.state,
+                    &c.progress.json,
+                ],
+            ))
+            .map_err(fail)?;
+        waiter.wait(tx.commit()).map_err(fail)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {
         if self.empty {
             return Ok(0);
         }
-        let removed = self
-            .with_client(|client| client.execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids]))?;
+        let removed = self.answer(
+            self.client()
+                .execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids]),
+        )?;
         Ok(removed as usize)
     }
 }
@@ -485,12 +514,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_server_that_takes_the_connection_and_never_answers_is_given_up() {
+        // Connections to a socket nobody accepts on are completed by the kernel, and
+        // what is sent is acknowledged, but nothing ever answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let began = std::time::Instant::now();
+        let e = PostgresStore::open(&format!(
+            "postgres://lab:pw@127.0.0.1:{port}/latency?connect_timeout=2"
+        ))
+        .err()
+        .unwrap();
+        let waited = began.elapsed();
+        assert!(
+            matches!(
+                e,
+                StoreError::NotAnswering {
+                    waited: crate::NoAnswer::Connecting(d),
+                    ..
+                } if d == std::time::Duration::from_secs(2)
+            ),
+            "{e}"
+        );
+        assert!(e.is_unavailable());
+        // A hang guard, not a measurement.
+        assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("server at 127.0.0.1:{port} is not answering"))
+                && !text.contains("pw"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn an_unreachable_server_is_a_lost_connection_naming_its_address() {
         // Port 1 on loopback: nothing listens there.
         let e = PostgresStore::open("postgres://lab:pw@127.0.0.1:1/latency")
             .err()
             .unwrap();
-        assert!(e.is_connection_lost(), "{e}");
+        assert!(e.is_unavailable(), "{e}");
         let text = e.to_string();
         assert!(
             text.contains("127.0.0.1:1") && !text.contains("pw"),
