@@ -57,14 +57,15 @@ impl fmt::Display for CliError {
 
 impl From<latlab_store::StoreError> for CliError {
     /// What the user must change (a path, a permission, an id) is a configuration
-    /// error; what may pass by itself (a full disk, a lock, a failed query) is a
-    /// runtime one.
+    /// error; what may pass by itself (a full disk, a lock, a failed query, a server
+    /// down or not answering) is a runtime one.
     fn from(e: latlab_store::StoreError) -> Self {
         use latlab_store::StoreError;
         match e {
             StoreError::Full { .. } | StoreError::Locked { .. } | StoreError::Sql(_) => {
                 CliError::runtime(e)
             }
+            e if e.is_unavailable() => CliError::runtime(e),
             _ => CliError::config(e),
         }
     }
