@@ -166,7 +166,13 @@ impl RunStore for FarmStore {
     ) -> Result<Vec<(String, DeathCause)>, StoreError> {
         let mut found = self.local.recover(this_boot, alive)?;
         if let Some(central) = self.central.as_mut() {
-            found.extend(central.recover(this_boot, alive)?);
+            match central.recover(this_boot, alive) {
+                Ok(more) => found.extend(more),
+                // A table locked elsewhere, a server gone quiet: the run goes on
+                // locally; the runs there are recovered another time.
+                Err(e) if e.is_unavailable() => self.fall_back(e),
+                Err(e) => return Err(e),
+            }
         }
         Ok(found)
     }
@@ -254,7 +260,19 @@ pub fn push(
                 continue;
             }
         };
+        let mut away: Option<String> = None;
         for o in owed.iter().filter(|o| o.push_to == target) {
+            // A server that stopped answering is not asked again for every run.
+            if let Some(why) = &away {
+                failed.push((
+                    o.id.clone(),
+                    StoreError::Postgres {
+                        location: target.clone(),
+                        reason: why.clone(),
+                    },
+                ));
+                continue;
+            }
             match push_one(local, &mut central, &o.id, alive) {
                 Ok(Some((outcome, still_running))) => done.push(Pushed {
                     id: o.id.clone(),
@@ -263,7 +281,12 @@ pub fn push(
                     still_running,
                 }),
                 Ok(None) => {}
-                Err(e) => failed.push((o.id.clone(), e)),
+                Err(e) => {
+                    if e.is_unavailable() {
+                        away = Some(e.to_string());
+                    }
+                    failed.push((o.id.clone(), e));
+                }
             }
         }
     }
