@@ -14,6 +14,8 @@ use latlab_store::{
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The environment variable that names the store when `--store` is not given.
@@ -121,13 +123,15 @@ pub fn open_writable(location: &StoreLocation) -> Result<Store, CliError> {
 /// Opens the store for a command that makes a Run (`run`, `attach`): a SQLite store
 /// as [`open_writable`] does; a PostgreSQL one behind a [`FarmStore`] with the default
 /// local store (or `LATLAB_OUTBOX`) to fall back on, after pushing the runs owed to it
-/// (one line each on standard error).
-pub fn open_for_run(location: &StoreLocation) -> Result<Store, CliError> {
+/// (one line each on standard error). Once `stop` is set (the command asked to stop),
+/// a write the server has not answered within half a second goes to the local store.
+pub fn open_for_run(location: &StoreLocation, stop: &Arc<AtomicBool>) -> Result<Store, CliError> {
     let url = match location {
         StoreLocation::Path(_) => return open_writable(location),
         StoreLocation::Url(u) => u,
     };
     let mut farm = FarmStore::open(url, &outbox_path())?;
+    farm.stop_when(stop.clone());
     if farm.is_central() {
         // Quietly: a server that answers now takes what it missed.
         if let Ok((pushed, _)) = latlab_store::push(farm.local(), Some(url), &alive) {

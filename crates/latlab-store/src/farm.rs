@@ -9,6 +9,8 @@ use crate::{recover_where, this_host, RunFilter, RunStore, RunSummary, SqliteSto
 use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::Run;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// The central store, or the local one in its stead.
 pub struct FarmStore {
@@ -38,6 +40,15 @@ impl FarmStore {
             Err(e) => return Err(e),
         }
         Ok(farm)
+    }
+
+    /// From now on, a write to the central store that has not been answered half a
+    /// second after `stop` is set goes to the local store instead: a run asked to stop
+    /// ends at once, whatever the server does.
+    pub fn stop_when(&mut self, stop: Arc<AtomicBool>) {
+        if let Some(central) = self.central.as_mut() {
+            central.stop_when(stop);
+        }
     }
 
     /// True while the central store is written.

@@ -17,6 +17,7 @@ use latlab_session::attach::{
     command_line_of, histograms, method_name, page_of, policy_of, run_of, End,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Runs `latlab attach`.
@@ -65,15 +66,18 @@ pub fn execute(args: &AttachArgs) -> Result<u8, CliError> {
                 format!("process {} ended as latlab attached to it", first.pid),
             )
         })?;
+    // Handed to the store before the signals raise it: a stop cuts a wait on a
+    // central store short. Until they do, Ctrl-C ends latlab at once (nothing started).
+    let stop = Arc::new(AtomicBool::new(false));
     let mut store = store_location
         .as_ref()
-        .map(crate::store::open_for_run)
+        .map(|location| crate::store::open_for_run(location, &stop))
         .transpose()?;
     if let Some(store) = &store {
         labels.check_name_is_free(&**store)?;
     }
 
-    let stop = crate::stop::flag_on(&crate::stop::ENDING)?;
+    crate::stop::raise_on(&stop, &crate::stop::ENDING)?;
     // Until the Run is kept, a display that cannot be written is not worth losing it.
     if !args.quiet {
         let _ = human.write(&format!(

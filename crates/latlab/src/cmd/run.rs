@@ -16,6 +16,8 @@ use latlab_model::stamp::run_id;
 use latlab_session::journal::{self, Journal, Targets};
 use latlab_session::session::{sweep_leftovers, Session};
 use latlab_session::sink::Sink;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Runs `latlab run`.
@@ -37,14 +39,17 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     sweep_leftovers(&plan);
     let (mut json, human) =
         crate::store::open_run_json(args.json.as_deref(), store_location.as_ref())?;
+    // Handed to the store before the signals raise it: a stop cuts a wait on a
+    // central store short. Until they do, Ctrl-C ends latlab at once (nothing started).
+    let stop = Arc::new(AtomicBool::new(false));
     let mut store = store_location
         .as_ref()
-        .map(crate::store::open_for_run)
+        .map(|location| crate::store::open_for_run(location, &stop))
         .transpose()?;
     if let Some(store) = &store {
         labels.check_name_is_free(&**store)?;
     }
-    let stop = crate::stop::flag_on(&crate::stop::ENDING)?;
+    crate::stop::raise_on(&stop, &crate::stop::ENDING)?;
     let host = FactReader::system().gather();
     // Stamped now: the store holds the run from its start, and the live series carry
     // the kept run's id. The listener binds before anything is measured: a port in
