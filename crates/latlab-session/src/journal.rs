@@ -202,6 +202,11 @@ fn write_checkpoints(
             if let Err(e) = store.update(&run) {
                 failure = Some(format!("the store: {e}"));
             }
+            // A switch to the local store (a central store gone quiet) is said when it
+            // happens: the run may go on for hours.
+            for notice in store.take_notices() {
+                eprintln!("latlab: {notice}");
+            }
         }
         if let Some(path) = &targets.json {
             // Its own temporary name: the run's final write has one pending already.
