@@ -24,6 +24,7 @@ mod held;
 mod import_report;
 mod listen;
 mod pg;
+mod pg_stall;
 mod pg_store;
 mod probe_ipc;
 mod probe_noise_signal;

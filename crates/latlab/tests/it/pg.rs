@@ -198,6 +198,139 @@ impl PgCluster {
         );
     }
 
+    /// Waits (10 s at most) until the store holds a run named `name`: a run kept from
+    /// its start.
+    pub fn await_row(&self, name: &str) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.sql(&format!("SELECT count(*) FROM runs WHERE name = '{name}'")) != "1" {
+            assert!(
+                std::time::Instant::now() < until,
+                "run {name} not stored at its start in 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The server's processes: the postmaster (`postmaster.pid`'s first line) and
+    /// its children (the sessions' backends, its writers).
+    fn processes(&self) -> Vec<u32> {
+        let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .expect("the server runs (postmaster.pid)");
+        let postmaster: u32 = pid_file
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .expect("postmaster.pid starts with the pid");
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // The parent is the second field after the command name's parenthesis.
+            let parent = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if parent == Some(postmaster) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Stops every process of the server (SIGSTOP), as a hung server or host would:
+    /// its connections stay open and the kernel still acknowledges what is sent, but
+    /// nothing answers. The server goes on (SIGCONT) when the guard is dropped, also
+    /// when the test panics.
+    pub fn freeze(&self) -> Frozen {
+        let pids = self.processes();
+        // The postmaster first: it then starts no new backend.
+        signal(&pids, "-STOP");
+        Frozen { pids }
+    }
+
+    /// Bytes sent to the server over TCP that it has not read yet (the receive queues
+    /// of its sockets in `/proc/net/tcp`): a request it holds unanswered.
+    pub fn unread_bytes(&self) -> u64 {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let local_port = fields.get(1)?.rsplit(':').next()?;
+                let queues = fields.get(4)?;
+                let unread = queues.split(':').nth(1)?;
+                (u16::from_str_radix(local_port, 16).ok()? == self.port)
+                    .then(|| u64::from_str_radix(unread, 16).ok())
+                    .flatten()
+            })
+            .sum()
+    }
+
+    /// Waits (20 s at most) until the server holds a request unread: a write of
+    /// latlab's stuck on the frozen server.
+    pub fn await_unread_request(&self) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while self.unread_bytes() == 0 {
+            assert!(
+                std::time::Instant::now() < until,
+                "no request reached the frozen server in 20 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// A psql session of the superuser that runs `sql` (which must end by printing
+    /// `ready`) and then stays connected, its transaction open and its locks held,
+    /// until the guard is dropped.
+    pub fn holding(&self, sql: &str) -> Holding {
+        use std::io::{BufRead, Write};
+        let mut child = self
+            .server_command("psql")
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-U",
+                "postgres",
+            ])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", "latency"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("psql runs");
+        let mut stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Owned by the guard from here on: killed and reaped whatever happens next.
+        let mut holding = Holding {
+            child,
+            _stdin: None,
+        };
+        writeln!(stdin, "{sql}").expect("psql reads");
+        // Kept open: psql ends, and the transaction with it, when its input does.
+        holding._stdin = Some(stdin);
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("psql answers");
+        assert_eq!(line.trim(), "ready", "psql did not get there: {line}");
+        holding
+    }
+
     /// Turns TLS on with a server certificate for 127.0.0.1 signed by a CA made here;
     /// returns the CA's certificate (PEM), for `sslrootcert=`.
     pub fn enable_tls(&self) -> PathBuf {
@@ -313,6 +446,40 @@ impl PgCluster {
             "psql",
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// `kill SIGNAL PID…` (the processes of the test's own cluster, by pid).
+fn signal(pids: &[u32], signal: &str) {
+    let _ = Command::new("kill")
+        .arg(signal)
+        .args(pids.iter().map(u32::to_string))
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The server's processes, stopped until this is dropped.
+pub struct Frozen {
+    pids: Vec<u32>,
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.pids, "-CONT");
+    }
+}
+
+/// A psql session holding what it took, until dropped.
+pub struct Holding {
+    child: std::process::Child,
+    _stdin: Option<std::process::ChildStdin>,
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        // The session ends, and its transaction with it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -295,18 +295,6 @@ fn farm(local: &std::path::Path, store: &str, args: &[&str]) -> (i32, String, St
     (out.status.code().unwrap_or(-1), stdout, text(&out.stderr))
 }
 
-/// Waits (10 s at most) until the store holds the start of run `name`.
-fn await_row(pg: &PgCluster, name: &str) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while pg.sql(&format!("SELECT count(*) FROM runs WHERE name = '{name}'")) != "1" {
-        assert!(
-            std::time::Instant::now() < until,
-            "run {name} not stored at its start in 10 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
     let _serial = crate::common::shared();
@@ -374,7 +362,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .spawn()
         .unwrap();
     // Once the store holds its start (its row, as running), the server goes.
-    await_row(&pg, "cut-off");
+    pg.await_row("cut-off");
     pg.stop_server();
     let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);
@@ -442,7 +430,7 @@ fn rigs_measure_into_the_farm_store_and_a_run_cut_off_is_pushed_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    await_row(&pg, "cut-off-2");
+    pg.await_row("cut-off-2");
     pg.stop_server();
     assert!(child.wait_with_output().unwrap().status.success());
     pg.start_server();
