@@ -45,8 +45,9 @@ use std::time::{Duration, SystemTime};
 /// run's source file; 3: when each run was added, the user's name, tags and note, and
 /// the listing's probes, periods, CPUs, duration and loads; 4: a run's progress, so a
 /// run is kept from its start and extended at every checkpoint; 5: the outbox, the runs
-/// owed to a central store that could not be reached).
-pub const SCHEMA_VERSION: i64 = 5;
+/// owed to a central store that could not be reached; 6: names unique by an index, the
+/// runs that shared a name before kept as they were).
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -124,6 +125,17 @@ pub enum StoreError {
         path: PathBuf,
         /// The id.
         id: String,
+    },
+    /// Another run in the store has this name: a name stands for one run, and the
+    /// store's unique index on names keeps it so also when two latlabs take one at once.
+    #[error("the run store at {location} already has a run named {name}{}; choose another name, or remove that run first (latlab rm {name})", holder.as_ref().map(|id| format!(" ({id})")).unwrap_or_default())]
+    NameTaken {
+        /// The store: a path, or a URL without its password.
+        location: String,
+        /// The name.
+        name: String,
+        /// The run that has it, when known.
+        holder: Option<String>,
     },
     /// A run reference that matches no run, or more than one.
     #[error("no run '{reference}': {reason}")]

@@ -169,6 +169,24 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
     if from < 5 {
         tx.execute_batch(outbox::MIGRATION)?;
     }
+    if from < 6 {
+        // Names unique by an index, so that two latlabs taking one name at once cannot
+        // both store it. Runs that shared a name before stay as they were: the one
+        // added last keeps the name's place in the index, the others are marked
+        // `name_shared` and left out of it (a reference by that name stays ambiguous
+        // and lists them).
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN name_shared INTEGER NOT NULL DEFAULT 0;
+             UPDATE runs SET name_shared = 1
+              WHERE name IS NOT NULL
+                AND rowid <> (SELECT newest.rowid FROM runs newest
+                               WHERE newest.name = runs.name
+                               ORDER BY newest.added_at DESC, newest.rowid DESC
+                               LIMIT 1);
+             CREATE UNIQUE INDEX runs_name_unique ON runs(name)
+              WHERE name IS NOT NULL AND name_shared = 0;",
+        )?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }
@@ -408,6 +426,25 @@ impl SqliteStore {
                 Err(StoreError::Duplicate {
                     path: self.path.clone(),
                     id: run.id.clone(),
+                })
+            }
+            // The only unique index besides the id's: the name's.
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+            {
+                let name = row.listing.name.clone().unwrap_or_default();
+                let holder = self
+                    .conn
+                    .query_row(
+                        "SELECT id FROM runs WHERE name = ?1 AND name_shared = 0",
+                        [&name],
+                        |r| r.get(0),
+                    )
+                    .ok();
+                Err(StoreError::NameTaken {
+                    location: self.location(),
+                    name,
+                    holder,
                 })
             }
             Err(e) => Err(classify(&self.path, e)),

@@ -376,19 +376,84 @@ fn labelled(id: &str, name: Option<&str>, tags: &[(&str, &str)]) -> Run {
     run
 }
 
+/// Makes the store at `path` (of this version) one of version 5, whose names were not
+/// unique: the index and the column of version 6 go.
+fn back_to_version_5(path: &std::path::Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "DROP INDEX runs_name_unique;
+         ALTER TABLE runs DROP COLUMN name_shared;
+         PRAGMA user_version = 5;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_name_is_one_runs_and_the_store_refuses_it_to_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store
+        .save(&labelled("20261120T100000Z-aaaaaa", Some("baseline"), &[]))
+        .unwrap();
+    match store.save(&labelled("20261121T100000Z-bbbbbb", Some("baseline"), &[])) {
+        Err(e @ StoreError::NameTaken { .. }) => assert_eq!(
+            e.to_string(),
+            format!(
+                "the run store at {} already has a run named baseline \
+                 (20261120T100000Z-aaaaaa); choose another name, or remove that run first \
+                 (latlab rm baseline)",
+                path.display()
+            )
+        ),
+        other => panic!("not refused: {other:?}"),
+    }
+    // Unnamed runs are many.
+    for id in ["20261121T100000Z-cccccc", "20261121T100000Z-dddddd"] {
+        store.save(&labelled(id, None, &[])).unwrap();
+    }
+    // Removed, the name is free again.
+    store
+        .remove(&["20261120T100000Z-aaaaaa".to_string()])
+        .unwrap();
+    store
+        .save(&labelled("20261121T100000Z-bbbbbb", Some("baseline"), &[]))
+        .unwrap();
+}
+
 #[test]
 fn names_and_id_suffixes_are_references_and_ambiguity_lists_the_candidates() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let mut store = SqliteStore::open(&path).unwrap();
     store
         .save(&labelled("20261120T100000Z-aaaaaa", Some("baseline"), &[]))
         .unwrap();
     store
         .save(&labelled("20261121T100000Z-bbbbbb", Some("twice"), &[]))
         .unwrap();
-    store
-        .save(&labelled("20261122T100000Z-cccccc", Some("twice"), &[]))
-        .unwrap();
+    // A store of version 5 could hold one name twice; it still opens, migrated, with
+    // both runs as they were.
+    back_to_version_5(&path);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let twice = labelled("20261122T100000Z-cccccc", Some("twice"), &[]);
+    conn.execute(
+        "INSERT INTO runs (id, started_at, host, kernel, verdict, degraded, run_json,
+             added_at, name)
+         VALUES (?1, ?2, '', '', 'none', 0, ?3, '2099-01-01T00:00:00.000Z', 'twice')",
+        rusqlite::params![twice.id, twice.started_at, twice.to_json_pretty()],
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = SqliteStore::open(&path).unwrap();
+    // The one added last keeps the name's place: a third is refused, naming it.
+    match store.save(&labelled("20261123T100000Z-dddddd", Some("twice"), &[])) {
+        Err(StoreError::NameTaken { holder, .. }) => {
+            assert_eq!(holder.as_deref(), Some("20261122T100000Z-cccccc"))
+        }
+        other => panic!("not refused: {other:?}"),
+    }
     assert_eq!(
         store.resolve("baseline").unwrap().id,
         "20261120T100000Z-aaaaaa"

@@ -32,7 +32,7 @@ use crate::{updatable, RunFilter, RunStore, RunSummary, StoreError};
 use connect::{failed, Target};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::Nanos;
-use link::Link;
+use link::{Failure, Link};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -41,7 +41,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row};
 
 /// The schema version of the PostgreSQL store this build reads and writes.
-pub const PG_SCHEMA_VERSION: i64 = 1;
+pub const PG_SCHEMA_VERSION: i64 = 2;
 
 /// The migrations, in order: the `n`-th brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
@@ -79,7 +79,23 @@ const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
      CREATE INDEX runs_name ON runs (name);
      CREATE INDEX runs_state ON runs (state) WHERE state IS NOT NULL;
      CREATE INDEX runs_source ON runs (source_sha256) WHERE source_sha256 IS NOT NULL;",
+    // 2: names unique by an index, so that rigs taking one name at once cannot both
+    // store it. Runs that shared a name before stay as they were: the one added last
+    // keeps the name's place in the index, the others are marked `name_shared` and
+    // left out of it (a reference by that name stays ambiguous and lists them).
+    "ALTER TABLE runs ADD COLUMN name_shared boolean NOT NULL DEFAULT false;
+     UPDATE runs r SET name_shared = true
+      WHERE name IS NOT NULL
+        AND id <> (SELECT newest.id FROM runs newest
+                    WHERE newest.name = r.name
+                    ORDER BY newest.added_at DESC, newest.added_seq DESC
+                    LIMIT 1);
+     CREATE UNIQUE INDEX runs_name_unique ON runs (name)
+      WHERE name IS NOT NULL AND NOT name_shared;",
 ];
+
+/// The index that keeps names unique.
+const NAME_INDEX: &str = "runs_name_unique";
 
 /// The advisory lock migrations hold ("latlab" in ASCII), so that rigs starting
 /// together migrate one after the other.
@@ -226,7 +242,7 @@ impl PostgresStore {
 
     fn insert(&mut self, run: &Run, source_sha256: Option<&str>) -> Result<(), StoreError> {
         let c = IndexRow::of(run);
-        let inserted = self.answer(self.client().execute(
+        let inserted = self.link.waiter.wait(self.client().execute(
             "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
                   verdict, degraded, run, source_sha256, name, tags, note, probes,
@@ -259,7 +275,28 @@ impl PostgresStore {
                 &c.progress.state,
                 &c.progress.json,
             ],
-        ))?;
+        ));
+        let inserted = match inserted {
+            Err(Failure::Driver(e))
+                if e.as_db_error().and_then(|db| db.constraint()) == Some(NAME_INDEX) =>
+            {
+                let name = c.listing.name.clone().unwrap_or_default();
+                let holder = self
+                    .answer(self.client().query_opt(
+                        "SELECT id FROM runs WHERE name = $1 AND NOT name_shared",
+                        &[&name],
+                    ))
+                    .ok()
+                    .flatten()
+                    .map(|r| r.get(0));
+                return Err(StoreError::NameTaken {
+                    location: self.location.clone(),
+                    name,
+                    holder,
+                });
+            }
+            other => other.map_err(|f| failed(&self.location, &self.server, f))?,
+        };
         match inserted {
             1 => Ok(()),
             _ => Err(StoreError::Duplicate {

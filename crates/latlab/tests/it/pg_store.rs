@@ -151,7 +151,10 @@ fn writers_at_once_migrate_once_and_each_run_is_stored_once() {
         t.join().unwrap();
     }
     assert_eq!(pg.sql("SELECT count(*) FROM runs"), "7");
-    assert_eq!(pg.sql("SELECT version FROM latlab_schema"), "1");
+    assert_eq!(
+        pg.sql("SELECT version FROM latlab_schema"),
+        latlab_store::PG_SCHEMA_VERSION.to_string()
+    );
 }
 
 #[test]
