@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// What keeping the run came to.
 pub struct Kept {
-    /// `exit::RUNTIME` when the run is not where it was asked to be, else `exit::OK`.
+    /// `exit::RUNTIME` when the run is not where it was asked to be (`exit::USAGE` when
+    /// the store refused its name, taken while it measured), else `exit::OK`.
     pub code: u8,
     /// Where the run went, for the human output.
     pub said: String,
@@ -50,6 +51,8 @@ pub fn keep(
     let wanted_in_store = store.is_some();
     let mut store_dir = None;
     let mut stored = false;
+    // Another run took the name while this one measured: the user must choose another.
+    let mut name_taken = false;
     if let Some(store) = store {
         let location = store.location();
         // A SQLite store's directory; a URL names none.
@@ -73,6 +76,7 @@ pub fn keep(
                 let _ = writeln!(kept.said, "Run {} saved in {}", run.id, store.location());
             }
             Err(e) => {
+                name_taken = matches!(e, StoreError::NameTaken { .. });
                 let _ = writeln!(kept.errors, "latlab: error: could not save the run: {e}");
             }
         }
@@ -116,16 +120,24 @@ pub fn keep(
     if !lost {
         return kept;
     }
-    kept.code = exit::RUNTIME;
+    kept.code = match name_taken {
+        true => exit::USAGE,
+        false => exit::RUNTIME,
+    };
     let what = if wanted_in_store {
         "was not stored"
     } else {
         "was neither stored nor written whole (--json: the output closed or failed first)"
     };
+    let import_as = match name_taken {
+        true => " --name ANOTHER",
+        false => "",
+    };
     if let Some(file) = json_file {
         let _ = writeln!(
             kept.errors,
-            "latlab: the run {what}; it is in {0}: store it later with `latlab import {0}`",
+            "latlab: the run {what}; it is in {0}: store it later with `latlab import \
+             {0}{import_as}`",
             file.display()
         );
         return kept;
@@ -146,7 +158,7 @@ pub fn keep(
                 let _ = writeln!(
                     kept.errors,
                     "latlab: the run {what}; it is kept in {0}: store it later with \
-                     `latlab import {0}`",
+                     `latlab import {0}{import_as}`",
                     path.display()
                 );
                 return kept;

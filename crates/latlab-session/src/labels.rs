@@ -47,7 +47,8 @@ impl Labels {
     }
 
     /// Refuses a name another run in `store` has already (exit 2): a name stands for
-    /// one run.
+    /// one run. The store's unique index on names refuses it again at the save, when
+    /// another latlab took the name in between.
     pub fn check_name_is_free(&self, store: &dyn RunStore) -> Result<(), CliError> {
         match &self.name {
             Some(name) => refuse_taken_name(store, name, "--name"),
@@ -81,12 +82,11 @@ pub fn refuse_taken_name(store: &dyn RunStore, name: &str, flag: &str) -> Result
         None => Ok(()),
         Some(run) => Err(CliError::usage(
             flag,
-            format!(
-                "the store at {} already has a run named {name} ({}); choose another name, \
-                 or remove that run first (latlab rm {name})",
-                store.location(),
-                run.id
-            ),
+            latlab_store::StoreError::NameTaken {
+                location: store.location(),
+                name: name.to_string(),
+                holder: Some(run.id),
+            },
         )),
     }
 }

@@ -16,6 +16,7 @@ use latlab_model::stamp::run_id;
 use latlab_session::journal::{self, Journal, Targets};
 use latlab_session::session::{sweep_leftovers, Session};
 use latlab_session::sink::Sink;
+use latlab_store::StoreError;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -62,32 +63,22 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     let audit = (!args.no_audit).then(|| audit(&plan));
     let mut base = Session::base_run(&plan, host, audit, id.clone());
     labels.apply(&mut base);
-    let live_causes = listener
-        .as_ref()
-        .filter(|_| plan.explain.is_some())
-        .map(|l| {
-            let causes = LiveCauses::default();
-            l.show_causes(causes.clone());
-            causes
-        });
-    let mut session = Session::start(plan, base, live_causes);
     // The run is kept in the store (and the --json file) from its start, and extended
-    // at every checkpoint; a store that cannot take it now gets it at the end.
-    let mut journal = None;
-    let mut begun = false;
-    if let Some(every) = checkpoint_every {
-        let mut base = session.base().clone();
-        base.progress = Some(journal::starting(every));
-        let mut targets = Targets {
-            store: None,
-            json: match &json {
-                Some(OutputTarget::File { path, .. }) => Some(path.clone()),
-                _ => None,
-            },
-        };
+    // at every checkpoint. Saved before anything is set up: the store's unique index
+    // claims the name, so another latlab that took it since the check above is an
+    // error now, not a run measured for nothing. A store that cannot take the run now
+    // gets it at the end.
+    let start = checkpoint_every.map(|every| {
+        let mut start = base.clone();
+        start.progress = Some(journal::starting(every));
+        start
+    });
+    let mut begun_in = None;
+    if let Some(start) = &start {
         if let Some(mut kept) = store.take() {
-            match kept.save(&base) {
-                Ok(()) => targets.store = Some(kept),
+            match kept.save(start) {
+                Ok(()) => begun_in = Some(kept),
+                Err(e @ StoreError::NameTaken { .. }) => return Err(CliError::usage("--name", e)),
                 Err(e) => {
                     eprintln!(
                         "latlab: warning: the run cannot be kept in the store from its \
@@ -97,11 +88,30 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
                 }
             }
         }
-        begun = targets.store.is_some();
-        if begun || targets.json.is_some() {
+    }
+    let begun = begun_in.is_some();
+    let live_causes = listener
+        .as_ref()
+        .filter(|_| plan.explain.is_some())
+        .map(|l| {
+            let causes = LiveCauses::default();
+            l.show_causes(causes.clone());
+            causes
+        });
+    let mut session = Session::start(plan, base, live_causes);
+    let mut journal = None;
+    if let (Some(every), Some(start)) = (checkpoint_every, start) {
+        let targets = Targets {
+            store: begun_in,
+            json: match &json {
+                Some(OutputTarget::File { path, .. }) => Some(path.clone()),
+                _ => None,
+            },
+        };
+        if targets.store.is_some() || targets.json.is_some() {
             let (ledger, cpus) = (session.ledger(), session.housekeeping_cpus());
             let explain = session.explain_source();
-            journal = Some(Journal::start(base, ledger, targets, every, cpus, explain));
+            journal = Some(Journal::start(start, ledger, targets, every, cpus, explain));
         }
     }
     let mut display = LiveDisplay::new(human, args.quiet);
