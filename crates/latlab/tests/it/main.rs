@@ -33,6 +33,7 @@ mod probes;
 mod published_refs;
 mod real_tools;
 mod rt_lane;
+mod run_names;
 mod runs_store;
 mod schema;
 mod spike_rate_truth;
