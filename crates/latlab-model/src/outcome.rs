@@ -314,6 +314,7 @@ mod tests {
                 pid: 1,
                 pid_start_ticks: None,
                 boot_id: None,
+                rig: None,
                 checkpoints: 1,
                 checkpoint_at: None,
                 checkpoint_every_ns: 1_000_000_000,

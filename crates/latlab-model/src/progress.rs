@@ -24,6 +24,12 @@ pub struct Progress {
     /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`) when the run started;
     /// `null` when it could not be read.
     pub boot_id: Option<String>,
+    /// The machine measuring it, as latlab tells machines apart (`LATLAB_RIG`, else a
+    /// hash of `/etc/machine-id`, else the host name and boot id), so that a store
+    /// shared by machines with one host name judges the run on its own machine only;
+    /// `null` when unknown (a run written before latlab recorded it).
+    #[serde(default)]
+    pub rig: Option<String>,
     /// Checkpoints written so far (0: only the start).
     pub checkpoints: u64,
     /// When the last checkpoint was taken, RFC 3339 UTC (`null`: none yet).
@@ -136,6 +142,7 @@ mod tests {
             pid: 42,
             pid_start_ticks: Some(7),
             boot_id: boot.map(str::to_string),
+            rig: None,
             checkpoints: 3,
             checkpoint_at: Some("2026-11-23T12:00:30Z".into()),
             checkpoint_every_ns: 10_000_000_000,

@@ -243,6 +243,7 @@ pub fn starting(every: Duration) -> Progress {
         pid,
         pid_start_ticks: latlab_rt::process::start_ticks(pid),
         boot_id: latlab_rt::process::boot_id(),
+        rig: latlab_store::Rig::this().id,
         checkpoints: 0,
         checkpoint_at: None,
         checkpoint_every_ns: Nanos(every.as_nanos() as i64).0,

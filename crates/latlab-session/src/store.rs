@@ -218,14 +218,16 @@ fn dead_runs(
     location: &StoreLocation,
 ) -> Result<BTreeMap<String, DeathCause>, CliError> {
     let boot = latlab_rt::process::boot_id();
-    let host = latlab_store::this_host();
+    let here = latlab_store::Rig::this();
     let shared = matches!(location, StoreLocation::Url(_));
     Ok(store
         .summaries()?
         .into_iter()
-        .filter(|s| !shared || (host.is_some() && s.host == host))
         .filter_map(|s| {
             let p = s.progress.as_ref()?;
+            if shared && !here.measures(p, s.host.as_deref()) {
+                return None;
+            }
             let cause = p.why_dead(boot.as_deref(), alive(p))?;
             Some((s.id, cause))
         })

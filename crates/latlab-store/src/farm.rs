@@ -5,7 +5,7 @@
 //! does.
 
 use crate::postgres::{redact, PostgresStore};
-use crate::{recover_where, this_host, RunFilter, RunStore, RunSummary, SqliteStore, StoreError};
+use crate::{recover_where, Rig, RunFilter, RunStore, RunSummary, SqliteStore, StoreError};
 use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::Run;
 use std::path::Path;
@@ -190,16 +190,18 @@ impl RunStore for FarmStore {
 }
 
 impl PostgresStore {
-    /// Only this machine's runs are judged: another rig's pid and boot id mean nothing
-    /// here.
+    /// Only this machine's runs are judged ([`Rig::measures`]): another rig's pid and
+    /// boot id mean nothing here, whatever its host name.
     pub(crate) fn recover_own(
         &mut self,
         this_boot: Option<&str>,
         alive: &dyn Fn(&Progress) -> bool,
     ) -> Result<Vec<(String, DeathCause)>, StoreError> {
-        let host = this_host();
+        let here = Rig::this();
         recover_where(self, this_boot, alive, &|s| {
-            host.is_some() && s.host == host
+            s.progress
+                .as_ref()
+                .is_some_and(|p| here.measures(p, s.host.as_deref()))
         })
     }
 }

@@ -21,6 +21,7 @@ mod farm;
 mod pgpass;
 mod postgres;
 mod reference;
+mod rig;
 mod row;
 mod sqlite;
 mod summary;
@@ -31,6 +32,7 @@ pub use postgres::timeouts::{
 };
 pub use postgres::{is_url, redact, PostgresStore, PG_SCHEMA_VERSION};
 pub use reference::resolve_reference;
+pub use rig::{this_host, Rig, RIG_ENV};
 pub use sqlite::outbox::Owed;
 pub use sqlite::{default_path, SqliteStore};
 pub use summary::{RunFilter, RunSummary};
@@ -355,15 +357,6 @@ pub trait RunStore {
             reason: "it vanished from the store".to_string(),
         })
     }
-}
-
-/// This machine's host name as runs record it (`/proc/sys/kernel/hostname`), so that a
-/// store shared by several machines judges only this one's runs dead or alive.
-pub fn this_host() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
 }
 
 /// [`RunStore::recover`] for the running runs `mine` picks.

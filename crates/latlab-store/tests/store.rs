@@ -607,6 +607,7 @@ fn running(run: &mut Run, pid: u32, boot: &str, checkpoints: u64) {
         pid,
         pid_start_ticks: None,
         boot_id: Some(boot.to_string()),
+        rig: None,
         checkpoints,
         checkpoint_at: Some("2026-11-23T10:00:10Z".to_string()),
         checkpoint_every_ns: 10_000_000_000,

@@ -345,6 +345,7 @@ mod tests {
             pid: 4242,
             pid_start_ticks: None,
             boot_id: None,
+            rig: None,
             checkpoints: 2,
             checkpoint_at: Some("2026-11-21T00:53:57.404Z".to_string()),
             checkpoint_every_ns: 10_000_000_000,

@@ -48,6 +48,7 @@ fn running(mut run: Run, pid: u32) -> Run {
         pid,
         pid_start_ticks: None,
         boot_id: None,
+        rig: None,
         checkpoints: 1,
         checkpoint_at: Some("2026-11-23T12:00:10.000Z".into()),
         checkpoint_every_ns: 10_000_000_000,
@@ -485,10 +486,15 @@ fn a_reading_command_marks_this_machines_dead_runs_died_and_says_so() {
     let gone = child.id();
     child.wait().unwrap();
     let host = latlab_store::this_host().unwrap();
-    let mine = running(a_run("20261123T160000Z-444444", &host), gone);
+    let mut mine = running(a_run("20261123T160000Z-444444", &host), gone);
+    mine.progress.as_mut().unwrap().rig = latlab_store::Rig::this().id;
     let theirs = running(a_run("20261123T160001Z-555555", "another-rig"), gone);
-    store.save(&mine).unwrap();
-    store.save(&theirs).unwrap();
+    // Another machine that calls itself the same: its run is its own to judge.
+    let mut twin = running(a_run("20261123T160002Z-666666", &host), gone);
+    twin.progress.as_mut().unwrap().rig = Some("machine:another".into());
+    for run in [&mine, &theirs, &twin] {
+        store.save(run).unwrap();
+    }
     let out = latlab()
         .args(["runs", "--json", "--store", &pg.url()])
         .output()
@@ -514,8 +520,9 @@ fn a_reading_command_marks_this_machines_dead_runs_died_and_says_so() {
             .clone()
     };
     assert_eq!(state(&mine.id), "died");
-    // Another rig's run is judged on that rig only.
+    // Another rig's run is judged on that rig only, whatever its host name.
     assert_eq!(state(&theirs.id), "running");
+    assert_eq!(state(&twin.id), "running");
     assert_eq!(
         pg.sql("SELECT count(*) FROM runs WHERE state = 'died'"),
         "1"

@@ -108,6 +108,7 @@ fn in_progress(state: RunState) -> Run {
         pid: 4242,
         pid_start_ticks: Some(123_456),
         boot_id: None,
+        rig: None,
         checkpoints: 3,
         checkpoint_at: Some("2026-11-21T00:10:42.345Z".to_string()),
         checkpoint_every_ns: 10_000_000_000,

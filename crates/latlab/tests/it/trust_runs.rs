@@ -1197,6 +1197,7 @@ fn a_run_kept_in_a_file_after_its_final_save_failed_imports_over_its_checkpoint(
         pid: u32::MAX - 1,
         pid_start_ticks: None,
         boot_id: None,
+        rig: None,
         checkpoints: 1,
         checkpoint_at: whole.started_at.clone(),
         checkpoint_every_ns: 1_000_000_000,
