@@ -132,7 +132,7 @@ impl FactReader {
         let online_cpus = parse_kernel_cpu_list(&online);
         HostFacts {
             hostname: self.read("/proc/sys/kernel/hostname").unwrap_or_default(),
-            rig: self.rig(std::env::var("LATLAB_RIG").ok()),
+            rig: self.rig(std::env::var(latlab_model::rig::RIG_ENV).ok()),
             kernel_release: self.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
             kernel_version: self.read("/proc/sys/kernel/version").unwrap_or_default(),
             architecture: std::env::consts::ARCH.to_string(),
@@ -155,24 +155,14 @@ impl FactReader {
         }
     }
 
-    /// The rig's identity: `named` (`LATLAB_RIG`) when it is one word of at most 64
-    /// printable characters, else `m-` and the first 16 hex digits of SHA-256 over
-    /// `latlab rig ` and `/etc/machine-id` — stable across boots and renames, and an
-    /// app-specific hash, as systemd asks of programs that key on the machine id.
+    /// The rig's identity ([`latlab_model::rig::rig_id`]): `named` (`LATLAB_RIG`),
+    /// else a hash of the machine id. Not the boot-id fallback: a series must outlive a
+    /// reboot, so without either the host name stands in for it.
     fn rig(&self, named: Option<String>) -> Option<String> {
-        use sha2::{Digest, Sha256};
-        let named = named.map(|n| n.trim().to_string()).filter(|n| {
-            !n.is_empty()
-                && n.chars().count() <= 64
-                && !n.chars().any(|c| c.is_whitespace() || c.is_control())
-        });
-        if named.is_some() {
-            return named;
-        }
-        let id = self.read("/etc/machine-id").filter(|id| !id.is_empty())?;
-        let hash = Sha256::digest(format!("latlab rig {id}").as_bytes());
-        let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        Some(format!("m-{hex}"))
+        let machine = latlab_model::rig::MACHINE_ID_FILES
+            .iter()
+            .find_map(|f| self.read(f));
+        latlab_model::rig::rig_id(named.as_deref(), machine.as_deref(), None, None)
     }
 
     /// A CPU list file of sysfs: `None` when unreadable (unknown), empty when it
@@ -399,7 +389,7 @@ mod tests {
             FactReader::at(t.path()).rig(named.map(str::to_string))
         };
         let a = rig("3d1219c7c4c5404aaa1f6d2a48adfda4\n", None).unwrap();
-        assert!(a.starts_with("m-") && a.len() == 18, "{a}");
+        assert!(a.starts_with("machine:") && a.len() == 24, "{a}");
         assert!(
             !a.contains("3d1219c7"),
             "the machine id itself is not given away"

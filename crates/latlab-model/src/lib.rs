@@ -42,6 +42,7 @@ pub mod params;
 pub mod progress;
 pub mod published;
 pub mod rate;
+pub mod rig;
 pub mod run;
 mod run_check;
 pub mod scenario;

@@ -393,10 +393,10 @@ pub struct TimerSettings {
 pub struct HostFacts {
     /// Host name.
     pub hostname: String,
-    /// The rig's stable identity, which host names are not (two rigs may share one, a
-    /// rig may be renamed): the name given in `LATLAB_RIG`, else `m-` and 16 hex digits
-    /// of a hash of `/etc/machine-id` (the id itself is not given away); absent when
-    /// neither is known (then the host name stands in for it).
+    /// The rig's stable identity ([`crate::rig::rig_id`]), which host names are not (two
+    /// rigs may share one, a rig may be renamed): the name given in `LATLAB_RIG`, else
+    /// `machine:` and 16 hex digits of a hash of the machine id; absent when neither is
+    /// known (then the host name stands in for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rig: Option<String>,
     /// `uname -r`.

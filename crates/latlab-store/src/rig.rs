@@ -5,15 +5,9 @@
 //! progress, and is judged by the rig that matches it.
 
 use latlab_model::progress::Progress;
-use sha2::{Digest, Sha256};
 
-/// The environment variable that names this rig, overriding what latlab derives:
-/// for machines that share one `/etc/machine-id` (cloned without
-/// `systemd-machine-id-setup`) or have none.
-pub const RIG_ENV: &str = "LATLAB_RIG";
-
-/// Where the machine id is kept (machine-id(5)); the second is D-Bus's older place.
-const MACHINE_ID_FILES: [&str; 2] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];
+pub use latlab_model::rig::RIG_ENV;
+use latlab_model::rig::{rig_id, MACHINE_ID_FILES};
 
 /// This machine as runs record it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,34 +47,6 @@ impl Rig {
     }
 }
 
-/// A rig's identity from what the machine offers: the name given, else the machine id
-/// (hashed: machine-id(5) asks applications not to show it, and the hash, with
-/// latlab's own key, cannot be matched with other applications' records), else the
-/// host name and the boot id — unique while the machine runs, but new at every boot,
-/// so a run cut short by a reboot is then not recognised as this machine's.
-fn rig_id(
-    given: Option<&str>,
-    machine_id: Option<&str>,
-    host: Option<&str>,
-    boot_id: Option<&str>,
-) -> Option<String> {
-    if let Some(name) = given.map(str::trim).filter(|n| !n.is_empty()) {
-        return Some(name.to_string());
-    }
-    if let Some(machine) = machine_id.map(str::trim).filter(|m| !m.is_empty()) {
-        let hash = Sha256::new()
-            .chain_update(b"latlab rig\n")
-            .chain_update(machine.as_bytes())
-            .finalize();
-        let hex: String = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
-        return Some(format!("machine:{hex}"));
-    }
-    match (host, boot_id.map(str::trim).filter(|b| !b.is_empty())) {
-        (Some(host), Some(boot)) => Some(format!("boot:{host}/{boot}")),
-        _ => None,
-    }
-}
-
 /// This machine's host name as runs record it (`/proc/sys/kernel/hostname`).
 pub fn this_host() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -93,34 +59,6 @@ pub fn this_host() -> Option<String> {
 mod tests {
     use super::*;
     use latlab_model::progress::RunState;
-
-    #[test]
-    fn a_given_name_then_the_machine_id_hashed_then_the_boot_name_a_rig() {
-        let machine = "3d1219c7c4c5404aaa1f6d2a48adfda4\n";
-        assert_eq!(
-            rig_id(Some(" rig07 "), Some(machine), Some("h"), Some("b")).as_deref(),
-            Some("rig07")
-        );
-        let hashed = rig_id(Some(""), Some(machine), Some("h"), Some("b")).unwrap();
-        assert!(
-            hashed.starts_with("machine:") && hashed.len() == 8 + 32,
-            "{hashed}"
-        );
-        assert!(
-            !hashed.contains("3d1219c7"),
-            "the machine id itself is not shown"
-        );
-        assert_eq!(
-            rig_id(None, Some(machine), None, None).as_deref(),
-            Some(hashed.as_str()),
-            "the same machine, the same rig"
-        );
-        assert_eq!(
-            rig_id(None, None, Some("buildroot"), Some("b1\n")).as_deref(),
-            Some("boot:buildroot/b1")
-        );
-        assert_eq!(rig_id(None, Some(" "), Some("buildroot"), None), None);
-    }
 
     #[test]
     fn a_run_is_this_rigs_by_its_rig_or_before_rigs_were_by_its_host_name() {
