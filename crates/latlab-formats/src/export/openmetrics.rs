@@ -413,6 +413,9 @@ fn escape_help(help: &str, dialect: Dialect) -> String {
 mod tests {
     use super::*;
     use latlab_model::fixture;
+    use latlab_model::hist::LatencyHistogram;
+    use latlab_model::run::EncodedHistogram;
+    use latlab_model::Nanos;
 
     #[test]
     fn writes_every_figure_and_ends_with_eof() {
@@ -550,5 +553,45 @@ mod tests {
     fn seconds_are_written_without_exponents() {
         assert_eq!(seconds(2_000.0), "0.000002");
         assert_eq!(seconds(0.0), "0.0");
+    }
+
+    /// Three samples of 5 µs known, two only as "at least 100 µs", the largest 300 µs:
+    /// the finite bounds end at the first at or above 100 µs and count the three, and
+    /// `+Inf` counts all five, so `histogram_quantile(0.5)` reads 100 µs, what latlab
+    /// says of p50 (≥ 100 µs), not a value inside a bucket nothing is known to lie in.
+    #[test]
+    fn samples_known_only_as_bounds_are_in_inf_only() {
+        let mut run = fixture::run();
+        run.streams.truncate(1);
+        let stream = &mut run.streams[0];
+        let mut histogram = LatencyHistogram::new();
+        histogram.record_n(5_000, 3).unwrap();
+        histogram.record_overflow(100_000, 2);
+        stream.histogram = Some(EncodedHistogram::from_histogram(&histogram));
+        stream.samples = 5;
+        stream.stats.min_ns = Some(Nanos(5_000));
+        stream.stats.max_ns = Some(Nanos(300_000));
+        let text = PrometheusText.export(&run).unwrap();
+        let buckets: Vec<(&str, &str)> = text
+            .lines()
+            .filter(|l| l.starts_with("latlab_wakeup_latency_seconds_bucket"))
+            .map(|l| {
+                let (labels, count) = l.rsplit_once(' ').unwrap();
+                (
+                    labels
+                        .split("le=\"")
+                        .nth(1)
+                        .unwrap()
+                        .trim_end_matches("\"}"),
+                    count,
+                )
+            })
+            .collect();
+        let (last_finite, inf) = (buckets[buckets.len() - 2], buckets[buckets.len() - 1]);
+        assert_eq!(last_finite, ("0.0001", "3"), "{buckets:?}");
+        assert_eq!(inf, ("+Inf", "5"));
+        assert!(buckets
+            .iter()
+            .all(|&(_, count)| count == "0" || count == "3" || count == "5"));
     }
 }

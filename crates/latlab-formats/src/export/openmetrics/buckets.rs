@@ -23,8 +23,11 @@ fn lattice(k: i32) -> u64 {
 
 /// One stream's samples, as its buckets count them.
 pub(super) struct StreamValues<'a> {
-    stream: &'a Stream,
     histogram: &'a LatencyHistogram,
+    /// The stream's exact minimum and maximum (0 and no limit when unknown, and never
+    /// below 0).
+    low: u64,
+    high: u64,
     /// (value in ns, count), ascending: the HdrHistogram's buckets of known values,
     /// each read at its highest value (within 0.1 % of its samples, as latlab's
     /// percentiles read it) kept within the stream's exact minimum and maximum, which
@@ -43,19 +46,18 @@ impl<'a> StreamValues<'a> {
             .map(|(value, count)| (value.clamp(low, high.max(low)), count))
             .collect();
         StreamValues {
-            stream,
             histogram,
+            low,
+            high,
             values,
         }
     }
 
-    /// The samples at or below each bound. Samples known only as lying between a
-    /// bound and the stream's maximum (a source's overflow bucket) are counted from the
-    /// first bound at or above the maximum, where they surely lie; with no maximum
-    /// known, only in `+Inf`.
+    /// The samples of known value at or below each bound. Samples known only as
+    /// bounds ("at least N": a source's overflow bucket, samples beyond the histogram's
+    /// range) are at no finite bound: where they lie between their bound and the
+    /// stream's maximum is not known, so they are counted in `+Inf` only.
     pub(super) fn cumulative(&self, bounds: &[u64]) -> Vec<u64> {
-        let bounded = self.histogram.bounded();
-        let max = self.stream.stats.max_ns.map(|m| m.0.max(0) as u64);
         let mut below = 0;
         let mut next = self.values.iter().peekable();
         bounds
@@ -69,36 +71,45 @@ impl<'a> StreamValues<'a> {
                     next.next();
                 }
                 below
-                    + if max.is_some_and(|m| m <= bound) {
-                        bounded
-                    } else {
-                        0
-                    }
             })
             .collect()
     }
+
+    /// Where what is known of the samples ends: the lowest bound of those known only as
+    /// bounds, else the largest sample; `None` without samples.
+    fn known_up_to(&self) -> Option<u64> {
+        self.lowest_bound()
+            .or_else(|| self.values.last().map(|&(v, _)| v))
+    }
+
+    /// The lowest value a sample known only as a bound may have, when it has any: its
+    /// bound within the stream's exact extremes, as latlab's percentiles read it.
+    fn lowest_bound(&self) -> Option<u64> {
+        let lowest = self.histogram.bounds().map(|b| b.at_least_ns).min()?;
+        Some(lowest.clamp(self.low, self.high.max(self.low)))
+    }
 }
 
-/// The bounds shared by every stream of a Run: the lattice from the bound just below
-/// the smallest positive sample to the first at or above the largest, so the bucket
-/// holding any sample has both its edges written. One set for the whole Run, so
-/// `sum by (le)` over its streams (all CPUs, say) adds like buckets. Empty when no
-/// stream has a sample above 0.
+/// The bounds shared by every stream of a Run, on the lattice: from the bound just
+/// below the smallest positive sample to the first at or above where what is known of
+/// the samples ends, so the bucket holding any sample has both its edges written. That
+/// end is a stream's largest sample, or, for a stream with samples known only as
+/// bounds ("at least N"), the lowest of those bounds: its samples above are counted in
+/// `+Inf` only, and `histogram_quantile` of a rank among them gives that bound, what
+/// latlab reports, rather than a value nobody measured. Empty when no stream has a
+/// sample above 0.
 pub(super) fn span(streams: &[StreamValues]) -> Vec<u64> {
-    let positive = streams
-        .iter()
-        .flat_map(|s| s.values.iter().map(|&(v, _)| v))
-        .filter(|&v| v > 0);
-    let Some(lowest) = positive.clone().min() else {
+    let Some(highest) = streams.iter().filter_map(|s| s.known_up_to()).max() else {
         return Vec::new();
     };
-    // Samples known only as bounds are at most the stream's maximum.
-    let highest = streams
+    let lowest = streams
         .iter()
-        .filter_map(|s| s.stream.stats.max_ns.map(|m| m.0.max(0) as u64))
-        .chain(positive)
-        .max()
-        .unwrap_or(lowest);
+        .flat_map(|s| s.values.iter().map(|&(v, _)| v).chain(s.lowest_bound()))
+        .filter(|&v| v > 0 && v <= highest)
+        .min();
+    let Some(lowest) = lowest else {
+        return Vec::new();
+    };
     let mut k = first_at_or_above(lowest);
     while k > 0 && lattice(k) >= lowest {
         k -= 1;
