@@ -20,14 +20,20 @@
 //! `run`, `host`, `phase`, `cpu`, `cause` (as `latlab explain` names it) and `kind`,
 //! and `latlab_explain_spikes_total` by `outcome`.
 
+//! `openmetrics` and `prometheus`: a Run for Prometheus, as the families of
+//! [`crate::metrics`] (which `latlab run --listen` serves live) say it. Beside what a
+//! live scrape serves, a Run has its exact percentiles (a summary per stream) and, when
+//! measured with `--explain`, the spikes handed to the explainer by outcome.
+
 mod buckets;
-mod causes;
 
 use super::{histogram_of, ExportError, Exporter};
+use crate::metrics::{
+    Buckets, Dialect, ExplainOutcomes, Exposition, PhaseLoad, RunLabels, StreamFigures,
+};
 use buckets::StreamValues;
-use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::{percentile_key, Run, Stream, REPORTED_PERCENTILES};
-use std::fmt::Write as _;
+use latlab_model::Nanos;
 
 /// OpenMetrics 1.0 text.
 pub(super) struct OpenMetrics;
@@ -46,7 +52,7 @@ impl Exporter for OpenMetrics {
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
         super::streams_to_export(run, self.name())?;
-        Ok(write(&families(run)?, Dialect::OpenMetrics))
+        Ok(exposition(run)?.write(Dialect::OpenMetrics))
     }
 }
 
@@ -61,352 +67,92 @@ impl Exporter for PrometheusText {
 
     fn export(&self, run: &Run) -> Result<String, ExportError> {
         super::streams_to_export(run, self.name())?;
-        Ok(write(&families(run)?, Dialect::Prometheus))
+        Ok(exposition(run)?.write(Dialect::Prometheus))
     }
 }
 
-/// The two ways of writing the same families.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dialect {
-    /// `# TYPE`, `# UNIT`, `# HELP`; a counter's family named without `_total`;
-    /// `# EOF` at the end.
-    OpenMetrics,
-    /// `# HELP`, `# TYPE`; a counter's family named as its sample, with `_total`; no
-    /// units, no end marker.
-    Prometheus,
-}
-
-/// A metric family's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Histogram,
-    Summary,
-    Counter,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Histogram => "histogram",
-            Kind::Summary => "summary",
-            Kind::Counter => "counter",
-        }
-    }
-}
-
-/// One metric family and its samples.
-struct Family {
-    /// Its OpenMetrics name: a counter's without `_total`.
-    name: &'static str,
-    kind: Kind,
-    /// The unit, which the name ends with.
-    unit: &'static str,
-    help: &'static str,
-    samples: Vec<Sample>,
-}
-
-/// One sample line: the family's name plus `suffix`, its labels, its value.
-struct Sample {
-    suffix: &'static str,
-    labels: String,
-    value: String,
-}
-
-/// What the samples of a set of streams are: the names and help of their families.
-struct SampleKind {
-    /// Whether it holds the streams whose samples are wake-up latencies.
-    wake_ups: bool,
-    histogram: &'static str,
-    histogram_help: &'static str,
-    /// The summary of the exact percentiles.
-    quantiles: &'static str,
-    quantiles_help: &'static str,
-}
-
-const SAMPLE_KINDS: [SampleKind; 2] = [
-    SampleKind {
-        wake_ups: true,
-        histogram: "latlab_wakeup_latency_seconds",
-        histogram_help: "Wake-up latency: wake-up minus deadline.",
-        quantiles: "latlab_wakeup_latency_quantile_seconds",
-        quantiles_help:
-            "Wake-up latency percentiles from every sample (quantile 1: the exact maximum).",
-    },
-    SampleKind {
-        wake_ups: false,
-        histogram: "latlab_sample_seconds",
-        histogram_help:
-            "A probe's sample, as the probe in the probe label defines it (latlab probes --long).",
-        quantiles: "latlab_sample_quantile_seconds",
-        quantiles_help:
-            "Percentiles of a probe's samples from every sample (quantile 1: the exact maximum).",
-    },
-];
-
-/// A count of events per stream.
-struct Counter {
-    /// Its OpenMetrics name, without `_total`.
-    name: &'static str,
-    /// What it counts, which the name ends with (`# UNIT latlab_missed_periods periods`).
-    unit: &'static str,
-    help: &'static str,
-    /// The stream's count, `None` where its source did not count.
-    count: fn(&Stream) -> Option<u64>,
-}
-
-const COUNTERS: [Counter; 2] = [
-    Counter {
-        name: "latlab_missed_periods",
-        unit: "periods",
-        help: "Periods that passed without a sample because one came more than a period late.",
-        count: |s| s.missed_periods,
-    },
-    Counter {
-        name: "latlab_early_wakes",
-        unit: "wakes",
-        help: "Samples below zero: wake-ups before the deadline.",
-        count: |s| s.early_wakes,
-    },
-];
-
-/// Every family of the Run, those without samples left out.
-fn families(run: &Run) -> Result<Vec<Family>, ExportError> {
+/// What the Run says to Prometheus.
+fn exposition(run: &Run) -> Result<Exposition, ExportError> {
     let histograms = run
         .streams
         .iter()
         .map(histogram_of)
         .collect::<Result<Vec<_>, _>>()?;
-    let labels: Vec<String> = run
+    // One set of bounds for the whole Run, so `sum by (le)` over its streams (all
+    // CPUs, say) adds like buckets.
+    let values: Vec<Option<StreamValues>> = run
         .streams
         .iter()
-        .enumerate()
-        .map(|(index, s)| stream_labels(run, index, s))
+        .zip(&histograms)
+        .map(|(s, h)| h.as_ref().map(|h| StreamValues::new(s, h)))
         .collect();
-    let mut families = Vec::new();
-    for kind in &SAMPLE_KINDS {
-        let streams: Vec<usize> = (0..run.streams.len())
-            .filter(|&i| run.streams[i].measures_wake_ups() == kind.wake_ups)
-            .collect();
-        families.push(histogram(kind, run, &streams, &histograms, &labels));
-        families.push(quantiles(kind, run, &streams, &labels));
-    }
-    for counter in &COUNTERS {
-        families.push(Family {
-            name: counter.name,
-            kind: Kind::Counter,
-            unit: counter.unit,
-            help: counter.help,
-            // Uncounted by the source: no sample rather than a made-up 0.
-            samples: run
-                .streams
-                .iter()
-                .zip(&labels)
-                .filter_map(|(s, l)| {
-                    (counter.count)(s).map(|value| Sample {
-                        suffix: "_total",
-                        labels: l.clone(),
-                        value: value.to_string(),
-                    })
-                })
-                .collect(),
-        });
-    }
-    families.extend(causes::families(run));
-    families.retain(|f| !f.samples.is_empty());
-    Ok(families)
-}
-
-/// The labels that tell a stream apart, as `name="value",...`.
-fn stream_labels(run: &Run, index: usize, s: &Stream) -> String {
-    let mut labels = vec![("run", run.id.clone())];
-    // Published figures, not measured here: every series says whose they are.
-    if let Some(p) = &run.published {
-        labels.push(("published", p.citation()));
-    }
-    if let Some(host) = &run.host {
-        labels.push(("host", host.hostname.clone()));
-    }
-    labels.push(("probe", s.probe.clone()));
-    if let Some(method) = &s.method {
-        labels.push(("method", method.clone()));
-    }
-    labels.push(("phase", s.phase.clone()));
-    labels.push(("stream", index.to_string()));
-    if let Some(cpu) = s.cpu {
-        labels.push(("cpu", cpu.to_string()));
-    }
-    labels
+    let bounds = buckets::span(&values.iter().flatten().collect::<Vec<_>>());
+    let streams = run
+        .streams
         .iter()
-        // An empty value is an absent label to Prometheus: left out.
-        .filter(|(_, value)| !value.is_empty())
-        .map(|(name, value)| format!("{name}=\"{}\"", escape_label(value)))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The histogram of the streams that keep one, on bounds shared by all of them.
-fn histogram(
-    kind: &SampleKind,
-    run: &Run,
-    streams: &[usize],
-    histograms: &[Option<LatencyHistogram>],
-    labels: &[String],
-) -> Family {
-    // A stream whose source kept no histogram has no series here, only its summary.
-    let (kept, values): (Vec<usize>, Vec<StreamValues>) = streams
-        .iter()
-        .filter_map(|&i| {
-            let h = histograms[i].as_ref()?;
-            Some((i, StreamValues::new(&run.streams[i], h)))
+        .zip(&values)
+        .enumerate()
+        .map(|(index, (s, values))| StreamFigures {
+            probe: s.probe.clone(),
+            method: s.method.clone(),
+            phase: s.phase.clone(),
+            index,
+            cpu: s.cpu,
+            wake_ups: s.measures_wake_ups(),
+            samples: s.samples,
+            histogram: values.as_ref().map(|v| Buckets {
+                cumulative: bounds
+                    .iter()
+                    .zip(v.cumulative(&bounds))
+                    .map(|(&bound, count)| (Nanos(bound as i64), count))
+                    .collect(),
+            }),
+            sum_ns: s.stats.mean_ns.map(|mean| mean * s.samples as f64),
+            quantiles: Some(quantiles(s)),
+            missed_periods: s.missed_periods,
+            early_wakes: s.early_wakes,
+            max: s.stats.max_ns,
+            last_second_max: None,
+            five_minute_max: None,
         })
-        .unzip();
-    let bounds = buckets::span(&values);
-    let mut samples = Vec::new();
-    for (&i, values) in kept.iter().zip(&values) {
-        let s = &run.streams[i];
-        let l = &labels[i];
-        let counts = values.cumulative(&bounds);
-        for (bound, count) in bounds.iter().zip(counts) {
-            samples.push(Sample {
-                suffix: "_bucket",
-                labels: format!("{l},le=\"{}\"", seconds(*bound as f64)),
-                value: count.to_string(),
-            });
-        }
-        samples.push(Sample {
-            suffix: "_bucket",
-            labels: format!("{l},le=\"+Inf\""),
-            value: s.samples.to_string(),
-        });
-        samples.extend(sum_and_count(s, l, Kind::Histogram));
-    }
-    Family {
-        name: kind.histogram,
-        kind: Kind::Histogram,
-        unit: "seconds",
-        help: kind.histogram_help,
-        samples,
-    }
+        .collect();
+    let explain = run.explain.as_ref().filter(|e| e.unavailable.is_none());
+    Ok(Exposition {
+        run: RunLabels {
+            run: run.id.clone(),
+            published: run.published.as_ref().map(|p| p.citation()),
+            host: run.host.as_ref().map(|h| h.hostname.clone()),
+        },
+        streams,
+        loads: run
+            .phases
+            .iter()
+            .flat_map(|p| {
+                p.loads.iter().map(|load| PhaseLoad {
+                    phase: p.name.clone(),
+                    load: load.clone(),
+                })
+            })
+            .collect(),
+        // Tracing unavailable: nothing was counted, so nothing is written, not a 0.
+        causes: explain.map(|e| e.catalogue.clone()).unwrap_or_default(),
+        explained: explain.map(|e| ExplainOutcomes {
+            explained: e.spikes_explained,
+            incomplete: e.spikes_incomplete,
+            unexplained: e.spikes_unexplained,
+        }),
+    })
 }
 
-/// The exact percentiles as a summary.
-///
-/// latlab computes its percentiles client-side from every sample, which is what a
-/// Prometheus summary is for: one family holds every rank, queried as
-/// `latlab_wakeup_latency_quantile_seconds{quantile="0.99"}` (the name and labels the
-/// percentiles had as gauges), and `histogram_quantile` on the histogram serves
-/// aggregates over streams or runs. Quantile 1 is the exact maximum. A percentile
-/// known only as a bound has no value to give and no sample.
-fn quantiles(kind: &SampleKind, run: &Run, streams: &[usize], labels: &[String]) -> Family {
-    let mut samples = Vec::new();
-    for &i in streams {
-        let s = &run.streams[i];
-        let l = &labels[i];
-        let ranks = REPORTED_PERCENTILES.iter().filter_map(|&p| {
-            let value = s.stats.percentile(p)?.exact()?;
-            Some((percentile_key(p / 100.0), value))
-        });
-        let max = s.stats.max_ns.map(|m| ("1".to_string(), m));
-        for (quantile, value) in ranks.chain(max) {
-            samples.push(Sample {
-                suffix: "",
-                labels: format!("{l},quantile=\"{quantile}\""),
-                value: seconds(value.0 as f64),
-            });
-        }
-        samples.extend(sum_and_count(s, l, Kind::Summary));
-    }
-    Family {
-        name: kind.quantiles,
-        kind: Kind::Summary,
-        unit: "seconds",
-        help: kind.quantiles_help,
-        samples,
-    }
-}
-
-/// A summary's `_sum` (when the mean is known) and `_count`; a histogram's, whose
-/// `_count` OpenMetrics allows only beside a `_sum` (its `+Inf` bucket counts the
-/// samples all the same), only when the mean is known.
-fn sum_and_count(s: &Stream, labels: &str, kind: Kind) -> Vec<Sample> {
-    let sum = s.stats.mean_ns.map(|mean| Sample {
-        suffix: "_sum",
-        labels: labels.to_string(),
-        value: seconds(mean * s.samples as f64),
+/// The exact percentiles by rank, then the maximum as quantile 1; a percentile known
+/// only as a bound has no value to give.
+fn quantiles(s: &Stream) -> Vec<(String, Nanos)> {
+    let ranks = REPORTED_PERCENTILES.iter().filter_map(|&p| {
+        let value = s.stats.percentile(p)?.exact()?;
+        Some((percentile_key(p / 100.0), value))
     });
-    if sum.is_none() && kind == Kind::Histogram {
-        return Vec::new();
-    }
-    let count = Sample {
-        suffix: "_count",
-        labels: labels.to_string(),
-        value: s.samples.to_string(),
-    };
-    sum.into_iter().chain([count]).collect()
-}
-
-/// The families as text in `dialect`.
-fn write(families: &[Family], dialect: Dialect) -> String {
-    let mut out = String::new();
-    for f in families {
-        let (name, kind) = (f.name, f.kind.name());
-        let help = escape_help(f.help, dialect);
-        match dialect {
-            Dialect::OpenMetrics => {
-                let _ = writeln!(out, "# TYPE {name} {kind}");
-                let _ = writeln!(out, "# UNIT {name} {}", f.unit);
-                let _ = writeln!(out, "# HELP {name} {help}");
-            }
-            Dialect::Prometheus => {
-                // The text format names a counter's family as its sample: with `_total`.
-                let total = if f.kind == Kind::Counter {
-                    "_total"
-                } else {
-                    ""
-                };
-                let _ = writeln!(out, "# HELP {name}{total} {help}");
-                let _ = writeln!(out, "# TYPE {name}{total} {kind}");
-            }
-        }
-        for sample in &f.samples {
-            let _ = writeln!(
-                out,
-                "{}{}{{{}}} {}",
-                f.name, sample.suffix, sample.labels, sample.value
-            );
-        }
-    }
-    if dialect == Dialect::OpenMetrics {
-        out.push_str("# EOF\n");
-    }
-    out
-}
-
-/// Seconds from nanoseconds, in plain decimals (to the ns).
-fn seconds(ns: f64) -> String {
-    let s = format!("{:.9}", ns / 1e9);
-    let s = s.trim_end_matches('0');
-    if s.ends_with('.') {
-        format!("{s}0")
-    } else {
-        s.to_string()
-    }
-}
-
-/// A label value, escaped as both formats escape it.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// A help text, escaped as `dialect` escapes it (OpenMetrics escapes quotes too).
-fn escape_help(help: &str, dialect: Dialect) -> String {
-    match dialect {
-        Dialect::OpenMetrics => escape_label(help),
-        Dialect::Prometheus => help.replace('\\', "\\\\").replace('\n', "\\n"),
-    }
+    let max = s.stats.max_ns.map(|m| ("1".to_string(), m));
+    ranks.chain(max).collect()
 }
 
 #[cfg(test)]
@@ -415,7 +161,6 @@ mod tests {
     use latlab_model::fixture;
     use latlab_model::hist::LatencyHistogram;
     use latlab_model::run::EncodedHistogram;
-    use latlab_model::Nanos;
 
     #[test]
     fn writes_every_figure_and_ends_with_eof() {
@@ -502,16 +247,20 @@ mod tests {
                 "# TYPE latlab_wakeup_latency_quantile_seconds summary",
                 "# TYPE latlab_sample_seconds histogram",
                 "# TYPE latlab_sample_quantile_seconds summary",
+                "# TYPE latlab_samples counter",
                 "# TYPE latlab_missed_periods counter",
                 "# TYPE latlab_early_wakes counter",
+                "# TYPE latlab_max_seconds gauge",
             ]
         );
         assert!(text
             .lines()
             .filter(|l| l.contains("probe=\"msg\""))
             .all(|l| l.starts_with("latlab_sample_")
+                || l.starts_with("latlab_samples_total")
                 || l.starts_with("latlab_missed_periods")
-                || l.starts_with("latlab_early_wakes")));
+                || l.starts_with("latlab_early_wakes")
+                || l.starts_with("latlab_max_seconds")));
     }
 
     #[test]
@@ -547,12 +296,6 @@ mod tests {
         run.explain.as_mut().unwrap().unavailable = Some("no tracefs".into());
         let text = OpenMetrics.export(&run).unwrap();
         assert_eq!(text, OpenMetrics.export(&fixture::run()).unwrap());
-    }
-
-    #[test]
-    fn seconds_are_written_without_exponents() {
-        assert_eq!(seconds(2_000.0), "0.000002");
-        assert_eq!(seconds(0.0), "0.0");
     }
 
     /// Three samples of 5 µs known, two only as "at least 100 µs", the largest 300 µs:

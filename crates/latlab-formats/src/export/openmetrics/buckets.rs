@@ -98,7 +98,7 @@ impl<'a> StreamValues<'a> {
 /// `+Inf` only, and `histogram_quantile` of a rank among them gives that bound, what
 /// latlab reports, rather than a value nobody measured. Empty when no stream has a
 /// sample above 0.
-pub(super) fn span(streams: &[StreamValues]) -> Vec<u64> {
+pub(super) fn span(streams: &[&StreamValues]) -> Vec<u64> {
     let Some(highest) = streams.iter().filter_map(|s| s.known_up_to()).max() else {
         return Vec::new();
     };

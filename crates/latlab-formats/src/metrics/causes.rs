@@ -1,24 +1,24 @@
-//! The explanation of a Run's spikes as counters: per cause, phase and CPU, the time
+//! The explanation of a run's spikes as counters: per cause, phase and CPU, the time
 //! it took from the explained spikes and how many it contributed to; per outcome, the
 //! spikes seen. Absent when the run was not explained, or could not be.
 
-use super::{escape_label, seconds, Family, Kind, Sample};
-use latlab_model::explain::Explain;
-use latlab_model::run::Run;
+use super::text::{seconds, Family, Kind, Sample};
+use super::{join, ExplainOutcomes};
+use latlab_model::explain::CauseTotal;
 use std::collections::BTreeMap;
 
-/// The explanation's families (none when the Run holds no explanation or tracing was
-/// unavailable: nothing was counted, so nothing is written, not a 0).
-pub(super) fn families(run: &Run) -> Vec<Family> {
-    let Some(explain) = run.explain.as_ref().filter(|e| e.unavailable.is_none()) else {
-        return Vec::new();
-    };
-    let base = run_labels(run);
+/// The families of a `catalogue` of causes and of the `outcomes` of the spikes, with
+/// the run's labels `base`.
+pub(super) fn families(
+    base: &[(&'static str, String)],
+    catalogue: &[CauseTotal],
+    outcomes: Option<ExplainOutcomes>,
+) -> Vec<Family> {
     // Summed by label set: two causes that read alike stay one series.
     let mut seconds_by: BTreeMap<String, i64> = BTreeMap::new();
     let mut spikes_by: BTreeMap<String, u64> = BTreeMap::new();
-    for entry in &explain.catalogue {
-        let mut labels = base.clone();
+    for entry in catalogue {
+        let mut labels = base.to_vec();
         labels.push(("phase", entry.phase.clone()));
         if let Some(cpu) = entry.cpu {
             labels.push(("cpu", cpu.to_string()));
@@ -29,7 +29,7 @@ pub(super) fn families(run: &Run) -> Vec<Family> {
         *seconds_by.entry(labels.clone()).or_default() += entry.total_ns.0;
         *spikes_by.entry(labels).or_default() += entry.spikes;
     }
-    vec![
+    let mut families = vec![
         Family {
             name: "latlab_spike_cause_seconds",
             kind: Kind::Counter,
@@ -59,18 +59,17 @@ pub(super) fn families(run: &Run) -> Vec<Family> {
                 })
                 .collect(),
         },
-        outcomes(explain, &base),
-    ]
+    ];
+    families.extend(outcomes.map(|o| outcome_family(o, base)));
+    families
 }
 
-/// The spikes handed to the explainer, by what became of them: `explained`,
-/// `incomplete` (explained with events lost), `unexplained`; they add up to the spikes
-/// seen.
-fn outcomes(explain: &Explain, base: &[(&'static str, String)]) -> Family {
+/// The spikes handed to the explainer, by what became of them.
+fn outcome_family(outcomes: ExplainOutcomes, base: &[(&'static str, String)]) -> Family {
     let samples = [
-        ("explained", explain.spikes_explained),
-        ("incomplete", explain.spikes_incomplete),
-        ("unexplained", explain.spikes_unexplained),
+        ("explained", outcomes.explained),
+        ("incomplete", outcomes.incomplete),
+        ("unexplained", outcomes.unexplained),
     ]
     .into_iter()
     .map(|(outcome, count)| {
@@ -92,24 +91,4 @@ fn outcomes(explain: &Explain, base: &[(&'static str, String)]) -> Family {
                events no longer held, or its spike queue full).",
         samples,
     }
-}
-
-/// The run's own labels: `run`, and `host` when known.
-fn run_labels(run: &Run) -> Vec<(&'static str, String)> {
-    let mut labels = vec![("run", run.id.clone())];
-    if let Some(host) = &run.host {
-        labels.push(("host", host.hostname.clone()));
-    }
-    labels
-}
-
-/// Labels as `name="value",...`, empty values left out (an absent label to
-/// Prometheus).
-fn join(labels: &[(&'static str, String)]) -> String {
-    labels
-        .iter()
-        .filter(|(_, value)| !value.is_empty())
-        .map(|(name, value)| format!("{name}=\"{}\"", escape_label(value)))
-        .collect::<Vec<_>>()
-        .join(",")
 }
