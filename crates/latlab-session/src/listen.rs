@@ -1,9 +1,9 @@
 //! `latlab run --listen ADDR`: live metrics at `http://ADDR/metrics` while the run goes.
 //!
-//! One thread at SCHED_OTHER, started before the first phase and stopped after the
-//! last, answers `GET /metrics` from the measuring threads' [`LiveStats`], which it
-//! only reads (the measuring loop publishes into them anyway, for the display). The
-//! text is written by
+//! Served by [`crate::http`] on a thread of its own at SCHED_OTHER, started before the
+//! first phase and stopped after the last (within a second, whatever its clients do),
+//! from the measuring threads' [`LiveStats`], which it only reads (the measuring loop
+//! publishes into them anyway, for the display). The text is written by
 //! [`latlab_formats::metrics`], as `latlab export --format openmetrics` writes a kept
 //! Run: OpenMetrics 1.0.0 to a scraper that accepts `application/openmetrics-text`
 //! (Prometheus does), the Prometheus text format 0.0.4 to anyone else (`curl`,
@@ -20,6 +20,7 @@
 //! and a scrape's text is dropped once sent.
 
 use crate::error::CliError;
+use crate::http::{Limits, Rendering, Request, Response, Server, Site, Status};
 use crate::sink::{PhaseStart, Sink};
 use latlab_formats::metrics::{Buckets, Dialect, Exposition, PhaseLoad, RunLabels, StreamFigures};
 use latlab_measure::live::LiveStats;
@@ -28,18 +29,23 @@ use latlab_measure::plan::PhasePlan;
 use latlab_model::explain::CauseTotal;
 use latlab_model::spec::SchedSpec;
 use latlab_model::Nanos;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Seconds the rolling maximum spans: OSADL's 5 minutes.
 const RING: usize = 300;
 
-/// How long a client may take to send its request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// What a scraper gets. A scrape is answered at once from figures in memory, so a
+/// connection needs little time; a few scrapers (Prometheus, a second one, `curl`)
+/// are all it serves at once, the next one waiting at most a client's time.
+const LIMITS: Limits = Limits {
+    connections: 16,
+    request_head: Duration::from_secs(2),
+    connection: Duration::from_secs(5),
+    // Never another thread in the measuring process: answered where it is accepted.
+    rendering: Rendering::OnServerThread,
+};
 
 /// What identifies one measuring thread's series.
 #[derive(Debug, Clone)]
@@ -59,8 +65,7 @@ pub struct StreamId {
 /// The live metrics endpoint; stops when dropped.
 pub struct Listener {
     board: Arc<Mutex<Board>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    server: Option<Server>,
 }
 
 /// What the endpoint serves.
@@ -196,23 +201,13 @@ impl Listener {
         let bound = socket
             .local_addr()
             .map_err(|e| CliError::runtime(format!("--listen: {e}")))?;
-        socket
-            .set_nonblocking(true)
-            .map_err(|e| CliError::runtime(format!("--listen: {e}")))?;
         let board = Arc::new(Mutex::new(Board::new(run, host)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (board, stop) = (board.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("latlab-listen".into())
-                .spawn(move || serve(socket, &board, &stop))
-                .map_err(|e| CliError::runtime(format!("--listen: cannot start: {e}")))?
-        };
+        let server = Server::start(socket, Arc::new(Metrics(board.clone())), LIMITS, "listen")
+            .map_err(|e| CliError::runtime(format!("--listen: cannot start: {e}")))?;
         eprintln!("listening on http://{bound}/metrics");
         Ok(Listener {
             board,
-            stop,
-            thread: Some(thread),
+            server: Some(server),
         })
     }
 
@@ -252,10 +247,10 @@ impl Listener {
 }
 
 impl Drop for Listener {
+    /// Stops serving, within a second whatever the clients do.
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        if let Some(server) = self.server.take() {
+            server.stop();
         }
     }
 }
@@ -312,73 +307,26 @@ impl Board {
     }
 }
 
-/// The server thread: answers requests and closes the measuring threads' windows
-/// once a second, until told to stop.
-fn serve(socket: TcpListener, board: &Mutex<Board>, stop: &AtomicBool) {
-    // Never compete with the measuring threads, whatever the thread that started it.
-    let _ = latlab_rt::sched::set_current_thread(latlab_rt::sched::Policy::Other { nice: 0 });
-    let mut tick = Instant::now() + Duration::from_secs(1);
-    while !stop.load(Ordering::Relaxed) {
-        if Instant::now() >= tick {
-            tick += Duration::from_secs(1);
-            lock(board).close_windows();
-        }
-        match socket.accept() {
-            Ok((connection, _)) => answer(connection, board),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
+/// The endpoint's one page, `/metrics`.
+struct Metrics(Arc<Mutex<Board>>);
 
-/// Answers one request.
-fn answer(mut connection: TcpStream, board: &Mutex<Board>) {
-    let _ = connection.set_nonblocking(false);
-    let _ = connection.set_read_timeout(Some(REQUEST_TIMEOUT));
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 2048];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 * 1024 {
-        match connection.read(&mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buffer[..n]),
+impl Site for Metrics {
+    fn get(&self, request: &Request) -> Response {
+        if request.path() != "/metrics" {
+            return self.error(Status::NotFound, "Not found", "only /metrics is served");
         }
+        let dialect = Dialect::accepted_by(request.accept.as_deref());
+        let text = lock(&self.0).exposition().write(dialect);
+        Response::new(Status::Ok, dialect.content_type(), text)
     }
-    let request = String::from_utf8_lossy(&request);
-    let mut words = request.split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let response = if path != "/metrics" {
-        plain("404 Not Found", "only /metrics is served\n")
-    } else if method != "GET" && method != "HEAD" {
-        plain("405 Method Not Allowed", "GET /metrics\n")
-    } else {
-        let accept = request.lines().find_map(|l| {
-            l.split_once(':')
-                .filter(|(name, _)| name.eq_ignore_ascii_case("accept"))
-                .map(|(_, value)| value)
-        });
-        let dialect = Dialect::accepted_by(accept);
-        let body = lock(board).exposition().write(dialect);
-        let mut response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n",
-            dialect.content_type(),
-            body.len()
-        );
-        if method == "GET" {
-            response.push_str(&body);
-        }
-        response
-    };
-    let _ = connection.write_all(response.as_bytes());
-}
 
-/// A plain-text answer with `status`.
-fn plain(status: &str, body: &str) -> String {
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    )
+    fn error(&self, status: Status, _title: &str, message: &str) -> Response {
+        Response::new(status, "text/plain; charset=utf-8", format!("{message}\n"))
+    }
+
+    fn each_second(&self) {
+        lock(&self.0).close_windows();
+    }
 }
 
 /// What identifies the streams a phase will measure, the first being the run's
@@ -474,8 +422,7 @@ mod tests {
     fn a_phase_is_served_while_it_measures_and_kept_after() {
         let listener = Listener {
             board: Arc::new(Mutex::new(Board::new("r", ""))),
-            stop: Arc::new(AtomicBool::new(true)),
-            thread: None,
+            server: None,
         };
         let live = Arc::new(vec![LiveStats::default()]);
         let id = StreamId {

@@ -1,6 +1,7 @@
 //! `latlab serve`: the store's runs as web pages, read-only, until SIGINT or SIGTERM.
 //!
-//! Served by [`latlab_session::http`] (GET and HEAD, a bounded number of connections).
+//! Served by [`latlab_session::http`] (GET and HEAD, timeouts on every connection, a
+//! bounded number at once, pages made on a few threads of their own).
 //! Every page is rendered by the report code (`latlab_report::report::site`) from the
 //! store as it is at that request, so a running run's page shows its last checkpoint.
 //! The store is opened read-only for each request and never written.
@@ -16,11 +17,26 @@ use latlab_model::progress::RunState;
 use latlab_model::run::Run;
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
-use latlab_session::http::{self, decoded, parsed_query, Response, Site};
+use latlab_session::http::{
+    decoded, parsed_query, Limits, Rendering, Request, Response, Server, Site, Status,
+};
 use latlab_session::listing::columns;
 use latlab_store::{RunStore, StoreError};
+use signal_hook::consts::{SIGINT, SIGTERM};
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How serve treats its clients. Slow clients cost a connection each, not a thread,
+/// so many may be open while others are answered; pages are made on a few threads (a
+/// page reads the store and renders it), as many as a small machine has cores and one
+/// more.
+const LIMITS: Limits = Limits {
+    connections: 256,
+    request_head: Duration::from_secs(5),
+    connection: Duration::from_secs(30),
+    rendering: Rendering::OnThreads(3),
+};
 
 /// Serves until SIGINT or SIGTERM.
 pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
@@ -36,14 +52,17 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
     let bound = socket
         .local_addr()
         .map_err(|e| CliError::runtime(format!("cannot tell the address served: {e}")))?;
-    socket
-        .set_nonblocking(true)
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| CliError::runtime(format!("cannot handle signals: {e}")))?;
+    let place = location.to_string();
+    let server = Server::start(socket, Arc::new(Pages(location)), LIMITS, "serve")
         .map_err(|e| CliError::runtime(format!("cannot serve {bound}: {e}")))?;
-    let stop = crate::stop::flag_on(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     ignore_closed(Human::Stdout.write(&format!(
-        "Serving the runs of {location} at http://{bound}/ (read-only; Ctrl-C stops)\n"
+        "Serving the runs of {place} at http://{bound}/ (read-only; Ctrl-C stops)\n"
     )))?;
-    http::serve(&socket, Arc::new(Pages(location)), &stop);
+    // Until SIGINT or SIGTERM: the server answers on its own thread.
+    let _ = signals.forever().next();
+    server.stop();
     // Nobody may be reading any more (a closed terminal, a test).
     ignore_closed(Human::Stdout.write(&format!("Stopped serving {bound}\n")))?;
     Ok(exit::OK)
@@ -53,22 +72,31 @@ pub fn execute(args: &ServeArgs) -> Result<u8, CliError> {
 struct Pages(StoreLocation);
 
 impl Site for Pages {
-    fn get(&self, target: &str) -> Response {
-        route(target, &self.0)
+    fn get(&self, request: &Request) -> Response {
+        route(&request.target, &self.0)
     }
 
-    fn error(&self, status: &'static str, title: &str, message: &str) -> Response {
+    fn error(&self, status: Status, title: &str, message: &str) -> Response {
         error(status, title, message)
     }
 }
 
+/// A page with `status`, under a policy that lets it run no script and load nothing.
+fn html(status: Status, body: String) -> Response {
+    Response::new(status, "text/html; charset=utf-8", body).with_header(
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
+    )
+}
+
+/// A page found: 200.
+fn page(body: String) -> Response {
+    html(Status::Ok, body)
+}
+
 /// The page of an error.
-fn error(status: &'static str, title: &str, message: &str) -> Response {
-    Response {
-        status,
-        body: site::error_page(title, message),
-        headers: String::new(),
-    }
+fn error(status: Status, title: &str, message: &str) -> Response {
+    html(status, site::error_page(title, message))
 }
 
 /// The page `target` (`/run/ID?…`) names.
@@ -76,7 +104,7 @@ fn route(target: &str, store: &StoreLocation) -> Response {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (Some(path), Some(query)) = (decoded(path, false), parsed_query(query)) else {
         return error(
-            "400 Bad Request",
+            Status::BadRequest,
             "Bad request",
             "The address is not valid percent-encoded UTF-8.",
         );
@@ -89,7 +117,7 @@ fn route(target: &str, store: &StoreLocation) -> Response {
             Some(reference) if !reference.is_empty() => run(store, reference),
             _ => {
                 return error(
-                    "404 Not Found",
+                    Status::NotFound,
                     "Not found",
                     &format!(
                         "There is no page {path}: the pages are /, /run/RUN, \
@@ -108,13 +136,13 @@ type Page = Result<Response, Response>;
 /// A usage error in a request's parameters: 400, with what to change.
 fn bad_parameter(e: CliError) -> Response {
     let message = e.message.trim_start_matches("--").to_string();
-    error("400 Bad Request", "Bad request", &message)
+    error(Status::BadRequest, "Bad request", &message)
 }
 
 /// A store that could not be read, or a run that could not be rendered: 500.
 fn failed(e: impl std::fmt::Display) -> Response {
     error(
-        "500 Internal Server Error",
+        Status::InternalServerError,
         "Cannot show this page",
         &e.to_string(),
     )
@@ -177,7 +205,7 @@ fn index(store: &StoreLocation, query: &[(String, String)]) -> Page {
         matching: runs.len(),
         query,
     })
-    .map(Response::page)
+    .map(page)
     .map_err(failed)
 }
 
@@ -185,7 +213,7 @@ fn index(store: &StoreLocation, query: &[(String, String)]) -> Page {
 fn resolved(store: &dyn RunStore, reference: &str) -> Result<Run, Response> {
     store.resolve(reference).map_err(|e| match e {
         StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => {
-            error("404 Not Found", "No such run", &e.to_string())
+            error(Status::NotFound, "No such run", &e.to_string())
         }
         other => failed(other),
     })
@@ -194,7 +222,7 @@ fn resolved(store: &dyn RunStore, reference: &str) -> Result<Run, Response> {
 /// `/run/RUN`: its report.
 fn run(store: &StoreLocation, reference: &str) -> Page {
     let run = resolved(opened(store)?.as_ref(), reference)?;
-    site::run_page(&run).map(Response::page).map_err(failed)
+    site::run_page(&run).map(page).map_err(failed)
 }
 
 /// `/compare?base=RUN&new=RUN`: the two runs' report, compared.
@@ -207,7 +235,7 @@ fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
     };
     let (Some(base), Some(new)) = (given("base"), given("new")) else {
         return Err(error(
-            "400 Bad Request",
+            Status::BadRequest,
             "Choose two runs",
             "A comparison needs a base and a new run: choose one of each in the runs index.",
         ));
@@ -217,9 +245,7 @@ fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
         resolved(store.as_ref(), base)?,
         resolved(store.as_ref(), new)?,
     ];
-    site::compare_page(&runs)
-        .map(Response::page)
-        .map_err(failed)
+    site::compare_page(&runs).map(page).map_err(failed)
 }
 
 /// `/trend?metric=…&by=…&FILTERS`: the trend page.
@@ -239,7 +265,7 @@ fn trend(store: &StoreLocation, query: &[(String, String)]) -> Page {
     let runs = matching_runs(opened(store)?.as_ref(), &filter).map_err(failed)?;
     let trend = Trend::of(&runs, metric, by);
     site::trend_page(&trend, LatencyAxis::Auto, query)
-        .map(Response::page)
+        .map(page)
         .map_err(failed)
 }
 

@@ -389,3 +389,88 @@ pub fn await_checkpoint(store: &str, name: &str, outbox: &Path) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Clients that hold a connection to a server open without finishing a request, of
+/// each kind in turn: connected and silent; half a request sent; a request sent a byte
+/// at each [`trickle`](SlowClients::trickle) (what kept a server reading for as long as
+/// the client liked when only each read had a time limit); a whole request sent and
+/// its answer never read. Closed when dropped.
+pub struct SlowClients {
+    trickling: Vec<(std::net::TcpStream, usize)>,
+    _others: Vec<std::net::TcpStream>,
+}
+
+impl SlowClients {
+    /// The request a trickling client sends, byte by byte: a header that never ends.
+    const TRICKLED: &'static [u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: \
+        aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+    /// Opens `n` slow connections to `address` (`127.0.0.1:PORT`), asking for `path`.
+    pub fn open(address: &str, path: &str, n: usize) -> SlowClients {
+        use std::io::Write;
+        let mut clients = SlowClients {
+            trickling: Vec::new(),
+            _others: Vec::new(),
+        };
+        for i in 0..n {
+            let mut connection = std::net::TcpStream::connect(address).unwrap();
+            match i % 4 {
+                0 => {}
+                1 => connection.write_all(b"GET /metr").unwrap(),
+                2 => {
+                    connection.write_all(&Self::TRICKLED[..1]).unwrap();
+                    clients.trickling.push((connection, 1));
+                    continue;
+                }
+                _ => write!(
+                    connection,
+                    "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+                )
+                .unwrap(),
+            }
+            clients._others.push(connection);
+        }
+        clients
+    }
+
+    /// Sends each trickling client's next byte (a server that closed it is no error).
+    pub fn trickle(&mut self) {
+        use std::io::Write;
+        for (connection, sent) in &mut self.trickling {
+            if let Some(byte) = Self::TRICKLED.get(*sent) {
+                let _ = connection.write_all(std::slice::from_ref(byte));
+                *sent += 1;
+            }
+        }
+    }
+}
+
+/// The status of the answer to `head`, a request head sent whole to `address`.
+pub fn status_of_request(address: &str, head: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    let mut connection = std::net::TcpStream::connect(address).unwrap();
+    connection
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // The server may answer and close before it has read all of an oversized head:
+    // what it answered first is read all the same.
+    let _ = connection.write_all(head);
+    let mut answer = Vec::new();
+    let _ = connection.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no answer: {answer:?}"))
+}
+
+/// A request head of more than 16 KiB (`path` with a long header), which both servers
+/// answer 431.
+pub fn oversized_head(path: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(32 * 1024)
+    )
+    .into_bytes()
+}

@@ -1,7 +1,7 @@
 //! The views of many runs: `latlab trend` on a store holding runs of two hosts, and
 //! `latlab serve` answering HTTP on loopback (its pages in a browser: `browser.rs`).
 
-use crate::common::{latlab, text, with_store};
+use crate::common::{latlab, oversized_head, status_of_request, text, with_store, SlowClients};
 use latlab_model::run::{Percentile, Run};
 use latlab_model::Nanos;
 use std::path::{Path, PathBuf};
@@ -307,6 +307,10 @@ impl Served {
     pub fn request(&self, method: &str, path: &str) -> (u16, String) {
         use std::io::{Read, Write};
         let mut connection = std::net::TcpStream::connect(&self.address).unwrap();
+        // A hang guard: no page takes this long.
+        connection
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
         write!(
             connection,
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
@@ -391,6 +395,37 @@ fn serve_answers_each_page_reads_only_and_stops_on_sigterm() {
         before,
         "the store is unchanged"
     );
+}
+
+/// 16 slow clients once held every thread of serve and locked everyone else out.
+#[test]
+fn serve_answers_while_many_slow_clients_are_connected_and_stops_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = farm_store(dir.path());
+    let mut served = Served::start(&store);
+    let mut slow = SlowClients::open(&served.address, "/", 64);
+    slow.trickle();
+    for path in ["/", "/run/last", "/trend"] {
+        let asked = std::time::Instant::now();
+        let (status, page) = served.request("GET", path);
+        assert_eq!(status, 200, "{path}: {page}");
+        eprintln!(
+            "64 slow clients: {path} answered in {:.2?}",
+            asked.elapsed()
+        );
+        slow.trickle();
+    }
+    assert_eq!(
+        status_of_request(&served.address, &oversized_head("/")),
+        431
+    );
+    let asked = std::time::Instant::now();
+    let status = served.stop();
+    eprintln!(
+        "64 slow clients: serve stopped {:.2?} after SIGTERM",
+        asked.elapsed()
+    );
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! (`promtool check metrics`, the OpenMetrics reference parser, a real Prometheus), and
 //! refused on an address nobody asked to expose.
 
-use crate::common::{latlab, latlab_path, serial, shared, text};
+use crate::common::{
+    latlab, latlab_path, oversized_head, serial, shared, status_of_request, text, SlowClients,
+};
 use crate::consumer_prometheus::{pipe, promtool, Prometheus, OPENMETRICS_PARSER};
 use latlab_model::run::Run;
 use std::collections::BTreeMap;
@@ -10,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A `latlab run --listen 127.0.0.1:0` going on; killed by its pid when dropped (a
 /// failing test included), and its files removed.
@@ -61,16 +63,41 @@ impl Live {
     }
 
     /// Asks it to stop (SIGINT, as Ctrl-C) and returns its exit code and the Run.
-    fn stop(mut self) -> (i32, Run) {
+    fn stop(self) -> (i32, Run) {
+        self.interrupt();
+        let (code, run, _) = self.wait(Duration::from_secs(60), || {});
+        (code, run)
+    }
+
+    /// Sends it SIGINT, as Ctrl-C does.
+    fn interrupt(&self) {
         let status = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
-        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+    }
+
+    /// Waits for it to end, calling `meanwhile` at each look: its exit code, the Run,
+    /// and how long it took. A hang guard: past `within` the test fails (and the run is
+    /// killed when dropped).
+    fn wait(mut self, within: Duration, mut meanwhile: impl FnMut()) -> (i32, Run, Duration) {
+        let start = Instant::now();
+        let code = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status.code().unwrap_or(-1);
+            }
+            assert!(
+                start.elapsed() < within,
+                "the run did not end within {within:?}"
+            );
+            meanwhile();
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let waited = start.elapsed();
         let run =
             crate::common::written_run(&std::fs::read_to_string(&self.json).unwrap()).unwrap();
-        (code, run)
+        (code, run, waited)
     }
 }
 
@@ -370,4 +397,70 @@ fn a_loads_work_is_served_live_and_grows() {
     assert_eq!(code, 4);
     // The kept run's load did at least the work served last.
     assert!(run.phases[0].loads[0].work as f64 >= work(&second));
+}
+
+/// The slow clients the endpoint is built against (one of them kept a 4 s run going
+/// for 41 s, and Ctrl-C waiting 27.5 s, when the endpoint read each request to its
+/// end): more of them than it serves at once, of every kind.
+const SLOW_CLIENTS: usize = 24;
+
+#[test]
+fn slow_clients_delay_neither_a_scrape_nor_the_runs_end() {
+    let _guard = shared();
+    let started = Instant::now();
+    let live = Live::start(&["-c", "0", "-d", "4s"]);
+    let address = format!("127.0.0.1:{}", live.port);
+    let mut slow = SlowClients::open(&address, "/metrics", SLOW_CLIENTS);
+    slow.trickle();
+    // Answered once the clients before it have had their time (2 s for a request head).
+    let asked = Instant::now();
+    let (status, _, metrics) = get(live.port, "/metrics", None);
+    let scraped = asked.elapsed();
+    assert_eq!(status, 200, "{metrics}");
+    assert_eq!(
+        status_of_request(&address, &oversized_head("/metrics")),
+        431
+    );
+    // Trickled at all the while, the run ends by itself.
+    let (code, run, _) = live.wait(Duration::from_secs(20), || slow.trickle());
+    let measured = run.phases[0].elapsed_ns.expect("a measured span");
+    eprintln!(
+        "{SLOW_CLIENTS} slow clients: a scrape answered in {scraped:.2?}; the run, which \
+         measured for {measured}, ended {:.2?} after it started",
+        started.elapsed()
+    );
+    assert_eq!(code, 0);
+    assert!(!run.interrupted);
+}
+
+#[test]
+fn ctrl_c_ends_a_run_promptly_whatever_its_clients_do() {
+    let _guard = shared();
+    let live = Live::start(&["-c", "0", "-d", "60s"]);
+    let address = format!("127.0.0.1:{}", live.port);
+    // Half of them before the scrapes, which are answered after they were let in
+    // (first come, first served): these are being served as the run stops.
+    let mut slow = SlowClients::open(&address, "/metrics", SLOW_CLIENTS / 2);
+    // Stopped while it measures.
+    for _ in 0..100 {
+        if counts(&get(live.port, "/metrics", None).2)
+            .values()
+            .any(|&c| c > 0)
+        {
+            break;
+        }
+        slow.trickle();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut more = SlowClients::open(&address, "/metrics", SLOW_CLIENTS / 2);
+    slow.trickle();
+    live.interrupt();
+    let (code, run, stopping) = live.wait(Duration::from_secs(10), || {
+        slow.trickle();
+        more.trickle();
+    });
+    eprintln!("{SLOW_CLIENTS} slow clients: the run ended {stopping:.2?} after SIGINT");
+    // Stopped before its duration: incomplete (exit 4).
+    assert_eq!(code, 4);
+    assert!(run.interrupted);
 }
