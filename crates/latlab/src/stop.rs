@@ -13,13 +13,6 @@ use std::sync::Arc;
 /// display nobody reads is no reason to stop.
 pub const ENDING: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 
-/// A flag set when one of `signals` arrives.
-pub fn flag_on(signals: &[i32]) -> Result<Arc<AtomicBool>, CliError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    raise_on(&stop, signals)?;
-    Ok(stop)
-}
-
 /// From now on, `stop` is set when one of `signals` arrives: a flag handed out before
 /// (to a store whose waits it cuts short) is raised from here on.
 pub fn raise_on(stop: &Arc<AtomicBool>, signals: &[i32]) -> Result<(), CliError> {
