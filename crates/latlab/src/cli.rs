@@ -561,7 +561,7 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
     /// Figures to judge: p99.9, p99, p50, mean, max, missed-rate (missed periods /
-    /// periods elapsed), or spike-rate[:LEVEL] (samples above LEVEL per hour; the base
+    /// periods elapsed), or spike-rate, spike-rate:LEVEL (samples above LEVEL per hour; the base
     /// run's spike level when none is given) (repeatable) [default: p99.9].
     #[arg(long = "metric", value_name = "METRIC")]
     pub metrics: Vec<String>,
@@ -811,7 +811,7 @@ pub struct TrendArgs {
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, missed (missed
-    /// periods per million), or spike-rate[:LEVEL] (samples above LEVEL per hour; each
+    /// periods per million), or spike-rate, spike-rate:LEVEL (samples above LEVEL per hour; each
     /// run's spike level when none is given).
     #[arg(long, value_name = "METRIC", default_value = "p99.9")]
     pub metric: String,
