@@ -9,6 +9,7 @@
 //! bursts (one disturbance, many late wake-ups): the count is then of samples, not of
 //! disturbances, and the interval is too narrow — said in docs/compare-and-report.md.
 
+use crate::hist::LatencyHistogram;
 use crate::run::{Run, Stream};
 use crate::threshold::Metric;
 use crate::Nanos;
@@ -81,8 +82,7 @@ impl SpikeRate {
     pub fn of_stream(stream: &Stream, above: Nanos, confidence: f64) -> Option<SpikeRate> {
         let histogram = stream.histogram.as_ref()?.decode().ok()?;
         let span = stream.elapsed_ns?;
-        let count = histogram.count_at_least(above.0.max(0) as u64 + 1);
-        SpikeRate::from_count(above, count, span, confidence)
+        SpikeRate::from_count(above, count_above(&histogram, above)?, span, confidence)
     }
 
     /// The rate of several streams or runs of one series together: their counts and
@@ -130,6 +130,18 @@ impl SpikeRate {
             RateChange::Same
         }
     }
+}
+
+/// The samples of `histogram` above `level` (within its 0.1 %); `None` when some are
+/// known only as bounds at or below the level (a source's overflow, "at least N"):
+/// whether they are above it is not known, and a count without them would be shown as
+/// the rate when it is only a lower bound.
+pub fn count_above(histogram: &LatencyHistogram, level: Nanos) -> Option<u64> {
+    let level = level.0.max(0) as u64;
+    if histogram.bounds().any(|b| b.at_least_ns <= level) {
+        return None;
+    }
+    Some(histogram.count_at_least(level + 1))
 }
 
 /// How a rate compares with an earlier one.
@@ -228,5 +240,17 @@ mod tests {
         assert_eq!(at(10).against(&at(12)), RateChange::Same);
         assert_eq!(at(40).against(&at(10)), RateChange::Higher);
         assert_eq!(at(0).against(&at(20)), RateChange::Lower);
+    }
+
+    /// Samples known only as "at least 200 µs" are above 300 µs or not: no count
+    /// above 300 µs, but one above 100 µs.
+    #[test]
+    fn samples_known_only_as_bounds_below_the_level_make_the_count_unknown() {
+        let mut h = LatencyHistogram::new();
+        h.record(50_000);
+        h.record_overflow(200_000, 3);
+        assert_eq!(count_above(&h, Nanos(300_000)), None);
+        assert_eq!(count_above(&h, Nanos(100_000)), Some(3));
+        assert_eq!(count_above(&h, Nanos(10_000)), Some(4));
     }
 }

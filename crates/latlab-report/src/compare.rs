@@ -228,7 +228,8 @@ impl RunFigures {
             .as_ref()
             .ok_or(Unknown::NotInSource(judged))?;
         let span = self.span.ok_or(Unknown::NotInSource(judged))?;
-        let count = histogram.count_at_least(level.0.max(0) as u64 + 1);
+        // Samples known only as bounds below the level: the count is not known.
+        let count = rate::count_above(histogram, level).ok_or(Unknown::NotInSource(judged))?;
         let rate = SpikeRate::from_count(level, count, span, rate::CONFIDENCE)
             .ok_or(Unknown::NotInSource(judged))?;
         Ok(Estimate {
@@ -326,7 +327,8 @@ impl std::fmt::Display for Unknown {
             Unknown::NoSamples => f.write_str("it has no samples"),
             Unknown::Uncounted => f.write_str("its source did not count its samples"),
             Unknown::NotInSource(Judged::SpikeRate(_)) => f.write_str(
-                "the spike rate is unknown: its source kept no histogram or no measured time",
+                "the spike rate is unknown: its source kept no histogram or no measured time, \
+                 or holds samples known only as bounds below the level",
             ),
             Unknown::NotInSource(Judged::MissedRate) => f.write_str(
                 "the missed-period rate is unknown: its source did not count missed periods",

@@ -71,13 +71,23 @@ fn largest_sample(decoded: &DecodedRun) -> Option<Block> {
 
 /// How often the streams' samples were above the run's spike level, together (their
 /// counts and measured times added), in one line; the report has them stream by stream.
+/// None when the streams measured different things (probes: their rates do not add)
+/// or a stream's rate is unknown (the line would leave it out unsaid).
 fn spike_rate(decoded: &DecodedRun) -> Option<Block> {
     let level = rate::level_of(decoded.run);
+    let first = decoded.streams.first()?;
+    if decoded
+        .streams
+        .iter()
+        .any(|s| s.stream.probe != first.stream.probe)
+    {
+        return None;
+    }
     let rates: Vec<SpikeRate> = decoded
         .streams
         .iter()
-        .filter_map(|s| SpikeRate::of_stream(s.stream, level, rate::CONFIDENCE))
-        .collect();
+        .map(|s| SpikeRate::of_stream(s.stream, level, rate::CONFIDENCE))
+        .collect::<Option<_>>()?;
     let all = SpikeRate::combined(&rates)?;
     let per = match rates.len() {
         1 => "per hour".to_string(),
