@@ -83,10 +83,11 @@ impl BreakTrace {
             .ok()
             .map(|s| s.trim().to_string());
         // Noted first: a run killed from here on leaves tracing on, and the note is how
-        // the next run's sweep knows to turn it off again.
+        // the next run's sweep knows to turn it off again. Noted also when tracing was
+        // on already: while this run lives, no sweep turns tracing off under it.
         let note = match original_on.as_deref() {
-            Some(off) if off != "1" => Some(note_tracing_on(&root, off)?),
-            _ => None,
+            Some(found) => Some(note_tracing_on(&root, found)?),
+            None => None,
         };
         tracing_on
             .write_all(b"1")
@@ -171,11 +172,25 @@ fn note_tracing_on(root: &Path, original: &str) -> Result<PathBuf, RtError> {
 }
 
 /// Turns tracing back to what a killed `--breaktrace` run found (its note, when its
-/// process no longer runs), and removes the note; says what it restored.
+/// process no longer runs), and removes the note; says what it restored. While another
+/// run's break trace is armed, nothing is touched: its run restores what it found, and
+/// a later sweep what the killed one found.
 pub fn sweep_tracing_on() -> Vec<String> {
-    let owner_of = |name: &str| name.strip_prefix(NOTE_PREFIX)?.parse().ok();
+    let owner_of = |name: &str| name.strip_prefix(NOTE_PREFIX)?.parse::<u32>().ok();
+    let shm = Path::new("/dev/shm");
+    // A break trace still armed (its run lives) keeps tracing on: not turned off under it.
+    let armed_elsewhere = fs::read_dir(shm).into_iter().flatten().flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .and_then(owner_of)
+            .is_some_and(crate::process::is_alive)
+    });
     let mut restored = Vec::new();
-    for left in crate::process::leftovers(Path::new("/dev/shm"), owner_of, |t| t.is_file()) {
+    if armed_elsewhere {
+        // Kept for a sweep after that run has ended.
+        return restored;
+    }
+    for left in crate::process::leftovers(shm, owner_of, |t| t.is_file()) {
         let note = fs::read_to_string(&left.path).unwrap_or_default();
         let mut lines = note.lines();
         if let (Some(value @ "0"), Some(root)) = (lines.next(), lines.next()) {

@@ -404,9 +404,13 @@ fn breaktrace_stops_at_the_first_sample_over_the_limit() {
 }
 
 /// A `-b` run killed while armed leaves tracing on (it never got to turn it back):
-/// the next run's sweep turns it off, as the killed run found it, and says so.
+/// the next run's sweep turns it off, as the killed run found it, and says so — but
+/// not while another run's break trace is armed, which keeps tracing on until it ends.
 #[test]
 fn tracing_left_on_by_a_killed_breaktrace_run_is_turned_off_by_the_next_run() {
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
     let _guard = serial();
     let restore = TracefsRestore::capture();
     let Some(_) = &restore.tracing_on else {
@@ -414,42 +418,85 @@ fn tracing_left_on_by_a_killed_breaktrace_run_is_turned_off_by_the_next_run() {
     };
     let on = std::path::Path::new(restore.root).join("tracing_on");
     std::fs::write(&on, "0").unwrap();
-    let mut run = std::process::Command::new(crate::common::latlab_path())
-        .args([
-            "run",
-            "-c",
-            "0",
-            "-d",
-            "60s",
-            "-b",
-            "10s",
-            "-q",
-            "--no-store",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while restore.tracing_on().trim() != "1" && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    // A 60 s run with a break trace armed, once it has noted what it found.
+    let armed = || -> (Child, PathBuf) {
+        let child = Command::new(crate::common::latlab_path())
+            .args([
+                "run",
+                "-c",
+                "0",
+                "-d",
+                "60s",
+                "-b",
+                "10s",
+                "-q",
+                "--no-store",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let note = PathBuf::from(format!("/dev/shm/latlab-tracing-on-{}", child.id()));
+        let until = Instant::now() + Duration::from_secs(20);
+        while !(note.exists() && restore.tracing_on().trim() == "1") && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(note.exists(), "the armed run noted tracing_on");
+        (child, note)
+    };
+    let short = || {
+        let out = latlab()
+            .args(["run", "-c", "0", "-d", "100ms", "-q", "--no-store"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        crate::common::text(&out.stderr)
+    };
+    // Ended by pid if the test fails half-way, so no 60 s run outlives it.
+    struct Ended(Vec<u32>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            for pid in &self.0 {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        }
     }
-    run.kill().unwrap();
-    run.wait().unwrap();
+    // The killed run found tracing off; another armed after it found it on.
+    let (mut killed, killed_note) = armed();
+    let mut ended = Ended(vec![killed.id()]);
+    let (mut other, other_note) = armed();
+    ended.0.push(other.id());
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    // Reaped: its pid is no longer ours to signal.
+    ended.0.retain(|pid| *pid != killed.id());
+    let err = short();
     assert_eq!(
         restore.tracing_on().trim(),
         "1",
-        "the armed run turned tracing on"
+        "off under an armed break trace: {err}"
     );
-    let out = latlab()
-        .args(["run", "-c", "0", "-d", "100ms", "-q", "--no-store"])
-        .output()
-        .unwrap();
-    let err = crate::common::text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    assert!(killed_note.exists(), "the killed run's note waits: {err}");
+    // The other ends as asked, setting back what it found (on); then the next sweep
+    // sets back what the killed one found.
+    crate::common::await_handler(other.id(), libc::SIGINT);
+    let _ = Command::new("kill")
+        .args(["-INT", &other.id().to_string()])
+        .status();
+    other.wait().unwrap();
+    ended.0.clear();
+    assert!(!other_note.exists(), "an ended run's note is removed");
+    assert_eq!(restore.tracing_on().trim(), "1");
+    let err = short();
     assert_eq!(restore.tracing_on().trim(), "0", "{err}");
     assert!(err.contains("tracing_on set back to 0"), "{err}");
-    assert!(err.contains(&format!("latlab pid {}", run.id())), "{err}");
+    assert!(
+        err.contains(&format!("latlab pid {}", killed.id())),
+        "{err}"
+    );
+    assert!(!killed_note.exists(), "{err}");
 }
 
 #[test]
