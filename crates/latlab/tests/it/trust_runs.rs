@@ -1068,31 +1068,39 @@ fn the_tracefs_instance_of_a_killed_run_is_removed_by_the_next() {
     assert!(!left.0.exists(), "{err}");
 }
 
-#[test]
-fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
-    let _guard = shared();
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("grandchild.pid");
-    // The command, and a grandchild in a session of its own, out of the group's reach.
+/// A 30 s run in `dir` with an exec load whose grandchild leaves the group in a session
+/// of its own; returns latlab and, once the load runs, that grandchild's pid.
+fn run_with_an_escaping_load(dir: &Path) -> (std::process::Child, u32) {
+    let pid_file = dir.join("grandchild.pid");
     let load = format!(
         "exec:setsid sleep 300 & echo $! > {}; sleep 300",
         pid_file.display()
     );
-    let mut child = std::process::Command::new(latlab_path())
+    let child = std::process::Command::new(latlab_path())
         .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store", "--load"])
         .arg(&load)
         .arg("--load-dir")
-        .arg(dir.path())
+        .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let latlab = child.id();
-    let grandchild: u32 = wait_for_line(&pid_file, Duration::from_secs(20))
+    let mut started = KillOnDrop(vec![child.id()]);
+    let grandchild = wait_for_line(&pid_file, Duration::from_secs(20))
         .expect("the exec load starts")
         .trim()
         .parse()
         .unwrap();
+    started.0.clear();
+    (child, grandchild)
+}
+
+#[test]
+fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
+    let _guard = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, grandchild) = run_with_an_escaping_load(dir.path());
+    let latlab = child.id();
     let tree = process_tree(latlab);
     let mut cleanup = KillOnDrop(tree.iter().map(|p| p.pid).collect());
     cleanup.0.push(grandchild);
@@ -1132,25 +1140,7 @@ fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
 fn the_next_run_ends_what_a_killed_runs_load_left_running() {
     let _guard = shared();
     let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("escaped.pid");
-    let load = format!(
-        "exec:setsid sleep 300 & echo $! > {}; sleep 300",
-        pid_file.display()
-    );
-    let mut child = std::process::Command::new(latlab_path())
-        .args(["run", "-c", "1", "-d", "30s", "-q", "--no-store", "--load"])
-        .arg(&load)
-        .arg("--load-dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let escaped: u32 = wait_for_line(&pid_file, Duration::from_secs(20))
-        .expect("the exec load starts")
-        .trim()
-        .parse()
-        .unwrap();
+    let (mut child, escaped) = run_with_an_escaping_load(dir.path());
     let mut cleanup = KillOnDrop(vec![escaped]);
     let escaped = observe(escaped).expect("the escaped process runs");
     // Everything but the escaped process, killed at once: no worker lives to end it.
@@ -1162,6 +1152,8 @@ fn the_next_run_ends_what_a_killed_runs_load_left_running() {
             .status();
     }
     child.wait().unwrap();
+    // Killed: their pids are no longer ours to signal.
+    cleanup.0.retain(|pid| *pid == escaped.pid);
     assert!(still_there(escaped), "the escaped process outlived its run");
     let out = latlab()
         .args(["run", "-c", "0", "-d", "100ms", "-q", "--no-store"])
