@@ -524,8 +524,9 @@ fn runs_are_stored_and_listed() {
 
 #[test]
 fn a_corrupt_store_is_a_clear_error_before_measuring() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     std::fs::write(
@@ -849,8 +850,9 @@ fn a_load_that_dies_early_is_reported_with_its_status() {
 
 #[test]
 fn loads_that_cannot_start_fail_before_measuring() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str)] = &[
         ("disk:size=100000G", "no space for the disk load"),

@@ -119,8 +119,9 @@ fn a_bad_file_imports_nothing_and_names_its_line() {
 
 #[test]
 fn a_run_exported_as_cyclictest_histogram_imports_with_the_same_count_min_and_max() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let (code, _, err) = with_store(&store, &["run", "-c", "0", "-d", "1s", "-q"]);
@@ -169,8 +170,9 @@ fn a_run_exported_as_cyclictest_histogram_imports_with_the_same_count_min_and_ma
 
 #[test]
 fn latlab_run_json_imports_as_it_is() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let json = dir.path().join("run.json");

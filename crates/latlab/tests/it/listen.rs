@@ -257,8 +257,9 @@ fn a_real_prometheus_scrapes_the_live_endpoint() {
 
 #[test]
 fn listen_refuses_other_addresses_than_loopback_unless_asked_and_a_taken_port() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let json = json.to_str().unwrap();

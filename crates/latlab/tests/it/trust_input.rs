@@ -23,8 +23,9 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn a_scenario_that_is_a_device_a_fifo_or_huge_is_refused_without_reading_it() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("scenario.fifo");
     let status = std::process::Command::new("mkfifo")
@@ -139,8 +140,9 @@ impl Drop for ReadOnlyMount {
 
 #[test]
 fn loads_in_a_read_only_directory_are_refused_as_read_only_not_as_out_of_space() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     // Full and read-only: the free-space check used to speak first ("no space").
     let full = ReadOnlyMount::new("4k");
     let roomy = ReadOnlyMount::new("200m");

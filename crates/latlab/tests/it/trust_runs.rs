@@ -452,8 +452,9 @@ fn stored_ids(store: &Path) -> Vec<String> {
 
 #[test]
 fn an_output_path_that_is_the_store_is_refused() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_a_run(dir.path());
     let before = stored_ids(&store);
@@ -680,8 +681,9 @@ fn effective_uid() -> u32 {
 
 #[test]
 fn a_store_that_cannot_be_written_is_still_read_and_says_why() {
-    // A `latlab run` may sweep what killed runs left: not while a test looks at theirs.
-    let _serial = crate::common::serial();
+    // A `latlab run` sweeps what killed runs left: never while a test that looks at
+    // theirs holds the slot whole.
+    let _shared = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     // Owned by root, readable by all: nobody may read it, not write it, nor its directory.
     std::fs::set_permissions(
@@ -1138,7 +1140,8 @@ fn a_sigkilled_runs_exec_load_ends_with_it_grandchildren_too() {
 /// worker killed at once, so nobody was left to end it) is ended by the next run.
 #[test]
 fn the_next_run_ends_what_a_killed_runs_load_left_running() {
-    let _guard = shared();
+    // Whole: any other run's sweep would end the orphan before this test's next run.
+    let _guard = serial();
     let dir = tempfile::tempdir().unwrap();
     let (mut child, escaped) = run_with_an_escaping_load(dir.path());
     let mut cleanup = KillOnDrop(vec![escaped]);
