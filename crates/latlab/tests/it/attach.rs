@@ -18,7 +18,10 @@ pub(crate) fn rust_example() -> PathBuf {
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let built = Command::new(cargo)
-                .args(["build", "-q", "-p", "latlab-periodic", "--example", "loop"])
+                // The workspace's examples, resolved as `cargo test --workspace` resolves
+                // them (which built them already): `-p latlab-periodic` alone resolves
+                // features otherwise and rebuilt it and cbindgen, for 10-30 s.
+                .args(["build", "-q", "--locked", "--workspace", "--examples"])
                 .status()
                 .unwrap();
             assert!(built.success(), "cargo could not build the example `loop`");
