@@ -23,6 +23,7 @@ mod causes;
 mod text;
 
 use latlab_model::explain::CauseTotal;
+use latlab_model::rate::SpikeRate;
 use latlab_model::run::LoadRecord;
 use latlab_model::Nanos;
 use text::{escape_label, seconds, Family, Kind, Sample};
@@ -89,6 +90,10 @@ pub struct StreamFigures {
     pub last_second_max: Option<Nanos>,
     /// The largest sample of the last 5 minutes (live only).
     pub five_minute_max: Option<Nanos>,
+    /// How often its samples were above the run's spike level, when countable (a
+    /// kept Run's histogram with no sample known only as a bound at or below the
+    /// level; a live scrape has none).
+    pub spikes: Option<SpikeRate>,
 }
 
 /// A cumulative histogram's finite buckets. Samples known only as bounds ("at least
@@ -163,6 +168,7 @@ impl Exposition {
                     .collect(),
             });
         }
+        families.extend(spike_families(&self.streams, &labels));
         families.extend(self.load_families());
         families.extend(causes::families(
             &self.run_labels(),
@@ -339,6 +345,92 @@ const SCALARS: [Scalar; 6] = [
     },
 ];
 
+/// A figure of a stream's spike rate, one family each.
+struct SpikeFigure {
+    name: &'static str,
+    kind: Kind,
+    unit: &'static str,
+    help: &'static str,
+    /// Whether the figure is an end of the interval, labelled with its confidence.
+    interval: bool,
+    value: fn(&SpikeRate) -> String,
+}
+
+const SPIKE_FIGURES: [SpikeFigure; 5] = [
+    SpikeFigure {
+        name: "latlab_spikes",
+        kind: Kind::Counter,
+        unit: "",
+        help: "Samples above the spike level (label level, in seconds).",
+        interval: false,
+        value: |r| r.count.to_string(),
+    },
+    SpikeFigure {
+        name: "latlab_spike_span_seconds",
+        kind: Kind::Gauge,
+        unit: "seconds",
+        help: "The measured time the spikes were counted in.",
+        interval: false,
+        value: |r| seconds(r.span_ns.0 as f64),
+    },
+    SpikeFigure {
+        name: "latlab_spike_rate_per_hour",
+        kind: Kind::Gauge,
+        unit: "",
+        help: "Samples above the spike level per hour of measuring.",
+        interval: false,
+        value: |r| r.per_hour.to_string(),
+    },
+    SpikeFigure {
+        name: "latlab_spike_rate_low_per_hour",
+        kind: Kind::Gauge,
+        unit: "",
+        help: "The low end of the spike rate's Poisson interval (label confidence).",
+        interval: true,
+        value: |r| r.per_hour_low.to_string(),
+    },
+    SpikeFigure {
+        name: "latlab_spike_rate_high_per_hour",
+        kind: Kind::Gauge,
+        unit: "",
+        help: "The high end of the spike rate's Poisson interval (label confidence).",
+        interval: true,
+        value: |r| r.per_hour_high.to_string(),
+    },
+];
+
+/// The spike rate of every stream whose spikes could be counted: the count, the time
+/// it is over, the rate and its interval, labelled with the level (and the interval's
+/// confidence) besides the stream's labels. A stream whose count is not known has no
+/// series, never a 0.
+fn spike_families(streams: &[StreamFigures], labels: &[String]) -> Vec<Family> {
+    SPIKE_FIGURES
+        .iter()
+        .map(|figure| Family {
+            name: figure.name,
+            kind: figure.kind,
+            unit: figure.unit,
+            help: figure.help,
+            samples: streams
+                .iter()
+                .zip(labels)
+                .filter_map(|(s, l)| {
+                    let rate = s.spikes.as_ref()?;
+                    let mut more = vec![("level", seconds(rate.above_ns.0 as f64))];
+                    if figure.interval {
+                        more.push(("confidence", rate.confidence.to_string()));
+                    }
+                    Some(Sample {
+                        suffix: figure.kind.suffix(),
+                        labels: format!("{l},{}", join(&more)),
+                        value: (figure.value)(rate),
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// The histogram of the streams that keep one: their finite buckets, `+Inf` (every
 /// sample, those known only as bounds included), and `_sum` and `_count` when the sum
 /// is known (OpenMetrics allows a histogram's `_count` only beside its `_sum`).
@@ -480,6 +572,50 @@ mod tests {
                 "\"0.000002\"} 3",
                 "\"0.000004\"} 4",
                 "\"+Inf\"} 5"
+            ]
+        );
+    }
+
+    /// A stream's spike rate: its count, span, rate and interval, each labelled with
+    /// the level; the interval's ends with their confidence too.
+    #[test]
+    fn a_streams_spike_rate_is_five_series_labelled_with_its_level() {
+        let rate =
+            SpikeRate::from_count(Nanos(100_000), 3, Nanos(3_600_000_000_000), 0.95).unwrap();
+        let exposition = Exposition {
+            streams: vec![
+                StreamFigures {
+                    spikes: Some(rate),
+                    ..stream()
+                },
+                StreamFigures {
+                    index: 1,
+                    ..stream()
+                },
+            ],
+            ..Exposition::default()
+        };
+        let text = exposition.write(Dialect::OpenMetrics);
+        let spikes: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("latlab_spike"))
+            .collect();
+        let series =
+            "probe=\"timer\",method=\"abs\",phase=\"main\",stream=\"0\",cpu=\"1\",level=\"0.0001\"";
+        assert_eq!(
+            spikes,
+            [
+                format!("latlab_spikes_total{{{series}}} 3"),
+                format!("latlab_spike_span_seconds{{{series}}} 3600.0"),
+                format!("latlab_spike_rate_per_hour{{{series}}} 3"),
+                format!(
+                    "latlab_spike_rate_low_per_hour{{{series},confidence=\"0.95\"}} {}",
+                    rate.per_hour_low
+                ),
+                format!(
+                    "latlab_spike_rate_high_per_hour{{{series},confidence=\"0.95\"}} {}",
+                    rate.per_hour_high
+                ),
             ]
         );
     }

@@ -159,6 +159,8 @@ fn figures(id: &StreamId, live: &LiveStats, ring: Option<&Ring>) -> StreamFigure
         max: snapshot.max_ns.map(Nanos),
         last_second_max: ring.and_then(|r| r.last).map(Nanos),
         five_minute_max: ring.and_then(Ring::max).map(Nanos),
+        // The live buckets are coarse: a count above the level would be a guess.
+        spikes: None,
     }
 }
 

@@ -15,6 +15,11 @@
 //! `published`, the paper and table its figures come from. A fact the Run lacks is an
 //! absent label or an absent sample, never a 0.
 //!
+//! Each stream whose samples above the run's spike level can be counted (`--spike`,
+//! else `--max`, else 100 µs; see `latlab_model::rate`) has `latlab_spikes_total`, the
+//! span they were counted in and the rate per hour with its 95 % Poisson interval,
+//! labelled `level` (seconds) and, on the interval's ends, `confidence`.
+//!
 //! A Run measured with `--explain` adds counters per cause (`openmetrics/causes.rs`):
 //! `latlab_spike_cause_seconds_total` and `latlab_spike_cause_spikes_total`, labelled
 //! `run`, `host`, `phase`, `cpu`, `cause` (as `latlab explain` names it) and `kind`,
@@ -32,6 +37,7 @@ use crate::metrics::{
     Buckets, Dialect, ExplainOutcomes, Exposition, PhaseLoad, RunLabels, StreamFigures,
 };
 use buckets::StreamValues;
+use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{percentile_key, Run, Stream, REPORTED_PERCENTILES};
 use latlab_model::Nanos;
 
@@ -87,6 +93,7 @@ fn exposition(run: &Run) -> Result<Exposition, ExportError> {
         .map(|(s, h)| h.as_ref().map(|h| StreamValues::new(s, h)))
         .collect();
     let bounds = buckets::span(&values.iter().flatten().collect::<Vec<_>>());
+    let level = rate::level_of(run);
     let streams = run
         .streams
         .iter()
@@ -114,6 +121,7 @@ fn exposition(run: &Run) -> Result<Exposition, ExportError> {
             max: s.stats.max_ns,
             last_second_max: None,
             five_minute_max: None,
+            spikes: SpikeRate::of_stream(s, level, rate::CONFIDENCE),
         })
         .collect();
     let explain = run.explain.as_ref().filter(|e| e.unavailable.is_none());
@@ -251,6 +259,11 @@ mod tests {
                 "# TYPE latlab_missed_periods counter",
                 "# TYPE latlab_early_wakes counter",
                 "# TYPE latlab_max_seconds gauge",
+                "# TYPE latlab_spikes counter",
+                "# TYPE latlab_spike_span_seconds gauge",
+                "# TYPE latlab_spike_rate_per_hour gauge",
+                "# TYPE latlab_spike_rate_low_per_hour gauge",
+                "# TYPE latlab_spike_rate_high_per_hour gauge",
             ]
         );
         assert!(text
@@ -260,6 +273,7 @@ mod tests {
                 || l.starts_with("latlab_samples_total")
                 || l.starts_with("latlab_missed_periods")
                 || l.starts_with("latlab_early_wakes")
+                || l.starts_with("latlab_spike")
                 || l.starts_with("latlab_max_seconds")));
     }
 
