@@ -96,21 +96,24 @@ fn owed_whole(outbox: &Path, url: &str, name: &str) -> Run {
         "kept as it ended: {:?}",
         run.progress
     );
-    let s = &run.streams[0];
-    let periods = s.samples + s.missed_periods.unwrap();
-    let period = s.period_ns.unwrap().0;
-    match run.interrupted {
-        // The last period may be cut by the signal.
-        true => assert!(
-            periods.abs_diff((s.elapsed_ns.unwrap().0 / period) as u64) <= 1,
-            "{periods} periods in {:?}",
-            s.elapsed_ns
-        ),
-        false => assert_eq!(
-            periods,
-            (run.plan.duration_ns.unwrap().0 / period) as u64,
-            "every period of the duration"
-        ),
+    // A signal that came before the first phase leaves a Run without streams.
+    assert!(run.interrupted || !run.streams.is_empty(), "{run:?}");
+    for s in &run.streams {
+        let periods = s.samples + s.missed_periods.unwrap();
+        let period = s.period_ns.unwrap().0;
+        match run.interrupted {
+            // The last period may be cut by the signal.
+            true => assert!(
+                periods.abs_diff((s.elapsed_ns.unwrap().0 / period) as u64) <= 1,
+                "{periods} periods in {:?}",
+                s.elapsed_ns
+            ),
+            false => assert_eq!(
+                periods,
+                (run.plan.duration_ns.unwrap().0 / period) as u64,
+                "every period of the duration"
+            ),
+        }
     }
     run
 }
