@@ -99,6 +99,22 @@ impl Percentile {
         }
     }
 
+    /// The worst (largest) of several figures, a bound when any of them is one: the
+    /// figure behind a bound may lie above every other. `None` when there are none.
+    pub fn worst_of(figures: impl IntoIterator<Item = Percentile>) -> Option<Percentile> {
+        let (mut worst, mut bound) = (None::<Nanos>, false);
+        for figure in figures {
+            worst = worst.max(Some(figure.value()));
+            bound |= figure.is_bound();
+        }
+        Some(match bound {
+            true => Percentile::AtLeast {
+                at_least_ns: worst?,
+            },
+            false => Percentile::Exact(worst?),
+        })
+    }
+
     /// `≥ ` for a bound, nothing for a value: the prefix of a printed figure.
     pub fn prefix(self) -> &'static str {
         if self.is_bound() {
@@ -664,6 +680,19 @@ fn put_zig_zag(value: i64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_worst_of_figures_is_a_bound_when_any_is_one() {
+        let exact = |us: i64| Percentile::Exact(Nanos(us * 1_000));
+        let bound = |us: i64| Percentile::AtLeast {
+            at_least_ns: Nanos(us * 1_000),
+        };
+        assert_eq!(Percentile::worst_of([]), None);
+        assert_eq!(Percentile::worst_of([exact(3), exact(9)]), Some(exact(9)));
+        // The bound's sample may lie above 9 µs.
+        assert_eq!(Percentile::worst_of([bound(2), exact(9)]), Some(bound(9)));
+        assert_eq!(Percentile::worst_of([exact(3), bound(12)]), Some(bound(12)));
+    }
 
     #[test]
     fn records_clamps_and_counts() {

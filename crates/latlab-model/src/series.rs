@@ -7,9 +7,15 @@
 //! A wake-up latency, an OS-noise gap and a clock-read cost never share a series, nor
 //! do two rigs, nor an import and a measurement.
 //!
+//! A run's [`SeriesFigures`] are what a farm's view needs of it per series without
+//! reading the whole Run again: the store keeps them beside its index.
+//!
 //! [`HostFacts::rig`]: crate::run::HostFacts::rig
 
-use crate::run::{ProbePlan, Run, Stream};
+use crate::rate::{self, SpikeRate};
+use crate::run::{Percentile, ProbePlan, Run, Stream};
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
 
 /// The timer probe's name in its streams.
 const PROBE_TIMER: &str = "timer";
@@ -17,7 +23,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 /// What makes runs' figures comparable: one series.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SeriesKey {
     /// The rig: `rig:ID` from its stable identity, `host:NAME` when only the host name
     /// is known, `unknown` when neither is.
@@ -129,6 +135,59 @@ impl SeriesKey {
     }
 }
 
+/// One run's figures in one of its series: its streams of the series' probe. Unknown
+/// is `None`, never 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesFigures {
+    /// The series.
+    pub key: SeriesKey,
+    /// Samples of its streams together.
+    pub samples: u64,
+    /// The largest sample of its streams; `None` when a stream with samples lacks it.
+    pub max_ns: Option<Nanos>,
+    /// The worst p99.9 of its streams (a bound when one stream's is); `None` when a
+    /// stream with samples lacks it.
+    pub p99_9: Option<Percentile>,
+    /// Its streams' samples above the run's spike level ([`rate::level_of`]) per hour
+    /// of their measured time; `None` when a stream's count or time is not known.
+    pub spike_rate: Option<SpikeRate>,
+}
+
+impl SeriesFigures {
+    /// The figures of each series of `run`, in [`SeriesKey::of_run`]'s order.
+    pub fn of_run(run: &Run) -> Vec<SeriesFigures> {
+        let level = rate::level_of(run);
+        SeriesKey::of_run(run)
+            .into_iter()
+            .map(|key| {
+                let streams: Vec<&Stream> = run
+                    .streams
+                    .iter()
+                    .filter(|s| s.probe == key.probe)
+                    .collect();
+                let sampled = || streams.iter().filter(|s| s.samples > 0);
+                let rates: Option<Vec<SpikeRate>> = streams
+                    .iter()
+                    .map(|s| SpikeRate::of_stream(s, level, rate::CONFIDENCE))
+                    .collect();
+                SeriesFigures {
+                    samples: streams.iter().map(|s| s.samples).sum(),
+                    max_ns: sampled()
+                        .map(|s| s.stats.max_ns)
+                        .collect::<Option<Vec<Nanos>>>()
+                        .and_then(|all| all.into_iter().max()),
+                    p99_9: sampled()
+                        .map(|s| s.stats.percentile(99.9))
+                        .collect::<Option<Vec<Percentile>>>()
+                        .and_then(Percentile::worst_of),
+                    spike_rate: rates.and_then(|r| SpikeRate::combined(&r)),
+                    key,
+                }
+            })
+            .collect()
+    }
+}
+
 impl fmt::Display for SeriesKey {
     /// `rig:m-0123… · latlab · timer abs 1 ms fifo:95 · cpu 1 · load none`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -167,6 +226,39 @@ mod tests {
         assert!(s.rig.starts_with("host:"), "{}", s.rig);
         assert_eq!(s.id().len(), 12);
         assert_eq!(s.id(), SeriesKey::of_run(&run)[0].id(), "stable");
+    }
+
+    #[test]
+    fn a_runs_figures_per_series_are_its_worst_streams_and_unknown_stays_unknown() {
+        let mut run = fixture::run();
+        let figures = SeriesFigures::of_run(&run);
+        assert_eq!(figures.len(), 1);
+        let one = &figures[0];
+        assert_eq!(one.key, SeriesKey::of_run(&run)[0]);
+        assert_eq!(
+            one.samples,
+            run.streams.iter().map(|s| s.samples).sum::<u64>()
+        );
+        let maxima = run.streams.iter().filter_map(|s| s.stats.max_ns);
+        assert_eq!(one.max_ns, maxima.max());
+        let p999 = run.streams.iter().filter_map(|s| s.stats.percentile(99.9));
+        assert_eq!(one.p99_9, Percentile::worst_of(p999));
+        assert!(one.spike_rate.is_some());
+        // A stream without a p99.9 or a histogram: unknown, not its sibling's.
+        run.streams[0].stats.percentiles_ns.clear();
+        run.streams[0].histogram = None;
+        let unknown = &SeriesFigures::of_run(&run)[0];
+        assert_eq!((unknown.p99_9, unknown.spike_rate), (None, None));
+        assert_eq!(unknown.max_ns, one.max_ns);
+        // A probe of its own is a series of its own.
+        let mut two = fixture::run();
+        two.streams[1].probe = "noise".to_string();
+        let figures = SeriesFigures::of_run(&two);
+        assert_eq!(figures.len(), 2);
+        assert_eq!(figures.iter().map(|f| f.samples).sum::<u64>(), one.samples);
+        let json = serde_json::to_string(&figures).unwrap();
+        let back: Vec<SeriesFigures> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, figures);
     }
 
     #[test]
