@@ -7,6 +7,7 @@
 use crate::error::CliError;
 use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::Run;
+use latlab_model::series::SeriesFigures;
 use latlab_model::stamp::rfc3339;
 use latlab_store::{
     is_url, redact, FarmStore, PostgresStore, RunFilter, RunStore, RunSummary, SqliteStore,
@@ -286,6 +287,12 @@ impl RunStore for DeadInMemory {
             self.mark(id, &mut run.progress);
         }
         Ok(run)
+    }
+    fn series_figures(
+        &self,
+        runs: &[RunSummary],
+    ) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+        self.store.series_figures(runs)
     }
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {
         self.store.remove(ids)

@@ -8,6 +8,8 @@ use crate::postgres::{redact, PostgresStore};
 use crate::{recover_where, Rig, RunFilter, RunStore, RunSummary, SqliteStore, StoreError};
 use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::Run;
+use latlab_model::series::SeriesFigures;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -161,6 +163,13 @@ impl RunStore for FarmStore {
 
     fn load(&self, id: &str) -> Result<Option<Run>, StoreError> {
         self.reader().load(id)
+    }
+
+    fn series_figures(
+        &self,
+        runs: &[RunSummary],
+    ) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+        self.reader().series_figures(runs)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {

@@ -39,7 +39,9 @@ pub use summary::{RunFilter, RunSummary};
 
 use latlab_model::progress::{DeathCause, Progress, RunState};
 use latlab_model::run::Run;
+use latlab_model::series::SeriesFigures;
 use latlab_model::stamp::rfc3339;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -48,8 +50,9 @@ use std::time::{Duration, SystemTime};
 /// the listing's probes, periods, CPUs, duration and loads; 4: a run's progress, so a
 /// run is kept from its start and extended at every checkpoint; 5: the outbox, the runs
 /// owed to a central store that could not be reached; 6: names unique by an index, the
-/// runs that shared a name before kept as they were).
-pub const SCHEMA_VERSION: i64 = 6;
+/// runs that shared a name before kept as they were; 7: each run's figures per series,
+/// for the farm view).
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// How long a writer waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -336,6 +339,17 @@ pub trait RunStore {
             .collect())
     }
 
+    /// Each of `runs`' figures per series ([`SeriesFigures`]), by run id: what a farm's
+    /// view needs of every run beside its summary. A run removed since it was listed
+    /// is left out. This default reads each Run whole; a store that keeps the figures
+    /// beside its index reads only them.
+    fn series_figures(
+        &self,
+        runs: &[RunSummary],
+    ) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+        series_figures_of_runs(self, runs)
+    }
+
     /// Finds the runs still marked running whose process is gone (`alive(progress)`
     /// is false: see `latlab_rt::process::is_same_process_alive`) or that started on another boot than `this_boot`, and marks them died,
     /// keeping everything up to their last checkpoint. Returns each with its cause.
@@ -357,6 +371,20 @@ pub trait RunStore {
             reason: "it vanished from the store".to_string(),
         })
     }
+}
+
+/// [`RunStore::series_figures`] from each Run whole.
+pub(crate) fn series_figures_of_runs<S: RunStore + ?Sized>(
+    store: &S,
+    runs: &[RunSummary],
+) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+    let mut figures = BTreeMap::new();
+    for summary in runs {
+        if let Some(run) = store.load(&summary.id)? {
+            figures.insert(summary.id.clone(), SeriesFigures::of_run(&run));
+        }
+    }
+    Ok(figures)
 }
 
 /// [`RunStore::recover`] for the running runs `mine` picks.

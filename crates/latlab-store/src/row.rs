@@ -5,6 +5,7 @@
 
 use crate::summary::Listing;
 use latlab_model::run::{Percentile, Run, Stream};
+use latlab_model::series::SeriesFigures;
 
 /// A [`Listing`] as the store's columns hold it: lists and tags as JSON text, `NULL`
 /// for unknown (and for no tags).
@@ -85,17 +86,12 @@ pub(crate) fn worst(run: &Run, f: impl Fn(&Stream) -> Option<i64>) -> Option<i64
 /// The worst p99.9 over the run's streams: a bound when any stream's is one (its sample
 /// may lie above every other stream's).
 pub(crate) fn worst_p99_9(run: &Run) -> Option<Percentile> {
-    let all: Vec<Percentile> = run
-        .streams
-        .iter()
-        .filter_map(|s| s.stats.percentile(99.9))
-        .collect();
-    let value = all.iter().map(|p| p.value()).max()?;
-    Some(if all.iter().any(|p| p.is_bound()) {
-        Percentile::AtLeast { at_least_ns: value }
-    } else {
-        Percentile::Exact(value)
-    })
+    Percentile::worst_of(run.streams.iter().filter_map(|s| s.stats.percentile(99.9)))
+}
+
+/// `run`'s figures per series as the index keeps them.
+pub(crate) fn series_json(run: &Run) -> String {
+    serde_json::to_string(&SeriesFigures::of_run(run)).expect("figures always serialise")
 }
 
 /// What a run's row holds beside its id, scenario and degraded flag: the same for
@@ -111,6 +107,9 @@ pub(crate) struct IndexRow {
     pub(crate) json: String,
     pub(crate) listing: ListingColumns,
     pub(crate) progress: ProgressColumns,
+    /// Its figures per series ([`SeriesFigures`]) as JSON: what the farm view reads
+    /// instead of the whole Run.
+    pub(crate) series: String,
 }
 
 impl IndexRow {
@@ -140,6 +139,7 @@ impl IndexRow {
             json: serde_json::to_string(run).expect("a Run always serialises"),
             listing: ListingColumns::of(&Listing::of(run)),
             progress: ProgressColumns::of(run),
+            series: series_json(run),
         }
     }
 }

@@ -4,14 +4,16 @@
 
 pub(crate) mod outbox;
 
-use crate::row::{IndexRow, ListingColumns};
+use crate::row::{series_json, IndexRow, ListingColumns};
 use crate::summary::{added_before_it_was_kept, Listing};
 use crate::{updatable, RunStore, RunSummary, StoreError, BUSY_TIMEOUT, SCHEMA_VERSION};
 use latlab_model::progress::Progress;
 use latlab_model::run::{Percentile, Run};
+use latlab_model::series::SeriesFigures;
 use latlab_model::stamp::rfc3339;
 use latlab_model::Nanos;
 use rusqlite::{params, Connection, OpenFlags};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -187,6 +189,10 @@ fn migrate(conn: &mut Connection, from: i64) -> Result<(), rusqlite::Error> {
               WHERE name IS NOT NULL AND name_shared = 0;",
         )?;
     }
+    if from < 7 {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN series_json TEXT;")?;
+        fill_series_column(&tx)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }
@@ -226,6 +232,25 @@ fn fill_listing_columns(tx: &rusqlite::Transaction) -> Result<(), rusqlite::Erro
                 rowid
             ],
         )?;
+    }
+    Ok(())
+}
+
+/// Fills the column version 7 added for the runs stored before, each from its Run; a
+/// run that cannot be read keeps it `NULL` (its figures are read from the Run then,
+/// and found unreadable there).
+fn fill_series_column(tx: &rusqlite::Transaction) -> Result<(), rusqlite::Error> {
+    let rows: Vec<(i64, String)> = tx
+        .prepare("SELECT rowid, run_json FROM runs")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (rowid, json) in rows {
+        if let Ok(run) = Run::from_json(&json) {
+            tx.execute(
+                "UPDATE runs SET series_json = ?1 WHERE rowid = ?2",
+                params![series_json(&run), rowid],
+            )?;
+        }
     }
     Ok(())
 }
@@ -389,9 +414,9 @@ impl SqliteStore {
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
                   verdict, degraded, run_json, source_sha256, added_at, name, tags_json,
                   note, probes_json, periods_json, cpus_json, duration_ns, loads_json,
-                  state, progress_json)
+                  state, progress_json, series_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             params![
                 run.id,
                 row.started_at,
@@ -416,6 +441,7 @@ impl SqliteStore {
                 row.listing.loads,
                 row.progress.state,
                 row.progress.json,
+                row.series,
             ],
         );
         match inserted {
@@ -610,7 +636,7 @@ impl RunStore for SqliteStore {
                  p99_9_ns = ?6, p99_9_bound = ?7, max_ns = ?8, verdict = ?9, degraded = ?10,
                  run_json = ?11, name = ?12, tags_json = ?13, note = ?14, probes_json = ?15,
                  periods_json = ?16, cpus_json = ?17, duration_ns = ?18, loads_json = ?19,
-                 state = ?20, progress_json = ?21
+                 state = ?20, progress_json = ?21, series_json = ?22
              WHERE id = ?1",
             params![
                 run.id,
@@ -634,10 +660,45 @@ impl RunStore for SqliteStore {
                 row.listing.loads,
                 row.progress.state,
                 row.progress.json,
+                row.series,
             ],
         )
         .map_err(|e| classify(&path, e))?;
         tx.commit().map_err(|e| classify(&path, e))
+    }
+
+    fn series_figures(
+        &self,
+        runs: &[RunSummary],
+    ) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+        if self.version < 7 {
+            return crate::series_figures_of_runs(self, runs);
+        }
+        let wanted: BTreeSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        let mut stmt = self.conn.prepare("SELECT id, series_json FROM runs")?;
+        let mut rows = stmt.query([])?;
+        let mut figures = BTreeMap::new();
+        let mut unread = Vec::new();
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            if !wanted.contains(id.as_str()) {
+                continue;
+            }
+            let column: Option<String> = row.get(1)?;
+            match column.and_then(|json| serde_json::from_str(&json).ok()) {
+                Some(series) => {
+                    figures.insert(id, series);
+                }
+                // Not what latlab writes: from the Run itself.
+                None => unread.push(id),
+            }
+        }
+        for id in unread {
+            if let Some(run) = self.load(&id)? {
+                figures.insert(id, SeriesFigures::of_run(&run));
+            }
+        }
+        Ok(figures)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {

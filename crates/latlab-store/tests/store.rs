@@ -3,6 +3,7 @@
 
 use latlab_model::hist::LatencyHistogram;
 use latlab_model::run::*;
+use latlab_model::series::SeriesFigures;
 use latlab_model::spec::{ClockName, SchedSpec, TimerMethod};
 use latlab_model::threshold::{Status, Verdict};
 use latlab_model::Nanos;
@@ -341,7 +342,17 @@ fn a_version_1_store_is_migrated_with_its_runs() {
             "aa",
         )
         .unwrap();
-    assert_eq!(store.load("20261120T100000Z-000001").unwrap(), Some(run));
+    assert_eq!(
+        store.load("20261120T100000Z-000001").unwrap(),
+        Some(run.clone())
+    );
+    // Its figures per series, filled in from the Run by the migration.
+    let figures = store.series_figures(&store.summaries().unwrap()).unwrap();
+    assert_eq!(figures.len(), 2);
+    assert_eq!(
+        figures["20261120T100000Z-000001"],
+        SeriesFigures::of_run(&run)
+    );
     assert_eq!(
         store.imported_from("aa").unwrap(),
         Some("20261121T100000Z-000002".to_string())
@@ -377,12 +388,13 @@ fn labelled(id: &str, name: Option<&str>, tags: &[(&str, &str)]) -> Run {
 }
 
 /// Makes the store at `path` (of this version) one of version 5, whose names were not
-/// unique: the index and the column of version 6 go.
+/// unique: the index and the column of version 6 go, and the column of version 7.
 fn back_to_version_5(path: &std::path::Path) {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.execute_batch(
         "DROP INDEX runs_name_unique;
          ALTER TABLE runs DROP COLUMN name_shared;
+         ALTER TABLE runs DROP COLUMN series_json;
          PRAGMA user_version = 5;",
     )
     .unwrap();
@@ -702,4 +714,40 @@ fn latlabs_opening_a_new_store_at_once_migrate_it_once() {
     });
     let store = SqliteStore::open_read_only(&path).unwrap();
     assert!(store.summaries().unwrap().is_empty());
+}
+
+/// The farm view reads each run's figures per series from the index, as they were at
+/// its last write (a checkpoint, its end), without the Run.
+#[test]
+fn each_runs_figures_per_series_are_kept_beside_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let mut running = sample_run("20261120T100000Z-000001", "2026-11-20T10:00:00.000Z", 5);
+    running.progress = Some(latlab_model::progress::Progress {
+        state: latlab_model::progress::RunState::Running,
+        pid: 1,
+        pid_start_ticks: None,
+        boot_id: None,
+        rig: None,
+        checkpoints: 1,
+        checkpoint_at: None,
+        checkpoint_every_ns: 10_000_000_000,
+        death: None,
+    });
+    store.save(&running).unwrap();
+    let other = sample_run("20261121T100000Z-000002", "2026-11-21T10:00:00.000Z", 7);
+    store.save(&other).unwrap();
+    let mut ended = running.clone();
+    ended.progress = None;
+    ended.streams[0].samples += 1_000;
+    store.update(&ended).unwrap();
+    let reader = SqliteStore::open_read_only(&path).unwrap();
+    let listed = reader.summaries().unwrap();
+    let figures = reader.series_figures(&listed).unwrap();
+    assert_eq!(figures[&ended.id], SeriesFigures::of_run(&ended));
+    assert_eq!(figures[&other.id], SeriesFigures::of_run(&other));
+    // Only the runs asked for.
+    let one = reader.series_figures(&listed[..1]).unwrap();
+    assert_eq!(one.keys().collect::<Vec<_>>(), [&listed[0].id]);
 }
