@@ -42,6 +42,7 @@ dl.facts { display: grid; grid-template-columns: minmax(10rem, max-content) 1fr;
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .table { overflow-x: auto; margin: .5rem 0 .8rem; }
+.table:focus-visible { outline: 2px solid #0969da; outline-offset: 2px; }
 table { border-collapse: collapse; font-size: 13.5px; font-variant-numeric: tabular-nums; }
 caption { text-align: left; color: var(--muted); font-size: .9rem; padding: 0 0 .25rem; }
 th, td { padding: 4px 9px; border-bottom: 1px solid var(--rule); text-align: left; vertical-align: top; }
@@ -234,12 +235,21 @@ fn write_list(out: &mut String, items: &[String]) {
     out.push_str("</ul>\n");
 }
 
+/// The start of a table, up to its caption, in a region of its own: the region
+/// scrolls sideways when the table is wider than the page, and is named by the caption
+/// and focusable so that a keyboard can scroll it (WCAG 2.1.1; axe's
+/// scrollable-region-focusable).
+pub(crate) fn table_start(caption: &str) -> String {
+    let caption = xml_escaped(caption);
+    format!(
+        "<div class=\"table\" role=\"region\" tabindex=\"0\" aria-label=\"{caption}\"><table>\n\
+         <caption>{caption}</caption>\n"
+    )
+}
+
 fn write_table(out: &mut String, table: &Table, caption: &str) {
-    let _ = write!(
-        out,
-        "<div class=\"table\"><table>\n<caption>{}</caption>\n<thead><tr>",
-        xml_escaped(caption)
-    );
+    out.push_str(&table_start(caption));
+    out.push_str("<thead><tr>");
     let class = |numeric: bool| if numeric { " class=\"num\"" } else { "" };
     for column in &table.columns {
         let _ = write!(

@@ -29,6 +29,10 @@ pub const FILTER_FIELDS: [(&str, &str); 6] = [
     ("before", "added before"),
 ];
 
+/// The columns of the runs index shown first, when the runs have them: which run it
+/// is and how it did.
+const INDEX_FIRST: [&str; 4] = ["id", "p99.9", "max", "verdict"];
+
 /// One run of the index.
 pub struct IndexRow {
     /// Its id: its page is `/run/ID`.
@@ -152,39 +156,49 @@ pub fn index_page(index: &Index) -> Result<String, ReportError> {
         "<p><a href=\"{}\">the trend of these runs</a></p>\n",
         xml_escaped(&trend_link)
     );
-    bottom.push_str(
-        "<form method=\"get\" action=\"/compare\">\n<div class=\"table\"><table>\n\
-         <caption>Runs</caption>\n<thead><tr><th>base</th><th>new</th><th>state</th>",
+    // Which run it is and how it did first, so that they are in view at any width;
+    // the state after them, then the rest.
+    let position = |title: &str| index.columns.iter().position(|c| *c == title);
+    let first: Vec<usize> = INDEX_FIRST.iter().filter_map(|t| position(t)).collect();
+    let rest: Vec<usize> = (0..index.columns.len())
+        .filter(|i| !first.contains(i))
+        .collect();
+    let header = |columns: &[usize]| -> String {
+        columns
+            .iter()
+            .map(|&i| format!("<th>{}</th>", xml_escaped(index.columns[i])))
+            .collect()
+    };
+    bottom.push_str("<form method=\"get\" action=\"/compare\">\n");
+    bottom.push_str(&html::table_start("Runs"));
+    let _ = writeln!(
+        bottom,
+        "<thead><tr><th>base</th><th>new</th>{}<th>state</th>{}</tr></thead>\n<tbody>",
+        header(&first),
+        header(&rest)
     );
-    for column in index.columns {
-        let _ = write!(bottom, "<th>{}</th>", xml_escaped(column));
-    }
-    bottom.push_str("</tr></thead>\n<tbody>\n");
     for row in index.rows {
         let id = xml_escaped(&row.id);
         let link = xml_escaped(&format!("/run/{}", percent_encoded(&row.id)));
-        let _ = write!(
+        let cells = |columns: &[usize]| -> String {
+            columns
+                .iter()
+                .filter_map(|&i| Some((i, row.cells.get(i)?)))
+                .map(|(i, cell)| match index.columns[i] {
+                    "id" => format!("<td><a href=\"{link}\">{}</a></td>", xml_escaped(cell)),
+                    _ => format!("<td>{}</td>", xml_escaped(cell)),
+                })
+                .collect()
+        };
+        let _ = writeln!(
             bottom,
             "<tr><td><input type=\"radio\" name=\"base\" value=\"{id}\" aria-label=\"base {id}\"></td>\
              <td><input type=\"radio\" name=\"new\" value=\"{id}\" aria-label=\"new {id}\"></td>\
-             <td>{}</td>",
-            xml_escaped(row.state.as_deref().unwrap_or("ended"))
+             {}<td class=\"wrap\">{}</td>{}</tr>",
+            cells(&first),
+            xml_escaped(row.state.as_deref().unwrap_or("ended")),
+            cells(&rest)
         );
-        for (i, cell) in row.cells.iter().enumerate() {
-            match i {
-                0 => {
-                    let _ = write!(
-                        bottom,
-                        "<td><a href=\"{link}\">{}</a></td>",
-                        xml_escaped(cell)
-                    );
-                }
-                _ => {
-                    let _ = write!(bottom, "<td>{}</td>", xml_escaped(cell));
-                }
-            }
-        }
-        bottom.push_str("</tr>\n");
     }
     bottom.push_str(
         "</tbody>\n</table></div>\n<button type=\"submit\">compare base and new</button>\n</form>\n",
