@@ -275,6 +275,7 @@ pub fn trend_page(
         &[
             ("metric", "metric (p99.9, max, missed)", &metric),
             ("by", "by (host,kernel,scenario,tag:KEY)", &by),
+            ("series", "series (its id)", ""),
         ],
         query,
     ));

@@ -38,6 +38,9 @@ pub enum TrendError {
          by commas"
     )]
     UnknownGroup(String),
+    /// A series was chosen among groups that are not series.
+    #[error("a series is chosen among runs grouped by series: give by=series with it")]
+    SeriesNotGrouped,
 }
 
 /// The figure a trend follows.
@@ -418,6 +421,19 @@ impl Trend {
             });
         }
         Trend { metric, by, groups }
+    }
+
+    /// The trend of the series whose id ([`SeriesKey::id`]) is `id` alone, or (`None`)
+    /// of every group; a series is chosen only among runs grouped by series.
+    pub fn of_series(mut self, id: Option<&str>) -> Result<Trend, TrendError> {
+        let Some(id) = id else {
+            return Ok(self);
+        };
+        if self.by != [GroupBy::Series] {
+            return Err(TrendError::SeriesNotGrouped);
+        }
+        self.groups.retain(|g| g.series.as_deref() == Some(id));
+        Ok(self)
     }
 
     /// How many runs it holds (a run of several probes once).
@@ -871,6 +887,16 @@ mod tests {
         assert!(by_host.groups[0]
             .label(&by_host.by)
             .starts_with("probe=noise, host=h"));
+        // One series chosen by its id: the farm view's link to a series' trend.
+        let noise = SeriesKey::of_run(&runs[1])[0].id();
+        let one = by_series.clone().of_series(Some(&noise)).unwrap();
+        assert_eq!(one.groups.len(), 1);
+        assert_eq!(one.groups[0].probe, "noise");
+        assert_eq!(by_series.clone().of_series(None).unwrap(), by_series);
+        assert_eq!(
+            by_host.of_series(Some(&noise)),
+            Err(TrendError::SeriesNotGrouped)
+        );
     }
 
     #[test]

@@ -153,14 +153,17 @@ fn opened(store: &StoreLocation) -> Result<Box<dyn RunStore + Send>, Response> {
     open_store(store).map_err(failed)
 }
 
+/// The value of parameter `name`, when given and not empty.
+fn given<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(n, v)| n == name && !v.is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
 /// The filters of `latlab runs` from the request's parameters (empty: not given).
 fn filter_args(query: &[(String, String)]) -> RunFilterArgs {
-    let given = |name: &str| {
-        query
-            .iter()
-            .find(|(n, v)| n == name && !v.is_empty())
-            .map(|(_, v)| v.trim().to_string())
-    };
+    let given = |name: &str| given(query, name).map(|v| v.trim().to_string());
     RunFilterArgs {
         host: given("host"),
         kernel: given("kernel"),
@@ -227,13 +230,7 @@ fn run(store: &StoreLocation, reference: &str) -> Page {
 
 /// `/compare?base=RUN&new=RUN`: the two runs' report, compared.
 fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
-    let given = |name: &str| {
-        query
-            .iter()
-            .find(|(n, v)| n == name && !v.is_empty())
-            .map(|(_, v)| v.as_str())
-    };
-    let (Some(base), Some(new)) = (given("base"), given("new")) else {
+    let (Some(base), Some(new)) = (given(query, "base"), given(query, "new")) else {
         return Err(error(
             Status::BadRequest,
             "Choose two runs",
@@ -248,22 +245,19 @@ fn compare(store: &StoreLocation, query: &[(String, String)]) -> Page {
     site::compare_page(&runs).map(page).map_err(failed)
 }
 
-/// `/trend?metric=…&by=…&FILTERS`: the trend page.
+/// `/trend?metric=…&by=…&series=…&FILTERS`: the trend page.
 fn trend(store: &StoreLocation, query: &[(String, String)]) -> Page {
-    let given = |name: &str, default: &'static str| {
-        query
-            .iter()
-            .find(|(n, v)| n == name && !v.is_empty())
-            .map_or(default, |(_, v)| v.as_str())
-    };
-    let metric: TrendMetric = given("metric", "p99.9")
+    let metric: TrendMetric = given(query, "metric")
+        .unwrap_or("p99.9")
         .parse()
         .map_err(|e| bad_parameter(CliError::usage("metric", e)))?;
-    let by = GroupBy::parse_list(given("by", "series"))
+    let by = GroupBy::parse_list(given(query, "by").unwrap_or("series"))
         .map_err(|e| bad_parameter(CliError::usage("by", e)))?;
     let filter = filter_of(&filter_args(query)).map_err(bad_parameter)?;
     let runs = matching_runs(opened(store)?.as_ref(), &filter).map_err(failed)?;
-    let trend = Trend::of(&runs, metric, by);
+    let trend = Trend::of(&runs, metric, by)
+        .of_series(given(query, "series"))
+        .map_err(|e| bad_parameter(CliError::usage("series", e)))?;
     site::trend_page(&trend, LatencyAxis::Auto, query)
         .map(page)
         .map_err(failed)
