@@ -132,6 +132,12 @@ impl RunFigures {
         })
     }
 
+    /// Merges the streams of one probe of a run: the run's figures in one of its
+    /// series.
+    pub fn of_probe(run: &Run, probe: &str) -> Result<RunFigures, HistogramError> {
+        RunFigures::of_streams(run, |s| s.probe == probe)
+    }
+
     /// The figures with their counts unknown.
     fn uncounted(self) -> RunFigures {
         RunFigures {

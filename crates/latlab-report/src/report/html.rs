@@ -60,6 +60,15 @@ nav { display: flex; gap: 1.2rem; margin: 0 0 1rem; padding-bottom: .5rem; borde
 form.filter { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin: .6rem 0 1rem; }
 form.filter label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
 form.filter input, form.filter select { font: inherit; padding: 2px 6px; }
+.muted { color: var(--muted); }
+td.wrap { white-space: normal; }
+ul.keys { display: flex; flex-wrap: wrap; gap: .2rem 1.8rem; list-style: none; padding: 0; margin: .8rem 0; font-size: 1.05rem; }
+ul.keys strong { font-size: 1.6rem; margin-right: .3rem; }
+ul.keys .bad strong, .flag.worse { color: #a40e26; }
+.flag { font-weight: 700; }
+.flag.better { color: #116329; }
+.flag.undecided { color: #7d4e00; }
+th.series { background: #fff; font-weight: 400; vertical-align: top; min-width: 15rem; max-width: 24rem; }
 @media (max-width: 1150px) {
   main { padding: 20px 18px 40px; }
   table { font-size: 12.5px; }

@@ -23,6 +23,7 @@ mod curves;
 mod distribution;
 mod document;
 mod explain;
+pub mod farm;
 mod figures;
 mod html;
 mod latency_scale;

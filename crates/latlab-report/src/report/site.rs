@@ -94,13 +94,18 @@ pub fn percent_encoded(text: &str) -> String {
 }
 
 /// The links at the top of every page.
-fn nav() -> String {
-    "<nav><a href=\"/\">runs</a><a href=\"/trend\">trend</a></nav>\n".to_string()
+pub(crate) fn nav() -> String {
+    "<nav><a href=\"/\">runs</a><a href=\"/farm\">farm</a><a href=\"/trend\">trend</a></nav>\n"
+        .to_string()
 }
 
 /// The filter form: `extra` fields first (name, label, value, choices), then the
 /// filters, submitted to `action`.
-fn filter_form(action: &str, extra: &[(&str, &str, &str)], query: &[(String, String)]) -> String {
+pub(crate) fn filter_form(
+    action: &str,
+    extra: &[(&str, &str, &str)],
+    query: &[(String, String)],
+) -> String {
     let mut out = format!("<form class=\"filter\" method=\"get\" action=\"{action}\">\n");
     let fields = extra
         .iter()

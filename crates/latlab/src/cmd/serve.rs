@@ -15,6 +15,8 @@ use crate::output::{ignore_closed, Human};
 use crate::store::StoreLocation;
 use latlab_model::progress::RunState;
 use latlab_model::run::Run;
+use latlab_model::stamp::parse_rfc3339;
+use latlab_report::report::farm::{self, Farm, FarmRun};
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
 use latlab_session::http::{
@@ -25,7 +27,7 @@ use latlab_store::{RunStore, StoreError};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How serve treats its clients. Slow clients cost a connection each, not a thread,
 /// so many may be open while others are answered; pages are made on a few threads (a
@@ -111,6 +113,7 @@ fn route(target: &str, store: &StoreLocation) -> Response {
     };
     let page = match path.as_str() {
         "/" => index(store, &query),
+        "/farm" => farm(store, &query),
         "/compare" => compare(store, &query),
         "/trend" => trend(store, &query),
         _ => match path.strip_prefix("/run/") {
@@ -120,7 +123,7 @@ fn route(target: &str, store: &StoreLocation) -> Response {
                     Status::NotFound,
                     "Not found",
                     &format!(
-                        "There is no page {path}: the pages are /, /run/RUN, \
+                        "There is no page {path}: the pages are /, /farm, /run/RUN, \
                          /compare?base=RUN&new=RUN and /trend."
                     ),
                 )
@@ -210,6 +213,32 @@ fn index(store: &StoreLocation, query: &[(String, String)]) -> Page {
     })
     .map(page)
     .map_err(failed)
+}
+
+/// `/farm?FILTERS`: each rig's latest run and each series' worst figures, read from the
+/// store's index; the latest run of each series judged against the one before it.
+fn farm(store: &StoreLocation, query: &[(String, String)]) -> Page {
+    let filter = filter_of(&filter_args(query)).map_err(bad_parameter)?;
+    let opened = opened(store)?;
+    let listed = opened.list(&filter, None).map_err(failed)?;
+    let mut figures = opened.series_figures(&listed).map_err(failed)?;
+    let time = |t: Option<String>| t.as_deref().and_then(parse_rfc3339);
+    let runs = listed.into_iter().filter_map(|s| {
+        Some(FarmRun {
+            series: figures.remove(&s.id)?,
+            started_at: time(s.started_at),
+            added_at: time(s.added_at),
+            id: s.id,
+            host: s.host,
+            kernel: s.kernel,
+            verdict: s.verdict,
+            progress: s.progress,
+        })
+    });
+    let farm = Farm::gather(runs.collect(), SystemTime::now(), |id| opened.load(id));
+    farm::farm_page(&farm.map_err(failed)?, &store.to_string(), query)
+        .map(page)
+        .map_err(failed)
 }
 
 /// The run `reference` names, or 404.
