@@ -90,12 +90,12 @@ impl Window {
     /// Every window, shortest first.
     pub const EACH: [Window; 3] = [Window::Day, Window::Week, Window::All];
 
-    /// Its name in a table: `24 h`, `7 d`, `all`.
+    /// Its name in a table: `last 24 h`, `last 7 d`, `all runs`.
     pub fn label(self) -> &'static str {
         match self {
-            Window::Day => "24 h",
-            Window::Week => "7 d",
-            Window::All => "all",
+            Window::Day => "last 24 h",
+            Window::Week => "last 7 d",
+            Window::All => "all runs",
         }
     }
 
@@ -487,7 +487,7 @@ mod tests {
 
     /// rig1 ran a timer series four times (one 2 days ago with a bound, one 10 days
     /// ago) and a noise series once; rig2 a timer series whose p99.9 is unknown.
-    fn farm() -> Farm {
+    pub(super) fn farm() -> Farm {
         let timer = |max, p999| figures("host:rig1", "timer", max, p999);
         let runs = vec![
             run(

@@ -193,7 +193,7 @@ fn series(out: &mut String, index: usize, rig: &FarmRig) {
         "<thead><tr><th>series, its latest run</th><th>runs started</th>\
          <th class=\"num\">runs</th><th class=\"num\">samples</th>\
          <th class=\"num\">worst max</th><th class=\"num\">worst p99.9</th>\
-         <th class=\"num\">samples above the spike level per hour</th></tr></thead>\n",
+         <th class=\"num\">spike rate (per hour)</th></tr></thead>\n",
     );
     for series in &rig.series {
         out.push_str("<tbody>\n");
@@ -209,8 +209,8 @@ fn series(out: &mut String, index: usize, rig: &FarmRig) {
             }
             let _ = writeln!(
                 out,
-                "<th scope=\"row\">{}</th>{}</tr>",
-                window_name(*window),
+                "<th class=\"window\" scope=\"row\">{}</th>{}</tr>",
+                window.label(),
                 window_cells(figures)
             );
         }
@@ -318,15 +318,6 @@ fn outcome(run: &FarmRun) -> String {
     }
 }
 
-/// A window's row name.
-fn window_name(window: Window) -> &'static str {
-    match window {
-        Window::Day => "in the last 24 h",
-        Window::Week => "in the last 7 d",
-        Window::All => "ever",
-    }
-}
-
 /// A window's figures: runs, samples, worst max, worst p99.9, spike rate.
 fn window_cells(figures: &WindowFigures) -> String {
     let cell = |text: String| format!("<td class=\"num\">{}</td>", xml_escaped(&text));
@@ -359,5 +350,44 @@ fn minute(at: Option<SystemTime>) -> String {
             rfc3339(at).get(..16).unwrap_or("").replacen('T', " ", 1)
         ),
         None => "unknown".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's content, without the style sheet every page shares.
+    fn content(page: &str) -> &str {
+        let start = page.find("<main>").unwrap();
+        &page[start..page.find("</main>").unwrap()]
+    }
+
+    #[test]
+    fn the_page_shows_the_key_numbers_first_then_rigs_and_series() {
+        let mut farm = super::super::tests::farm();
+        // The timer series of rig1 got worse.
+        farm.rigs[0].series[1].judgement = Judgement::Judged {
+            change: crate::compare::Change::Regression,
+            relative_change: Some(0.5),
+        };
+        let query = [("host".to_string(), "rig*".to_string())];
+        let page = farm_page(&farm, "farm.sqlite", &query).unwrap();
+        insta::assert_snapshot!(content(&page));
+    }
+
+    #[test]
+    fn the_page_escapes_what_runs_and_requests_say() {
+        let mut farm = super::super::tests::farm();
+        farm.rigs[0].latest.host = Some("<script>alert(1)</script>".to_string());
+        farm.rigs[0].series[0].key.load = "scenario:\"><b>".to_string();
+        let query = [("host".to_string(), "\"><script>".to_string())];
+        let page = farm_page(&farm, "a <store>", &query).unwrap();
+        assert!(
+            !page.contains("<script>") && !page.contains("<b>"),
+            "{page}"
+        );
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("a &lt;store&gt;"));
     }
 }
