@@ -68,7 +68,7 @@ ul.keys .bad strong, .flag.worse { color: #a40e26; }
 .flag { font-weight: 700; }
 .flag.better { color: #116329; }
 .flag.undecided { color: #7d4e00; }
-th.window { white-space: nowrap; }
+th.window { white-space: nowrap; vertical-align: top; }
 th.series { background: #fff; font-weight: 400; vertical-align: top; min-width: 15rem; max-width: 24rem; }
 @media (max-width: 1150px) {
   main { padding: 20px 18px 40px; }
