@@ -368,6 +368,9 @@ fn serve_answers_each_page_reads_only_and_stops_on_sigterm() {
         "/run/last".to_string(),
         format!("/compare?base={base}&new={new}"),
         "/trend?metric=max&by=host%2Ckernel&tag=".to_string(),
+        "/farm".to_string(),
+        "/farm?host=rig2".to_string(),
+        "/trend?series=000000000000".to_string(),
     ] {
         let (status, page) = served.request("GET", &path);
         assert_eq!(status, 200, "{path}: {page}");
@@ -379,6 +382,8 @@ fn serve_answers_each_page_reads_only_and_stops_on_sigterm() {
         ("GET", "/compare?base=last", 400),
         ("GET", "/trend?metric=p42", 400),
         ("GET", "/?since=yesterday", 400),
+        ("GET", "/farm?since=yesterday", 400),
+        ("GET", "/trend?by=host&series=000000000000", 400),
         ("GET", "/run/%zz", 400),
         ("POST", "/", 405),
         ("DELETE", &format!("/run/{base}"), 405),
