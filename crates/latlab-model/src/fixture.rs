@@ -2,6 +2,7 @@
 //! (compiled for tests, and with the `fixture` feature for other crates' tests).
 
 use crate::hist::LatencyHistogram;
+use crate::progress::{Progress, RunState};
 use crate::run::*;
 use crate::spec::{ClockName, SchedSpec, TimerMethod};
 use crate::threshold::{Threshold, Verdict};
@@ -174,4 +175,20 @@ pub fn explained_run() -> Run {
     let mut run = run();
     run.explain = Some(explain);
     run
+}
+
+/// The progress of a run in `state` (running, or died) at its first checkpoint, by a
+/// process that latlab does not know.
+pub fn progress(state: RunState) -> Progress {
+    Progress {
+        state,
+        pid: 1,
+        pid_start_ticks: None,
+        boot_id: None,
+        rig: None,
+        checkpoints: 1,
+        checkpoint_at: None,
+        checkpoint_every_ns: 1_000_000_000,
+        death: None,
+    }
 }

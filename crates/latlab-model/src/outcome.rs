@@ -198,7 +198,7 @@ impl Run {
 mod tests {
     use super::*;
     use crate::fixture;
-    use crate::progress::{Progress, RunState};
+    use crate::progress::RunState;
     use crate::run::Warning;
     use crate::threshold::Verdict;
     use crate::Nanos;
@@ -309,17 +309,7 @@ mod tests {
     fn a_running_or_died_run_is_incomplete() {
         for state in [RunState::Running, RunState::Died] {
             let mut run = passing();
-            run.progress = Some(Progress {
-                state,
-                pid: 1,
-                pid_start_ticks: None,
-                boot_id: None,
-                rig: None,
-                checkpoints: 1,
-                checkpoint_at: None,
-                checkpoint_every_ns: 1_000_000_000,
-                death: None,
-            });
+            run.progress = Some(crate::fixture::progress(state));
             assert_eq!(run.exit_status(), ExitStatus::Incomplete, "{state:?}");
             assert!(run.incomplete_because().unwrap().contains(state.name()));
         }

@@ -724,17 +724,9 @@ fn each_runs_figures_per_series_are_kept_beside_the_index() {
     let path = dir.path().join("runs.sqlite");
     let mut store = SqliteStore::open(&path).unwrap();
     let mut running = sample_run("20261120T100000Z-000001", "2026-11-20T10:00:00.000Z", 5);
-    running.progress = Some(latlab_model::progress::Progress {
-        state: latlab_model::progress::RunState::Running,
-        pid: 1,
-        pid_start_ticks: None,
-        boot_id: None,
-        rig: None,
-        checkpoints: 1,
-        checkpoint_at: None,
-        checkpoint_every_ns: 10_000_000_000,
-        death: None,
-    });
+    running.progress = Some(latlab_model::fixture::progress(
+        latlab_model::progress::RunState::Running,
+    ));
     store.save(&running).unwrap();
     let other = sample_run("20261121T100000Z-000002", "2026-11-21T10:00:00.000Z", 7);
     store.save(&other).unwrap();

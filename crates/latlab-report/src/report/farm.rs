@@ -596,17 +596,7 @@ mod tests {
     fn failing_counts_rigs_whose_latest_run_failed_or_died() {
         let mut farm = farm();
         assert_eq!(farm.failing(), 1);
-        farm.rigs[1].latest.progress = Some(Progress {
-            state: RunState::Died,
-            pid: 1,
-            pid_start_ticks: None,
-            boot_id: None,
-            rig: None,
-            checkpoints: 1,
-            checkpoint_at: None,
-            checkpoint_every_ns: 10_000_000_000,
-            death: None,
-        });
+        farm.rigs[1].latest.progress = Some(latlab_model::fixture::progress(RunState::Died));
         assert_eq!(farm.failing(), 2);
         assert!(!run("x", None, "no-thresholds", vec![]).failed());
         assert!(run("x", None, "untrusted", vec![]).failed());
