@@ -275,7 +275,8 @@ pub struct Farm {
 }
 
 impl Farm {
-    /// The farm of `runs` seen at `now`, its series not judged yet ([`Farm::judge`]).
+    /// The farm of `runs` seen at `now`, its series not judged yet ([`Farm::gather`]
+    /// judges them).
     pub fn of(runs: Vec<FarmRun>, now: SystemTime) -> Farm {
         let total = runs.len();
         // Each series' runs, and each rig's, earliest first.
