@@ -23,6 +23,23 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// `--checkpoint`: the interval, `None` for 0 or `off`; what is wrong with it otherwise.
+pub fn interval(text: &str) -> Result<Option<Duration>, String> {
+    if text == "off" {
+        return Ok(None);
+    }
+    let every = latlab_model::units::parse_duration(text)
+        .map_err(|e| format!("{e} (give an interval such as 10s or 1m, or off)"))?;
+    match every.0 {
+        0 => Ok(None),
+        ns if ns < 1_000_000_000 => Err(format!(
+            "{text} is shorter than 1 s: each checkpoint writes and syncs the whole run; \
+             give 1s or more, or off"
+        )),
+        ns => Ok(Some(Duration::from_nanos(ns as u64))),
+    }
+}
+
 /// How long a checkpoint waits for the explaining thread's copy (it drains about
 /// every 100 ms).
 const EXPLAIN_WAIT: Duration = Duration::from_millis(500);

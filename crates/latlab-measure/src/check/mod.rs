@@ -81,6 +81,22 @@ pub fn audit(ctx: &CheckContext) -> Audit {
     }
 }
 
+/// The configuration judged for every CPU any phase of `plan` measures, at the first
+/// phase's policy (scenarios keep one policy): what `latlab run` keeps in its Run.
+pub fn audit_of_plan(plan: &crate::plan::RunPlan) -> Audit {
+    let cpus: Vec<usize> = plan
+        .phases
+        .iter()
+        .flat_map(|p| p.request.cpus.clone())
+        .collect();
+    let policy = plan.phases[0].setup.policy;
+    audit(&CheckContext::new(
+        crate::facts::FactReader::system(),
+        Some(&cpus),
+        priority_of(&policy),
+    ))
+}
+
 /// The real-time priority a task at `policy` competes at, for [`CheckContext::new`]:
 /// its FIFO/RR priority, 99 for SCHED_DEADLINE (which outranks every FIFO thread, so
 /// this errs on the side of reporting), 0 for the other policies.

@@ -12,7 +12,7 @@
 mod query;
 mod server;
 
-pub use query::{decoded, parsed_query};
+pub use query::{decoded, given, parsed_query};
 pub use server::{Server, MAX_HEAD};
 
 use std::time::Duration;
@@ -109,6 +109,15 @@ impl Response {
             headers: Vec::new(),
             body,
         }
+    }
+
+    /// An HTML page of `status`, under a policy that lets it run no script and load
+    /// nothing (its plots are inline, its images data: URLs).
+    pub fn page(status: Status, body: String) -> Response {
+        Response::new(status, "text/html; charset=utf-8", body).with_header(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
+        )
     }
 
     /// The same answer with one more header.

@@ -1,5 +1,13 @@
 //! A request target's parts, percent-decoded.
 
+/// The value of parameter `name` in `query`, when given and not empty.
+pub fn given<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(n, v)| n == name && !v.is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
 /// A query string's parameters, decoded (`+` is a space); `None` when one is not
 /// valid percent-encoded UTF-8.
 pub fn parsed_query(query: &str) -> Option<Vec<(String, String)>> {

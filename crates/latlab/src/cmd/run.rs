@@ -8,10 +8,10 @@ use crate::keep::keep;
 use crate::listen::{Listener, LiveCauses};
 use crate::output::{self, Human, OutputTarget};
 use crate::store::StoreLocation;
-use latlab_measure::check::{self, CheckContext};
+use latlab_measure::check;
 use latlab_measure::cpus::CpuInventory;
 use latlab_measure::facts::FactReader;
-use latlab_measure::plan::{self, RunPlan};
+use latlab_measure::plan;
 use latlab_model::stamp::run_id;
 use latlab_session::journal::{self, Journal, Targets};
 use latlab_session::session::{sweep_leftovers, Session};
@@ -19,7 +19,7 @@ use latlab_session::sink::Sink;
 use latlab_store::StoreError;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// Runs `latlab run`.
 pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
@@ -32,7 +32,8 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
     }
     let plan = plan::resolve(&args.input(), &cpus).map_err(CliError::config)?;
     let labels = args.labels.checked()?;
-    let checkpoint_every = checkpoint_interval(&args.checkpoint)?;
+    let checkpoint_every =
+        journal::interval(&args.checkpoint).map_err(|e| CliError::usage("--checkpoint", e))?;
     let store_location = match args.no_store {
         true => None,
         false => Some(StoreLocation::resolve(args.store.as_ref())?),
@@ -60,7 +61,7 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         Some(addr) => Some(Listener::start(addr, args.listen_any, &id, &host.hostname)?),
         None => None,
     };
-    let audit = (!args.no_audit).then(|| audit(&plan));
+    let audit = (!args.no_audit).then(|| check::audit_of_plan(&plan));
     let mut base = Session::base_run(&plan, host, audit, id.clone());
     labels.apply(&mut base);
     // The run is kept in the store (and the --json file) from its start, and extended
@@ -168,44 +169,4 @@ pub fn execute(args: &RunArgs) -> Result<u8, CliError> {
         let _ = Human::Stderr.write(&kept.errors);
     }
     Ok(code.max(kept.code))
-}
-
-/// The configuration judged for every CPU any phase measures, at the first phase's
-/// policy (scenarios keep one policy).
-fn audit(plan: &RunPlan) -> latlab_model::audit::Audit {
-    let cpus: Vec<usize> = plan
-        .phases
-        .iter()
-        .flat_map(|p| p.request.cpus.clone())
-        .collect();
-    let policy = plan.phases[0].setup.policy;
-    check::audit(&CheckContext::new(
-        FactReader::system(),
-        Some(&cpus),
-        check::priority_of(&policy),
-    ))
-}
-
-/// `--checkpoint`: the interval, `None` for 0 or `off`.
-fn checkpoint_interval(text: &str) -> Result<Option<Duration>, CliError> {
-    if text == "off" {
-        return Ok(None);
-    }
-    let every = latlab_model::units::parse_duration(text).map_err(|e| {
-        CliError::usage(
-            "--checkpoint",
-            format!("{e} (give an interval such as 10s or 1m, or off)"),
-        )
-    })?;
-    match every.0 {
-        0 => Ok(None),
-        ns if ns < 1_000_000_000 => Err(CliError::usage(
-            "--checkpoint",
-            format!(
-                "{text} is shorter than 1 s: each checkpoint writes and syncs the whole run; \
-                 give 1s or more, or off"
-            ),
-        )),
-        ns => Ok(Some(Duration::from_nanos(ns as u64))),
-    }
 }

@@ -20,7 +20,7 @@ use latlab_report::report::farm::{self, Farm, FarmRun};
 use latlab_report::report::site::{self, Index, IndexRow};
 use latlab_report::report::{GroupBy, LatencyAxis, Trend, TrendMetric};
 use latlab_session::http::{
-    decoded, parsed_query, Limits, Rendering, Request, Response, Server, Site, Status,
+    decoded, given, parsed_query, Limits, Rendering, Request, Response, Server, Site, Status,
 };
 use latlab_session::listing::columns;
 use latlab_store::{RunStore, StoreError};
@@ -83,22 +83,14 @@ impl Site for Pages {
     }
 }
 
-/// A page with `status`, under a policy that lets it run no script and load nothing.
-fn html(status: Status, body: String) -> Response {
-    Response::new(status, "text/html; charset=utf-8", body).with_header(
-        "Content-Security-Policy",
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
-    )
-}
-
 /// A page found: 200.
 fn page(body: String) -> Response {
-    html(Status::Ok, body)
+    Response::page(Status::Ok, body)
 }
 
 /// The page of an error.
 fn error(status: Status, title: &str, message: &str) -> Response {
-    html(status, site::error_page(title, message))
+    Response::page(status, site::error_page(title, message))
 }
 
 /// The page `target` (`/run/ID?…`) names.
@@ -154,14 +146,6 @@ fn failed(e: impl std::fmt::Display) -> Response {
 /// The store, opened for this request.
 fn opened(store: &StoreLocation) -> Result<Box<dyn RunStore + Send>, Response> {
     open_store(store).map_err(failed)
-}
-
-/// The value of parameter `name`, when given and not empty.
-fn given<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    query
-        .iter()
-        .find(|(n, v)| n == name && !v.is_empty())
-        .map(|(_, v)| v.as_str())
 }
 
 /// The filters of `latlab runs` from the request's parameters (empty: not given).
