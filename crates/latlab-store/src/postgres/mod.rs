@@ -41,7 +41,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row};
 
 /// The schema version of the PostgreSQL store this build reads and writes.
-pub const PG_SCHEMA_VERSION: i64 = 2;
+pub const PG_SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, in order: the `n`-th brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
@@ -92,7 +92,21 @@ const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
                     LIMIT 1);
      CREATE UNIQUE INDEX runs_name_unique ON runs (name)
       WHERE name IS NOT NULL AND NOT name_shared;",
+    // 3: the store as an SQL interface: the versioned views of docs/sql.md, read from
+    // each run's facts, which a trigger takes from the Run as it is written.
+    include_str!("views_v1.sql"),
 ];
+
+/// Work a migration leaves to statements of its own, each repeated until it changes
+/// no row: over a large store, one statement would outlast the statement timeout.
+/// Each is the version it belongs to and the statement.
+const BATCHES: [(i64, &str); 1] = [(
+    // The facts of the runs stored before schema 3, a hundred runs at a time (each
+    // read whole once: well under a second).
+    3,
+    "UPDATE runs SET facts = coalesce(latlab_facts(run), '{}')
+      WHERE id IN (SELECT id FROM runs WHERE facts IS NULL LIMIT 100)",
+)];
 
 /// The index that keeps names unique.
 const NAME_INDEX: &str = "runs_name_unique";
@@ -227,6 +241,9 @@ impl PostgresStore {
         }
         for migration in &MIGRATIONS[found as usize..] {
             waiter.wait(tx.batch_execute(migration)).map_err(fail)?;
+        }
+        for (_, batch) in BATCHES.iter().filter(|(version, _)| *version > found) {
+            while waiter.wait(tx.execute(*batch, &[])).map_err(fail)? > 0 {}
         }
         waiter
             .wait(tx.execute("DELETE FROM latlab_schema", &[]))
