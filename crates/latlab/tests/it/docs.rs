@@ -7,28 +7,50 @@ use crate::common::{latlab_path, shared};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn top() -> PathBuf {
+pub fn top() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The blocks fenced as ```` ```info ```` in `page`: each one's first line number and
+/// its lines.
+pub fn fenced_blocks(page: &Path, info: &str) -> Vec<(usize, Vec<String>)> {
+    let text = std::fs::read_to_string(page).unwrap();
+    let mut fence: Option<String> = None;
+    let mut blocks: Vec<(usize, Vec<String>)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Some(opened) = line.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => {
+                    let opened = opened.trim().to_string();
+                    if opened == info {
+                        blocks.push((n + 2, Vec::new()));
+                    }
+                    Some(opened)
+                }
+            };
+            continue;
+        }
+        if fence.as_deref() == Some(info) {
+            if let Some((_, lines)) = blocks.last_mut() {
+                lines.push(line.to_string());
+            }
+        }
+    }
+    blocks
 }
 
 /// The shell lines of the ```sh blocks of `page`, with their line numbers.
 fn shell_lines(page: &Path) -> Vec<(usize, String)> {
-    let text = std::fs::read_to_string(page).unwrap();
-    let mut fence: Option<String> = None;
-    let mut lines = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if let Some(info) = line.strip_prefix("```") {
-            fence = match fence {
-                Some(_) => None,
-                None => Some(info.trim().to_string()),
-            };
-            continue;
-        }
-        if matches!(fence.as_deref(), Some("sh")) {
-            lines.push((n + 1, line.to_string()));
-        }
-    }
-    lines
+    fenced_blocks(page, "sh")
+        .into_iter()
+        .flat_map(|(first, lines)| {
+            lines
+                .into_iter()
+                .enumerate()
+                .map(move |(i, line)| (first + i, line))
+        })
+        .collect()
 }
 
 /// `line` split into words as sh would (quotes, no expansions), up to a comment;

@@ -292,22 +292,7 @@ impl PgCluster {
     pub fn holding(&self, sql: &str) -> Holding {
         use std::io::{BufRead, Write};
         let mut child = self
-            .server_command("psql")
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-U",
-                "postgres",
-            ])
-            .arg("-h")
-            .arg(self.socket_dir())
-            .arg("-p")
-            .arg(self.port.to_string())
-            .args(["-d", "latency"])
+            .psql("postgres", "latency")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -426,26 +411,53 @@ impl PgCluster {
     }
 
     fn sql_in(&self, database: &str, sql: &str) -> String {
-        let out = self.checked(
-            self.server_command("psql")
-                .args([
-                    "-X",
-                    "-q",
-                    "-A",
-                    "-t",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-U",
-                    "postgres",
-                ])
-                .arg("-h")
-                .arg(self.socket_dir())
-                .arg("-p")
-                .arg(self.port.to_string())
-                .args(["-d", database, "-c", sql]),
-            "psql",
-        );
+        let out = self.checked(self.psql("postgres", database).args(["-c", sql]), "psql");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// psql of `role`, in `database` over the socket (trusted), its output unaligned.
+    fn psql(&self, role: &str, database: &str) -> Command {
+        let mut command = self.server_command("psql");
+        command
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", role])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", database]);
+        command
+    }
+
+    /// The rows `sql` returns in the database `latency` to the role `role` (which
+    /// logs in over the socket without a password), each column's value as psql
+    /// prints it, `None` for NULL; or what the server said when it refused.
+    pub fn rows_as(&self, role: &str, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+        const FIELD: &str = "\u{1f}";
+        const NULL: &str = "\u{1a}";
+        let out = self
+            .psql(role, "latency")
+            .args(["-F", FIELD, "-P", &format!("null={NULL}"), "-c", sql])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("psql cannot run: {e}"));
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                line.split(FIELD)
+                    .map(|v| (v != NULL).then(|| v.to_string()))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// [`rows_as`](PgCluster::rows_as) of the superuser, which a query must not fail.
+    pub fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        self.rows_as("postgres", sql)
+            .unwrap_or_else(|e| panic!("{sql}\nfailed: {e}"))
     }
 }
 
