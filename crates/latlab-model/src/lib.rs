@@ -19,6 +19,8 @@
 //! * [`threshold`] — pass/fail limits and the verdict they give; [`outcome`] — the exit
 //!   status a Run stands for, as `latlab run` and every export give it; [`seal`] — the
 //!   one rule every Run is sealed by: its warnings' codes, degraded, the verdict.
+//! * [`conninfo`] — PostgreSQL's connection strings (URLs and keyword/value pairs), read
+//!   as libpq reads them, and their passwords taken out.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts;
 //!   [`width`] — how wide it may be, and text measured and wrapped to that width.
 //!
@@ -31,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod conninfo;
 pub mod explain;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;

@@ -10,8 +10,9 @@
 use std::borrow::Cow;
 
 /// A URL without its password — in the user part (`user:secret@host` becomes
-/// `user@host`) or as a `password=` parameter — for every message and every place it
-/// is kept; text that is no URL comes back as it was.
+/// `user@host`) or as a `password=` parameter (or another of
+/// [`crate::conninfo::SECRETS`]) — for every message and every place it is kept; text
+/// that is no URL comes back as it was.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
@@ -31,7 +32,10 @@ pub fn redact_url(url: &str) -> String {
         Some((path, query)) => {
             let kept: Vec<&str> = query
                 .split('&')
-                .filter(|p| !p.starts_with("password="))
+                .filter(|p| {
+                    let key = p.split_once('=').map_or(*p, |(k, _)| k);
+                    !crate::conninfo::SECRETS.contains(&key)
+                })
                 .collect();
             match kept.is_empty() {
                 true => path.to_string(),
@@ -44,10 +48,13 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// A command-line argument with the password of every URL in it removed
-/// ([`redact_url`]): `--store=postgres://u:pw@h/db` becomes `--store=postgres://u@h/db`.
+/// ([`redact_url`]): `--store=postgres://u:pw@h/db` becomes `--store=postgres://u@h/db`;
+/// and of a keyword/value connection string (`host=db password=pw`, also as
+/// `--store=host=db password=pw`), its `password` pair.
 pub fn redact_argument(arg: &str) -> String {
+    let arg = crate::conninfo::without_password(arg).unwrap_or_else(|| arg.to_string());
     let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
+    let mut rest = arg.as_str();
     while let Some(at) = rest.find("://") {
         // The URL starts at its scheme: the letters before "://".
         let scheme_start = rest[..at]
@@ -143,7 +150,7 @@ mod tests {
                 "--store=postgresql://u@h:5432/db?sslmode=require",
             ),
             (
-                "postgres://h/db?user=u&password=pw&sslmode=disable",
+                "postgres://h/db?user=u&password=pw&sslmode=disable&sslpassword=k",
                 "postgres://h/db?user=u&sslmode=disable",
             ),
             (
@@ -151,6 +158,12 @@ mod tests {
                 "see https://a@x/ and http://c@y",
             ),
             ("postgres://u@h/db", "postgres://u@h/db"),
+            ("host=db password=pw user=lab", "host=db user=lab"),
+            (
+                "--store=service=farm password='a b'",
+                "--store=service=farm",
+            ),
+            ("service=farm", "service=farm"),
             ("/var/lib/latlab/runs.sqlite", "/var/lib/latlab/runs.sqlite"),
             ("-d", "-d"),
         ] {
