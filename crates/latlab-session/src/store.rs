@@ -1,5 +1,6 @@
-//! Where the run store is and how every command opens it: `--store` (a path or a
-//! `postgres://` URL), else `LATLAB_STORE`, else the SQLite store at its default path.
+//! Where the run store is and how every command opens it: `--store` (a path, a
+//! `postgres://` URL or a connection string such as `service=farm`), else
+//! `LATLAB_STORE`, else the SQLite store at its default path.
 //! Every writable open first marks the runs whose process is gone as died, and says
 //! so; a reading command that finds such runs tries to do the same, and when it cannot
 //! write, shows them as died without writing.
@@ -30,7 +31,8 @@ pub type Store = Box<dyn RunStore + Send>;
 pub enum StoreLocation {
     /// A SQLite file.
     Path(PathBuf),
-    /// A PostgreSQL URL, password and all (shown only through [`redact`]).
+    /// A PostgreSQL URL or connection string, password and all (shown only through
+    /// [`redact`]).
     Url(String),
 }
 
@@ -50,11 +52,13 @@ impl std::fmt::Debug for StoreLocation {
 }
 
 impl StoreLocation {
-    /// A `--store` or `LATLAB_STORE` value: a `postgres://` or `postgresql://` URL, or
-    /// a path.
+    /// A `--store` or `LATLAB_STORE` value: a `postgres://` or `postgresql://` URL, a
+    /// connection string of libpq's keywords (`service=farm`), or a path.
     pub fn parse(text: &str) -> Result<StoreLocation, String> {
         if text.is_empty() {
-            return Err("give a path to a SQLite file or a postgres:// URL".to_string());
+            return Err(
+                "give a path to a SQLite file, a postgres:// URL or service=NAME".to_string(),
+            );
         }
         if is_url(text) {
             return Ok(StoreLocation::Url(text.to_string()));

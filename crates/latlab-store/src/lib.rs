@@ -19,6 +19,7 @@
 
 mod farm;
 mod pgpass;
+mod pgservice;
 mod postgres;
 mod reference;
 mod rig;

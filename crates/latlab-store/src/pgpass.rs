@@ -1,16 +1,22 @@
-//! The password file of PostgreSQL's clients (`~/.pgpass`, or the file `PGPASSFILE`
-//! names), read as libpq reads it: lines `host:port:database:user:password`, `*`
+//! The password file of PostgreSQL's clients (`~/.pgpass`, or the file `passfile=` or
+//! `PGPASSFILE` names), read as libpq reads it: lines `host:port:database:user:password`, `*`
 //! matching anything, `\:` and `\\` escaping, `#` comments, the first match wins, and
 //! a file that others may read is ignored (libpq warns and ignores it too).
 
 use std::path::{Path, PathBuf};
 
-/// Where the password file is: `PGPASSFILE`, else `~/.pgpass`.
-pub(crate) fn password_file() -> Option<PathBuf> {
-    std::env::var_os("PGPASSFILE")
+/// Where the password file is: `given` (a `passfile=` parameter), else `PGPASSFILE`,
+/// else `~/.pgpass`, as the environment `env` says.
+pub(crate) fn password_file(
+    given: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    given
+        .map(str::to_string)
+        .or_else(|| env("PGPASSFILE"))
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".pgpass")))
 }
 
 /// What a connection is looked up by.

@@ -326,8 +326,8 @@ pub struct RunArgs {
     /// No live display (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// Do not save the run in the store.
@@ -472,8 +472,8 @@ pub struct ShowArgs {
     /// Write the Run as JSON to FILE ('-' for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// How wide.
@@ -501,8 +501,8 @@ pub struct ExplainArgs {
     /// without FILE, or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// How wide.
@@ -519,8 +519,8 @@ pub struct RmArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
 }
@@ -544,8 +544,8 @@ pub struct PruneArgs {
     /// Remove without asking (needed when standard input is not a terminal).
     #[arg(short, long)]
     pub yes: bool,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
 }
@@ -581,8 +581,8 @@ pub struct CompareArgs {
     /// or to FILE.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// How wide.
@@ -628,8 +628,8 @@ pub struct ReportArgs {
         requires = "trend"
     )]
     pub by: String,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
 }
@@ -656,8 +656,8 @@ pub struct AttachArgs {
     /// No live view (the summary is still printed).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// Do not save the run in the store.
@@ -691,8 +691,8 @@ pub struct ImportArgs {
     /// log): places samples in time and counts missed periods.
     #[arg(long, value_name = "DURATION")]
     pub period: Option<String>,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// The user's name (with one file only), tags and note for the imported runs.
@@ -719,8 +719,8 @@ pub struct ExportArgs {
     /// streams to write (e.g. timerlat-thread of an rtla import).
     #[arg(long, value_name = "NAME")]
     pub probe: Option<String>,
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
 }
@@ -731,8 +731,8 @@ pub struct ExportArgs {
 Runs are listed newest added first: `last` is the run added to the store most recently.
 HOST, KERNEL and SCENARIO match exactly, or as patterns with * (--kernel '*-rt*').")]
 pub struct RunsArgs {
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// How many runs to list (0: all) [default: 20 in the table; --json lists all].
@@ -784,8 +784,8 @@ reloads from its last checkpoint), /compare?base=RUN&new=RUN and
 /trend?metric=p99.9&by=host,kernel (with the same filters). Nothing is ever written.
 Ctrl-C or SIGTERM stops it.")]
 pub struct ServeArgs {
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// Where to serve: HOST:PORT, loopback only unless --listen-any (port 0: any free one).
@@ -806,8 +806,8 @@ Examples:
   latlab trend --metric p99.9 --by host,kernel --since 30d
   latlab trend --metric max --by tag:board -o trend.html")]
 pub struct TrendArgs {
-    /// Run store: a SQLite file or a postgres:// URL [default: $LATLAB_STORE, else
-    /// ~/.local/share/latlab/runs.sqlite].
+    /// Run store: a SQLite file, a postgres:// URL or service=NAME [default:
+    /// $LATLAB_STORE, else ~/.local/share/latlab/runs.sqlite].
     #[arg(long, value_name = "PATH|URL", value_parser = StoreLocation::parse)]
     pub store: Option<StoreLocation>,
     /// The figure: p50, p90, p99, p99.9, p99.99, p99.999, max, missed (missed

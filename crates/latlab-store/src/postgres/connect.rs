@@ -1,12 +1,15 @@
-//! Reaching the PostgreSQL server: the URL (its `sslmode` and `sslrootcert`, which
-//! the driver does not take), the password from the environment or the password file,
-//! the limits on every wait ([`super::timeouts`]), TLS, and the driver's errors as
-//! [`StoreError`]s that name the cause and the fix.
+//! Reaching the PostgreSQL server: the URL or connection string and its service
+//! ([`super::parameters`]; `sslmode` and `sslrootcert`, which the driver does not take),
+//! the password from the environment or the password file, the limits on every wait
+//! ([`super::timeouts`]), TLS, and the driver's errors as [`StoreError`]s that name the
+//! cause and the fix.
 
 use super::link::{Failure, Link, Waiter};
+use super::parameters::Parameters;
 use super::timeouts::Timeouts;
 use crate::pgpass::{self, Lookup};
 use crate::StoreError;
+use latlab_model::conninfo;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_postgres::config::Host;
@@ -23,15 +26,18 @@ const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(30);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_PROBES: u32 = 3;
 
-/// True when `location` is a PostgreSQL URL rather than a path.
+/// True when `location` names a PostgreSQL store rather than a SQLite file: a
+/// `postgres://` URL, or a connection string of libpq's keywords (`service=farm`,
+/// `host=db dbname=latency`).
 pub fn is_url(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
+    conninfo::is_url(location) || conninfo::is_connection_string(location)
 }
 
-/// `url` without its password (in the user part or as a `password=` parameter), for
-/// every message and every place it is kept.
-pub fn redact(url: &str) -> String {
-    latlab_model::text::redact_url(url)
+/// `location` without its password (in a URL's user part or `password=` parameter, or
+/// a connection string's `password` pair), for every message and every place it is
+/// kept.
+pub fn redact(location: &str) -> String {
+    conninfo::without_password(location).unwrap_or_else(|| latlab_model::text::redact_url(location))
 }
 
 /// How the connection is secured, from the URL's `sslmode`.
@@ -57,49 +63,40 @@ pub(super) struct Target {
 }
 
 impl Target {
-    pub(super) fn parse(url: &str) -> Result<Target, StoreError> {
-        let location = redact(url);
+    /// The store `location` names — a URL or a connection string, its service, then
+    /// the environment — ready to connect to.
+    pub(super) fn parse(location: &str) -> Result<Target, StoreError> {
+        Target::parse_in(location, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Target::parse`] with the environment `env` looks up.
+    fn parse_in(given: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Target, StoreError> {
+        let location = redact(given);
         let bad = |reason: String| StoreError::BadLocation {
             given: location.clone(),
             reason,
         };
+        let mut parameters = Parameters::gather(given, env).map_err(&bad)?;
         // The driver knows only disable/prefer/require and no root file: take both out.
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
-        let mut tls = Tls::Off;
-        let mut root_file = None;
-        let mut rest = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some(("sslmode", mode)) => {
-                    tls = match mode {
-                        "disable" | "allow" | "prefer" => Tls::Off,
-                        "require" | "verify-ca" | "verify-full" => {
-                            Tls::Verified { root_file: None }
-                        }
-                        other => {
-                            return Err(bad(format!(
-                                "sslmode={other} is not known: write disable, prefer, require, \
-                                 verify-ca or verify-full"
-                            )))
-                        }
-                    }
-                }
-                Some(("sslrootcert", file)) => root_file = Some(PathBuf::from(file)),
-                // libpq's name; the driver's is keepalives_retries.
-                Some(("keepalives_count", n)) => rest.push(format!("keepalives_retries={n}")),
-                _ => rest.push(pair.to_string()),
+        let tls = match parameters.take("sslmode").as_deref() {
+            None | Some("disable" | "allow" | "prefer") => Tls::Off,
+            Some("require" | "verify-ca" | "verify-full") => Tls::Verified {
+                root_file: parameters.get("sslrootcert").map(PathBuf::from),
+            },
+            Some(other) => {
+                return Err(bad(format!(
+                    "sslmode={other} is not known: write disable, prefer, require, \
+                     verify-ca or verify-full"
+                )))
             }
-        }
-        if let Tls::Verified { root_file: slot } = &mut tls {
-            *slot = root_file;
-        }
-        let driver_url = match rest.is_empty() {
-            true => base.to_string(),
-            false => format!("{base}?{}", rest.join("&")),
         };
-        let mut config: Config = driver_url.parse().map_err(|e| {
+        parameters.take("sslrootcert");
+        let passfile = parameters.take("passfile");
+        // libpq's name; the driver's is keepalives_retries.
+        parameters.rename("keepalives_count", "keepalives_retries");
+        let mut config: Config = parameters.connection_string().parse().map_err(|e| {
             bad(format!(
-                "not a PostgreSQL URL latlab can use ({e}); write \
+                "not a connection latlab can use ({e}); write \
                  postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require]"
             ))
         })?;
@@ -107,12 +104,12 @@ impl Target {
             config.host_path("/var/run/postgresql");
         }
         if config.get_user().is_none() {
-            match std::env::var("PGUSER")
-                .or_else(|_| std::env::var("USER"))
-                .or_else(|_| std::env::var("LOGNAME"))
+            match env("PGUSER")
+                .or_else(|| env("USER"))
+                .or_else(|| env("LOGNAME"))
             {
-                Ok(user) => config.user(&user),
-                Err(_) => {
+                Some(user) => config.user(&user),
+                None => {
                     return Err(bad(
                         "no user: give one in the URL (postgres://USER@HOST/DATABASE)".into(),
                     ))
@@ -132,9 +129,9 @@ impl Target {
             ),
         };
         if config.get_password().is_none() {
-            let from_env = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
+            let from_env = env("PGPASSWORD").filter(|p| !p.is_empty());
             let from_file = || {
-                pgpass::password_file().and_then(|file| {
+                pgpass::password_file(passfile.as_deref(), env).and_then(|file| {
                     pgpass::password_in(
                         &file,
                         &Lookup {
@@ -151,30 +148,25 @@ impl Target {
             }
         }
         // Every wait has its limit; a URL's own values are kept.
-        let given = |key: &str| {
-            rest.iter()
-                .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
-        };
-        let timeouts = Timeouts::resolve(given("connect_timeout"), config.get_options(), &|name| {
-            std::env::var(name).ok()
-        })
-        .map_err(|e| bad(format!("{e}; see docs/long-runs-and-farm.md, Timeouts")))?;
+        let timeouts =
+            Timeouts::resolve(parameters.get("connect_timeout"), config.get_options(), env)
+                .map_err(|e| bad(format!("{e}; see docs/long-runs-and-farm.md, Timeouts")))?;
         if let Some(connect) = timeouts.connect {
             config.connect_timeout(connect);
         }
         config.options(&timeouts.options);
         // A server gone without a word (a pulled cable, a crashed host) is noticed by
         // TCP too, also on a connection idle between checkpoints.
-        if given("tcp_user_timeout").is_none() {
+        if !parameters.has("tcp_user_timeout") {
             config.tcp_user_timeout(DEAD_PEER_TIMEOUT);
         }
-        if given("keepalives_idle").is_none() {
+        if !parameters.has("keepalives_idle") {
             config.keepalives_idle(DEAD_PEER_TIMEOUT);
         }
-        if given("keepalives_interval").is_none() {
+        if !parameters.has("keepalives_interval") {
             config.keepalives_interval(KEEPALIVE_INTERVAL);
         }
-        if given("keepalives_retries").is_none() {
+        if !parameters.has("keepalives_retries") {
             config.keepalives_retries(KEEPALIVE_PROBES);
         }
         config.application_name("latlab");
@@ -382,9 +374,14 @@ mod tests {
         assert_eq!(redact("postgres://db"), "postgres://db");
     }
 
+    /// An environment of a user `lab`, and nothing else.
+    fn bare(name: &str) -> Option<String> {
+        (name == "USER").then(|| "lab".to_string())
+    }
+
     #[test]
     fn sslmode_chooses_tls_and_bad_urls_say_what_to_write() {
-        let tls = |url: &str| Target::parse(url).map(|t| t.tls);
+        let tls = |url: &str| Target::parse_in(url, &bare).map(|t| t.tls);
         assert_eq!(tls("postgres://lab@db/latency").unwrap(), Tls::Off);
         assert_eq!(
             tls("postgres://lab@db/latency?sslmode=prefer").unwrap(),
@@ -396,13 +393,68 @@ mod tests {
                 root_file: Some(PathBuf::from("/etc/ca.pem"))
             }
         );
-        let bad = Target::parse("postgres://lab:pw@db/latency?sslmode=sometimes")
+        let bad = Target::parse_in("postgres://lab:pw@db/latency?sslmode=sometimes", &bare)
             .err()
             .unwrap()
             .to_string();
         assert!(bad.contains("verify-full") && !bad.contains("pw@"), "{bad}");
-        let target = Target::parse("postgres://lab:pw@db:6543/latency").unwrap();
+        let target = Target::parse_in("postgres://lab:pw@db:6543/latency", &bare).unwrap();
         assert_eq!(target.server, "db:6543");
         assert_eq!(target.location, "postgres://lab@db:6543/latency");
+    }
+
+    #[test]
+    fn a_connection_string_and_a_service_name_the_store_as_a_url_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let services = dir.path().join("services.conf");
+        std::fs::write(
+            &services,
+            "[farm]\nhost=db.example\nport=6543\ndbname=latency\nuser=lab\npassword=from-service\n\
+             sslmode=verify-full\nconnect_timeout=9\n",
+        )
+        .unwrap();
+        let services = services.display().to_string();
+        let env = |name: &str| match name {
+            "PGSERVICEFILE" => Some(services.clone()),
+            "PGPASSWORD" => Some("from-environment".to_string()),
+            _ => bare(name),
+        };
+        let target = Target::parse_in("service=farm", &env).unwrap();
+        assert_eq!(target.server, "db.example:6543");
+        assert_eq!(target.location, "service=farm");
+        assert_eq!(target.config.get_dbname(), Some("latency"));
+        // libpq's order: the service's password before PGPASSWORD.
+        assert_eq!(target.config.get_password(), Some(&b"from-service"[..]));
+        assert_eq!(target.tls, Tls::Verified { root_file: None });
+        assert_eq!(
+            target.timeouts.connect,
+            Some(std::time::Duration::from_secs(9))
+        );
+        // What the location gives overrides its service.
+        let target = Target::parse_in(
+            "postgres://me:pw@127.0.0.1/other?service=farm&sslmode=disable",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(target.server, "127.0.0.1:6543");
+        assert_eq!(target.config.get_user(), Some("me"));
+        assert_eq!(target.config.get_dbname(), Some("other"));
+        assert_eq!(target.tls, Tls::Off);
+        assert_eq!(
+            target.location,
+            "postgres://me@127.0.0.1/other?service=farm&sslmode=disable"
+        );
+        let shown = Target::parse_in("host=db password='p w' dbname=x", &bare)
+            .unwrap()
+            .location;
+        assert_eq!(shown, "host=db dbname=x");
+        let e = Target::parse_in("service=none", &env)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("no service [none]") && e.contains("services.conf"),
+            "{e}"
+        );
     }
 }

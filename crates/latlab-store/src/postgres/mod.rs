@@ -8,9 +8,12 @@
 //! columns; `added_at` is the server's clock, so runs of rigs with skewed clocks still
 //! list in the order they arrived.
 //!
-//! Credentials come from the URL, else `PGPASSWORD`, else the password file
-//! (`PGPASSFILE` or `~/.pgpass`, see [`crate::pgpass`]); they are never printed: every
-//! message names the store by its URL without the password ([`redact`]). TLS is used
+//! A store is named by a URL or a libpq connection string, whose service
+//! (`service=`, or `PGSERVICE`; [`crate::pgservice`]) gives what it leaves out.
+//! Credentials come from the URL, the service, else `PGPASSWORD`, else the password
+//! file (`passfile=`, `PGPASSFILE` or `~/.pgpass`, see [`crate::pgpass`]); they are
+//! never printed: every message names the store by its URL without the password
+//! ([`redact`]). TLS is used
 //! when the URL asks for it (`sslmode=require`, `verify-ca` or `verify-full`); the
 //! server's certificate is then always verified, against the web's root certificates
 //! and the file `sslrootcert=` names.
@@ -23,6 +26,7 @@
 
 mod connect;
 mod link;
+mod parameters;
 pub(crate) mod timeouts;
 
 pub use connect::{is_url, redact};
