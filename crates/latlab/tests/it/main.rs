@@ -26,6 +26,7 @@ mod import_report;
 mod listen;
 mod pg;
 mod pg_dashboard;
+mod pg_service;
 mod pg_stall;
 mod pg_store;
 mod pg_views;
