@@ -83,12 +83,17 @@ pub fn is_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
-/// True when `text` is a keyword/value connection string: at least one pair, and
-/// every keyword one of libpq's (so that `runs=1.sqlite` stays a file name).
+/// True when `text` is meant as a keyword/value connection string: it starts with one
+/// of libpq's keywords and `=` (so that `runs=1.sqlite` stays a file name, and
+/// `./user=1.sqlite` names a file that `user=1.sqlite` would not). Whether the rest
+/// reads is for [`parameters`] to say.
 pub fn is_connection_string(text: &str) -> bool {
-    !is_url(text)
-        && key_values(text)
-            .is_ok_and(|p| !p.is_empty() && p.iter().all(|(k, _)| KEYWORDS.contains(&k.as_str())))
+    let text = text.trim_start();
+    let key_end = text
+        .find(|c: char| c == '=' || c.is_whitespace())
+        .unwrap_or(text.len());
+    let (key, rest) = text.split_at(key_end);
+    !is_url(text) && rest.trim_start().starts_with('=') && KEYWORDS.contains(&key)
 }
 
 /// The parameters of `text`, a URL or a keyword/value connection string; an error
@@ -251,9 +256,30 @@ pub fn write(pairs: &[(String, String)]) -> String {
 }
 
 /// A keyword/value connection string without its passwords and other [`SECRETS`];
-/// `None` when `text` is none or has none.
+/// `None` when `text` is none or has none. One that does not read ends where its
+/// first secret's keyword begins.
 pub fn without_password(text: &str) -> Option<String> {
-    let pairs = key_values(text).ok()?;
+    let Ok(pairs) = key_values(text) else {
+        let secret_at = text
+            .char_indices()
+            // Where each word begins.
+            .filter(|&(i, c)| {
+                !c.is_whitespace()
+                    && text[..i]
+                        .chars()
+                        .next_back()
+                        .is_none_or(char::is_whitespace)
+            })
+            .map(|(i, _)| i)
+            .find(|i| {
+                SECRETS.iter().any(|key| {
+                    text[*i..]
+                        .strip_prefix(key)
+                        .is_some_and(|rest| rest.trim_start().starts_with('='))
+                })
+            })?;
+        return Some(format!("{} …", text[..secret_at].trim_end()));
+    };
     let kept: Parameters = pairs
         .iter()
         .filter(|(key, _)| !SECRETS.contains(&key.as_str()))
@@ -340,7 +366,9 @@ mod tests {
     fn a_connection_string_is_told_from_a_file_name() {
         assert!(is_connection_string("service=farm"));
         assert!(is_connection_string("host=db dbname=latency"));
+        assert!(is_connection_string("host=db password"));
         assert!(!is_connection_string("runs=1.sqlite"));
+        assert!(!is_connection_string("./user=1.sqlite"));
         assert!(!is_connection_string("/var/lib/latlab/runs.sqlite"));
         assert!(!is_connection_string(""));
         assert!(!is_connection_string("postgres://db?service=farm"));
@@ -353,6 +381,10 @@ mod tests {
             Some("host=db user=lab")
         );
         assert_eq!(without_password("service=farm"), None);
+        assert_eq!(
+            without_password("host=db password = s3 oops").as_deref(),
+            Some("host=db …")
+        );
         assert_eq!(without_password("not one"), None);
     }
 }

@@ -137,6 +137,13 @@ fn a_service_names_the_store_as_libpq_names_it() {
     let (code, _, err) = latlab_with(&base, &["runs", "--store", "service=elsewhere"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("nowhere"), "the server's words: {err}");
+    let unreadable = format!("host=127.0.0.1 password={PASSWORD} dbname");
+    let (code, out, err) = latlab_with(&base, &["runs", "--store", &unreadable]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("host=127.0.0.1 …") && !err.contains(PASSWORD) && !out.contains(PASSWORD),
+        "{err}"
+    );
     std::fs::write(&services, "[farm]\nsslcert=/etc/client.pem\n").unwrap();
     let (code, _, err) = latlab_with(&base, &["runs", "--store", "service=farm"]);
     assert_eq!(code, Some(2), "{err}");
