@@ -108,10 +108,10 @@ fn settings_in(service: &str, file: &Path, text: &str) -> Result<Option<Vec<Sett
         let Some(settings) = found.as_mut() else {
             continue;
         };
+        // The line itself is not shown: it may hold a password.
         let Some((key, value)) = line.split_once('=') else {
             return Err(format!(
-                "{}: \"{line}\" is not keyword=value: write one setting a line, as \
-                 host=db.example",
+                "{}: not keyword=value: write one setting a line, as host=db.example",
                 at()
             ));
         };
@@ -228,7 +228,7 @@ mod tests {
                 "[farm]\nhost = db\n",
                 "line 2: \"host \" is not a connection setting",
             ),
-            ("[farm]\nhost\n", "line 2: \"host\" is not keyword=value"),
+            ("[farm]\npassword secret\n", "line 2: not keyword=value"),
             (
                 "[farm]\nservice=other\n",
                 "line 2: a service cannot name another",
@@ -237,6 +237,7 @@ mod tests {
             std::fs::write(&file, text).unwrap();
             let e = lookup("farm", None, &env(&vars)).unwrap_err();
             assert!(e.contains(says) && e.contains("s.conf"), "{e}");
+            assert!(!e.contains("secret"), "{e}");
         }
         // Lines outside the group are not judged.
         std::fs::write(&file, "[other]\nnonsense\n[farm]\nhost=db\n").unwrap();
