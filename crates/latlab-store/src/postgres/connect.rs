@@ -37,7 +37,10 @@ pub fn is_url(location: &str) -> bool {
 /// a connection string's `password` pair), for every message and every place it is
 /// kept.
 pub fn redact(location: &str) -> String {
-    conninfo::without_password(location).unwrap_or_else(|| latlab_model::text::redact_url(location))
+    match conninfo::is_url(location) {
+        true => latlab_model::text::redact_url(location),
+        false => conninfo::without_password(location).unwrap_or_else(|| location.to_string()),
+    }
 }
 
 /// How the connection is secured, from the URL's `sslmode`.
