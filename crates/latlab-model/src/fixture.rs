@@ -104,6 +104,7 @@ pub fn run() -> Run {
         published: None,
         explain: None,
         progress: None,
+        telemetry: None,
     }
 }
 

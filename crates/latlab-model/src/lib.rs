@@ -21,6 +21,8 @@
 //!   one rule every Run is sealed by: its warnings' codes, degraded, the verdict.
 //! * [`conninfo`] — PostgreSQL's connection strings (URLs and keyword/value pairs), read
 //!   as libpq reads them, and their passwords taken out.
+//! * [`telemetry`] — interrupts, softirqs, steal, frequency, C-states, throttling and
+//!   SMIs per timeline interval, and which of them the spikes coincide with.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts;
 //!   [`width`] — how wide it may be, and text measured and wrapped to that width.
 //!
@@ -53,6 +55,7 @@ pub mod seal;
 pub mod series;
 pub mod spec;
 pub mod stamp;
+pub mod telemetry;
 pub mod text;
 pub mod threshold;
 pub mod units;

@@ -116,6 +116,11 @@ pub struct Run {
     /// checkpoint). Absent for a run that ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<crate::progress::Progress>,
+    /// What was sampled beside the timeline on the measured CPUs (interrupts,
+    /// softirqs, steal, ...) and what the spikes coincided with (`null`: not sampled,
+    /// `--no-telemetry`, or a Run from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Run {

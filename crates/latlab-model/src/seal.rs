@@ -233,6 +233,7 @@ impl Run {
             published: None,
             explain: None,
             progress: None,
+            telemetry: None,
             accepted: Vec::new(),
         }
     }

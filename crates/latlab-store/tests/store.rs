@@ -98,6 +98,7 @@ fn sample_run(id: &str, started_at: &str, max: i64) -> Run {
         published: None,
         explain: None,
         progress: None,
+        telemetry: None,
     }
 }
 
