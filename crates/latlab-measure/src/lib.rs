@@ -26,3 +26,4 @@ pub mod probe;
 pub mod record;
 pub mod runner;
 pub mod stall;
+pub mod telemetry;

@@ -9,6 +9,7 @@ use latlab_measure::load::running::RunningLoad;
 use latlab_measure::notice::Notice;
 use latlab_model::run::{Conditions, Event, LoadRecord, Phase, Run, Stream};
 use latlab_model::stamp::rfc3339;
+use latlab_model::telemetry::Telemetry;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -53,6 +54,8 @@ pub struct Measured {
     pub breaktrace_armed: bool,
     /// The phase measuring now, if any.
     pub current: Option<CurrentPhase>,
+    /// The finished phases' telemetry, when sampled.
+    pub telemetry: Option<Telemetry>,
 }
 
 impl Measured {
@@ -70,6 +73,10 @@ impl Measured {
         run.phases = self.phases.clone();
         run.streams = self.streams.clone();
         run.events = self.events.clone();
+        run.telemetry = self.telemetry.clone().map(|mut telemetry| {
+            telemetry.find_correlations(&run.streams);
+            telemetry
+        });
         run.interrupted = self.interrupted;
         run.conditions = self.conditions.clone();
         if let Some(conditions) = run.conditions.as_mut() {

@@ -304,6 +304,9 @@ fn run_phase(
     m.conditions = Some(outcome.conditions);
     m.streams.extend(outcome.streams);
     m.events.extend(outcome.events);
+    if let Some(sampled) = outcome.telemetry {
+        sampled.add_to(&mut m.telemetry);
+    }
     for notice in outcome.notices {
         m.note(notice);
     }

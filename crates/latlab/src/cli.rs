@@ -250,6 +250,10 @@ pub struct RunArgs {
     /// Leave the system alone: no /dev/cpu_dma_latency request.
     #[arg(long)]
     pub no_tune: bool,
+    /// Do not sample the measured CPUs' interrupts, softirqs, steal, frequency, C-states
+    /// and SMIs beside the timeline (sampled by default, from a housekeeping CPU).
+    #[arg(long)]
+    pub no_telemetry: bool,
     /// Do not lock memory (mlockall). The run is then not a real-time measurement.
     #[arg(long, conflicts_with = "mlock_all")]
     pub no_mlock: bool,
@@ -415,6 +419,7 @@ impl RunArgs {
             load_cpus: self.load_cpus.clone(),
             load_dir: self.load_dir.clone(),
             explain: self.explain.clone(),
+            no_telemetry: self.no_telemetry,
         }
     }
 }

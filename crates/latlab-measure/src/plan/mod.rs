@@ -100,6 +100,8 @@ pub struct RunInput {
     pub load_dir: Option<PathBuf>,
     /// `--explain[=MODE]`: the mode's text (empty for the bare flag).
     pub explain: Option<String>,
+    /// `--no-telemetry`: no interrupt, softirq, ... counts beside the timeline.
+    pub no_telemetry: bool,
 }
 
 /// A validated run.

@@ -159,6 +159,7 @@ fn phase(
             breaktrace: setup.breaktrace.clone(),
             feeds: Vec::new(),
             checkpoint: None,
+            telemetry: (!sources.input.no_telemetry).then_some(shared.interval),
         },
         spec,
         setup,

@@ -40,6 +40,7 @@ fn a_timer_runs_spikes_are_placed_where_its_thread_woke() {
         breaktrace: None,
         feeds: session.feeds_for("main", &[TRACED]),
         checkpoint: None,
+        telemetry: None,
     };
     let system = SystemSetup::apply(None, None);
     let outcome = run_probe(

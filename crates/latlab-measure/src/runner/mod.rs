@@ -22,6 +22,7 @@ use crate::live::LiveStats;
 use crate::notice::{Notice, RtThrottling, StreamContext};
 use crate::probe::{Probe, Site, Window, Worker};
 use crate::stall::{StallEvidence, StallWatch};
+use crate::telemetry::{Sampled, Sampler, SamplerPlan};
 use gate::{AbortOnDrop, Go, StartGate};
 use latlab_model::run::{Conditions, Event, Stream};
 use latlab_model::spec::SchedSpec;
@@ -70,6 +71,9 @@ pub struct RunRequest {
     /// With checkpoints: every thread registers its hand-over and its stream's
     /// template here, for a checkpoint writer to read while measuring.
     pub checkpoint: Option<Arc<PhaseCheckpoint>>,
+    /// Telemetry sampled at this timeline interval beside the run (`None`: not
+    /// sampled, `--no-telemetry`).
+    pub telemetry: Option<Nanos>,
 }
 
 /// What a run produced.
@@ -95,6 +99,8 @@ pub struct RunOutcome {
     pub failure: Option<String>,
     /// A sample went over the break-trace limit and stopped the run.
     pub tripped: Option<Trip>,
+    /// What the telemetry sampler read (`None`: not sampled).
+    pub telemetry: Option<Sampled>,
 }
 
 /// Why a run could not happen.
@@ -334,8 +340,8 @@ pub fn run_probe(
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
     };
     let mut notices = setup.notices.clone();
-    type Ended = (Vec<ThreadEnd>, i64, StallEvidence);
-    let (ends, start, held) = std::thread::scope(|scope| -> Result<Ended, RunError> {
+    type Ended = (Vec<ThreadEnd>, i64, StallEvidence, Option<Sampled>);
+    let (ends, start, held, sampled) = std::thread::scope(|scope| -> Result<Ended, RunError> {
         let abort_on_exit = AbortOnDrop(&shared.gate);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(n);
@@ -377,6 +383,20 @@ pub fn run_probe(
         let lead = START_LEAD.0 + START_LEAD_PER_THREAD.0 * n as i64;
         let start = probe.clock().now_ns() + lead;
         shared.gate.open(Go::Start(start));
+        // Started by the coordinator once it is off the measured CPUs; it shares
+        // nothing with the measuring threads.
+        let sampler = request.telemetry.and_then(|interval| {
+            let window = window_of(request, start);
+            Sampler::start(SamplerPlan {
+                phase: request.phase.clone(),
+                cpus: request.cpus.clone(),
+                housekeeping: others.clone(),
+                clock: probe.clock(),
+                origin_ns: window.warm_up_end,
+                interval,
+                end_ns: window.end,
+            })
+        });
         if let Some(checkpoint) = &request.checkpoint {
             checkpoint.start();
         }
@@ -386,13 +406,14 @@ pub fn run_probe(
             .into_iter()
             .map(|h| h.join().unwrap_or(ThreadEnd::Nothing))
             .collect();
-        Ok((ends, start, stalls.finish()))
+        let sampled = sampler.and_then(Sampler::finish);
+        Ok((ends, start, stalls.finish(), sampled))
     })?;
     let ended_at = SystemTime::now();
     let span = (ended_at, window_of(request, start));
-    Ok(finish(
-        ends, request, setup, notices, span, stop, &shared, held,
-    ))
+    let mut outcome = finish(ends, request, setup, notices, span, stop, &shared, held);
+    outcome.telemetry = sampled;
+    Ok(outcome)
 }
 
 /// Waits for every thread's set-up report; the first failure ends the run. A stop
@@ -562,6 +583,7 @@ fn finish(
         interrupted: stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed),
         failure,
         tripped,
+        telemetry: None,
     }
 }
 
@@ -691,6 +713,7 @@ mod tests {
             breaktrace: None,
             feeds: Vec::new(),
             checkpoint: None,
+            telemetry: None,
             phase: "main".to_string(),
         };
         let setup = SystemSetup::apply(None, None);
