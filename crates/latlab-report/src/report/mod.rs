@@ -34,6 +34,7 @@ mod run_section;
 mod run_tables;
 pub mod site;
 mod summary;
+mod telemetry;
 mod text;
 mod timeline;
 mod trend;

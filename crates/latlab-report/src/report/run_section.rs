@@ -8,6 +8,7 @@ use super::figures::{self, DecodedRun};
 use super::run_tables::{
     audit, checks_table, events_table, loads_table, phase_blocks, spike_rates, spikes, statistics,
 };
+use super::telemetry;
 use super::{LatencyAxis, PlotKind};
 use latlab_model::outcome::ExitStatus;
 use latlab_model::run::{
@@ -54,6 +55,11 @@ pub(crate) fn blocks(decoded: &DecodedRun, level: usize, plots: Option<LatencyAx
         for plot in PlotKind::ALL {
             blocks.push(Block::Figure(curves::chart_of_run(decoded, plot, axis)));
         }
+    }
+    // Under the timeline: what the measured CPUs went through, interval by interval.
+    if run.telemetry.is_some() {
+        blocks.push(section("Telemetry"));
+        blocks.extend(telemetry::section(run));
     }
     blocks.push(section("Spikes"));
     blocks.extend(spikes(decoded));

@@ -7,6 +7,7 @@ use super::document::{Block, Severity};
 use super::figures::{self, DecodedRun};
 use super::run_section::{alerts, import_note, published_note, subtitle, verdict};
 use super::run_tables::{loads_table, statistics};
+use super::telemetry;
 use latlab_model::audit::CheckVerdict;
 use latlab_model::rate::{self, SpikeRate};
 use latlab_model::run::{CpuChoice, Run};
@@ -30,6 +31,7 @@ pub(crate) fn blocks(decoded: &DecodedRun) -> Vec<Block> {
     blocks.extend(statistics(decoded));
     blocks.extend(largest_sample(decoded));
     blocks.extend(spike_rate(decoded));
+    blocks.extend(telemetry::summary(run));
     for phase in run.phases.iter().filter(|p| !p.loads.is_empty()) {
         blocks.push(Block::Paragraph(format!(
             "Loads during phase {}:",
