@@ -23,6 +23,7 @@
 //!   as libpq reads them, and their passwords taken out.
 //! * [`telemetry`] — interrupts, softirqs, steal, frequency, C-states, throttling and
 //!   SMIs per timeline interval, and which of them the spikes coincide with.
+//! * [`spike_correlation`] — which telemetry series the spikes coincide with.
 //! * [`text`] — text for people: text from files made safe for a terminal, counts;
 //!   [`width`] — how wide it may be, and text measured and wrapped to that width.
 //!
@@ -54,6 +55,7 @@ pub mod scenario;
 pub mod seal;
 pub mod series;
 pub mod spec;
+pub mod spike_correlation;
 pub mod stamp;
 pub mod telemetry;
 pub mod text;

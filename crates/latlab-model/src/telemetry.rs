@@ -10,10 +10,6 @@
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 
-mod correlate;
-
-pub use correlate::{correlate, BurstRule, SpikeCount, ALPHA};
-
 /// Series kept per phase at most; the rest are counted in
 /// [`PhaseTelemetry::series_left_out`] (the busiest are kept).
 pub const MAX_SERIES: usize = 64;
@@ -213,12 +209,23 @@ impl PhaseTelemetry {
         });
         self.series_left_out += (self.series.len() - MAX_SERIES) as u64;
         self.series.truncate(MAX_SERIES);
-        self.series
-            .sort_by(|a, b| (a.cpu, a.kind).cmp(&(b.cpu, b.kind)));
+        self.series.sort_by_key(|s| (s.cpu, s.kind));
     }
 }
 
-/// Spikes that coincide with a series' bursts beyond chance.
+/// What counts as one spike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpikeCount {
+    /// Each sample above the stream's spike threshold (all of them were kept).
+    Samples,
+    /// Each interval whose largest sample is above the level (no threshold was set,
+    /// or the samples above it did not all fit).
+    Intervals,
+}
+
+/// Spikes that coincide with a series' bursts beyond chance (found by
+/// `spike_correlation`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Correlation {
     /// The phase.

@@ -74,7 +74,7 @@ impl Measured {
         run.streams = self.streams.clone();
         run.events = self.events.clone();
         run.telemetry = self.telemetry.clone().map(|mut telemetry| {
-            telemetry.find_correlations(&run.streams);
+            latlab_model::spike_correlation::find(&mut telemetry, &run.streams);
             telemetry
         });
         run.interrupted = self.interrupted;

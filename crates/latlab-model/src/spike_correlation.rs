@@ -1,4 +1,5 @@
-//! Whether a run's spikes coincide with a telemetry series' bursts.
+//! Whether a run's spikes coincide with a telemetry series' bursts: the one place
+//! the Run's streams and its telemetry meet.
 //!
 //! Per phase and measured CPU, the CPU's stream gives the spikes per timeline
 //! interval; each series on that CPU splits the intervals into bursts and the rest
@@ -8,25 +9,13 @@
 //! correction for the series tested on the CPU. A series is named only when the
 //! corrected p-value is below it and spikes are more frequent in its bursts.
 
-use super::{Correlation, PhaseTelemetry, Series, SeriesKind};
 use crate::run::Stream;
+use crate::telemetry::{Correlation, PhaseTelemetry, Series, SeriesKind, SpikeCount, Telemetry};
 use crate::units::Nanos;
-use serde::{Deserialize, Serialize};
 use statrs::function::factorial::ln_binomial;
 
 /// The significance level, over all series tested on a CPU.
 pub const ALPHA: f64 = 0.05;
-
-/// What counts as one spike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SpikeCount {
-    /// Each sample above the stream's spike threshold (all of them were kept).
-    Samples,
-    /// Each interval whose largest sample is above the level (no threshold was set,
-    /// or the samples above it did not all fit).
-    Intervals,
-}
 
 /// When an interval is a burst of a series.
 ///
@@ -196,10 +185,24 @@ pub fn correlate(phase: &PhaseTelemetry, streams: &[Stream]) -> Vec<Correlation>
     found
 }
 
+/// Finds again which series `streams`' spikes coincide with, over every phase of
+/// `telemetry`, strongest first.
+pub fn find(telemetry: &mut Telemetry, streams: &[Stream]) {
+    telemetry.correlations = telemetry
+        .phases
+        .iter()
+        .flat_map(|phase| correlate(phase, streams))
+        .collect();
+    telemetry
+        .correlations
+        .sort_by(|a, b| a.p_value.total_cmp(&b.p_value));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::run::{Spike, Spikes, Timeline};
+    use crate::telemetry::{PhaseTelemetry, Series, SeriesKind};
 
     const SECOND: i64 = 1_000_000_000;
 
