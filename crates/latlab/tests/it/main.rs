@@ -41,6 +41,7 @@ mod run_names;
 mod runs_store;
 mod schema;
 mod spike_rate_truth;
+mod telemetry_truth;
 mod trust_accounting;
 mod trust_figures;
 mod trust_input;
