@@ -128,21 +128,18 @@ impl Sources {
                 })
             })
             .collect();
-        states.push(match freq.is_empty() {
-            false => Source::measured(
-                "frequency",
-                "/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq",
-            ),
-            true => Source::unknown(
-                "frequency",
-                "/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq",
+        states.push(state_of(
+            !freq.is_empty(),
+            "frequency",
+            "/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq",
+            || {
                 format!(
                     "no /sys/devices/system/cpu/cpu{first}/cpufreq: no cpufreq driver runs this \
                      CPU (usual in a VM); APERF/MPERF through /dev/cpu/N/msr is not read by this \
                      version"
-                ),
-            ),
-        });
+                )
+            },
+        ));
         per_cpu.extend(freq);
         // C-state residency (cpuidle), µs → ns.
         let mut idle = Vec::new();
@@ -163,17 +160,12 @@ impl Sources {
                 }
             }
         }
-        states.push(match idle.is_empty() {
-            false => Source::measured(
-                "cstates",
-                "/sys/devices/system/cpu/cpuN/cpuidle/stateK/time",
-            ),
-            true => Source::unknown(
-                "cstates",
-                "/sys/devices/system/cpu/cpuN/cpuidle/stateK/time",
-                format!("no /sys/devices/system/cpu/cpu{first}/cpuidle: no cpuidle driver"),
-            ),
-        });
+        states.push(state_of(
+            !idle.is_empty(),
+            "cstates",
+            "/sys/devices/system/cpu/cpuN/cpuidle/stateK/time",
+            || format!("no /sys/devices/system/cpu/cpu{first}/cpuidle: no cpuidle driver"),
+        ));
         per_cpu.extend(idle);
         // Thermal throttling (x86 therm_throt).
         let mut throttle = Vec::new();
@@ -191,20 +183,17 @@ impl Sources {
                 }
             }
         }
-        states.push(match throttle.is_empty() {
-            false => Source::measured(
-                "thermal-throttle",
-                "/sys/devices/system/cpu/cpuN/thermal_throttle",
-            ),
-            true => Source::unknown(
-                "thermal-throttle",
-                "/sys/devices/system/cpu/cpuN/thermal_throttle",
+        states.push(state_of(
+            !throttle.is_empty(),
+            "thermal-throttle",
+            "/sys/devices/system/cpu/cpuN/thermal_throttle",
+            || {
                 format!(
                     "no /sys/devices/system/cpu/cpu{first}/thermal_throttle: the CPU reports no \
                      thermal events to this kernel (usual in a VM)"
-                ),
-            ),
-        });
+                )
+            },
+        ));
         per_cpu.extend(throttle);
         // SMIs: MSR 0x34 through the msr driver.
         let mut smi = Vec::new();
@@ -331,6 +320,15 @@ impl Sources {
             }
         }
         out
+    }
+}
+
+/// A per-CPU source's state: measured when some CPU had its files, else unknown for
+/// `why`.
+fn state_of(found: bool, name: &str, origin: &str, why: impl FnOnce() -> String) -> Source {
+    match found {
+        true => Source::measured(name, origin),
+        false => Source::unknown(name, origin, why()),
     }
 }
 
