@@ -121,6 +121,33 @@ pub fn await_handler(pid: u32, signal: i32) {
     }
 }
 
+/// Waits until a thread of process `pid` runs at a real-time policy (SCHED_FIFO, RR or
+/// DEADLINE): a run's measuring thread takes its policy as it begins to measure. Panics
+/// after 20 s, or if the process ended.
+pub fn await_measuring(pid: u32) {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap_or_else(|e| panic!("process {pid} ended before measuring: {e}"));
+        let real_time = tasks.flatten().any(|task| {
+            // The policy is field 41 of stat; the fields after the name's ')' start at 3.
+            std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(38))
+                    .is_some_and(|policy| matches!(policy, "1" | "2" | "6"))
+            })
+        });
+        if real_time {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "process {pid} never measured"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// `program` is on the PATH, or the test panics with the command that installs it.
 pub fn needs(program: &str, package: &str) {
     let found = std::env::var_os("PATH")

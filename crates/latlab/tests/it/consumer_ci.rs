@@ -400,7 +400,10 @@ fn gated(store: &Path, args: &[&str], stop: bool) -> i32 {
         .unwrap();
     if stop {
         crate::common::await_handler(child.id(), libc::SIGINT);
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        // Stopped once it measures, a few hundred periods in: a signal before the first
+        // phase leaves a Run without a stream, which no cyclictest format can hold.
+        crate::common::await_measuring(child.id());
+        std::thread::sleep(std::time::Duration::from_millis(300));
         let sent = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status()
