@@ -388,6 +388,29 @@ pub(crate) fn series_figures_of_runs<S: RunStore + ?Sized>(
     Ok(figures)
 }
 
+/// [`RunStore::series_figures`] from the column a store keeps them in: `rows` are each
+/// run's id and the column's JSON; a run whose column is empty or not what latlab
+/// writes (stored before the column was) is read whole.
+pub(crate) fn series_figures_of_column<S: RunStore + ?Sized>(
+    store: &S,
+    rows: Vec<(String, Option<String>)>,
+) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+    let mut figures = BTreeMap::new();
+    for (id, column) in rows {
+        match column.and_then(|json| serde_json::from_str(&json).ok()) {
+            Some(series) => {
+                figures.insert(id, series);
+            }
+            None => {
+                if let Some(run) = store.load(&id)? {
+                    figures.insert(id, SeriesFigures::of_run(&run));
+                }
+            }
+        }
+    }
+    Ok(figures)
+}
+
 /// [`RunStore::recover`] for the running runs `mine` picks.
 pub(crate) fn recover_where<S: RunStore + ?Sized>(
     store: &mut S,

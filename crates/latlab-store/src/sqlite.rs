@@ -677,28 +677,16 @@ impl RunStore for SqliteStore {
         let wanted: BTreeSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
         let mut stmt = self.conn.prepare("SELECT id, series_json FROM runs")?;
         let mut rows = stmt.query([])?;
-        let mut figures = BTreeMap::new();
-        let mut unread = Vec::new();
+        let mut columns = Vec::new();
         while let Some(row) = rows.next()? {
             let id: String = row.get(0)?;
-            if !wanted.contains(id.as_str()) {
-                continue;
-            }
-            let column: Option<String> = row.get(1)?;
-            match column.and_then(|json| serde_json::from_str(&json).ok()) {
-                Some(series) => {
-                    figures.insert(id, series);
-                }
-                // Not what latlab writes: from the Run itself.
-                None => unread.push(id),
+            if wanted.contains(id.as_str()) {
+                columns.push((id, row.get(1)?));
             }
         }
-        for id in unread {
-            if let Some(run) = self.load(&id)? {
-                figures.insert(id, SeriesFigures::of_run(&run));
-            }
-        }
-        Ok(figures)
+        drop(rows);
+        drop(stmt);
+        crate::series_figures_of_column(self, columns)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {

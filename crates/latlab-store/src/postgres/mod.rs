@@ -35,8 +35,10 @@ use crate::row::{IndexRow, ListingColumns};
 use crate::{updatable, RunFilter, RunStore, RunSummary, StoreError};
 use connect::{failed, Target};
 use latlab_model::run::{Percentile, Run};
+use latlab_model::series::SeriesFigures;
 use latlab_model::Nanos;
 use link::{Failure, Link};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -45,7 +47,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row};
 
 /// The schema version of the PostgreSQL store this build reads and writes.
-pub const PG_SCHEMA_VERSION: i64 = 3;
+pub const PG_SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, in order: the `n`-th brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
@@ -99,6 +101,11 @@ const MIGRATIONS: [&str; PG_SCHEMA_VERSION as usize] = [
     // 3: the store as an SQL interface: the versioned views of docs/sql.md, read from
     // each run's facts, which a trigger takes from the Run as it is written.
     include_str!("views_v1.sql"),
+    // 4: each run's figures per series beside the index, as the SQLite store's version
+    // 7 keeps them, so that serve's farm view reads them and not every Run whole. The
+    // runs stored before have none, and are read whole when asked for them. Safe to run
+    // again over a store a test (or a person) set back to an earlier version.
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS series jsonb;",
 ];
 
 /// Work a migration leaves to statements of its own, each repeated until it changes
@@ -134,6 +141,8 @@ pub struct PostgresStore {
     server: String,
     /// Read-only, on a database that holds no latlab schema yet: no runs.
     empty: bool,
+    /// Whether its runs have the column of figures per series (schema 4 on).
+    series_column: bool,
 }
 
 impl PostgresStore {
@@ -146,6 +155,7 @@ impl PostgresStore {
             location: target.location,
             server: target.server,
             empty: false,
+            series_column: true,
         };
         if store.version()? != Some(PG_SCHEMA_VERSION) {
             store.migrate()?;
@@ -162,10 +172,14 @@ impl PostgresStore {
             location: target.location,
             server: target.server,
             empty: false,
+            series_column: false,
         };
         match store.version()? {
             None | Some(0) => store.empty = true,
-            Some(v) => store.refuse_newer(v)?,
+            Some(v) => {
+                store.refuse_newer(v)?;
+                store.series_column = v >= 4;
+            }
         }
         Ok(store)
     }
@@ -267,10 +281,11 @@ impl PostgresStore {
             "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
                   verdict, degraded, run, source_sha256, name, tags, note, probes,
-                  periods, cpus, duration_ns, loads, state, progress)
+                  periods, cpus, duration_ns, loads, state, progress, series)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb, $12,
                      $13, $14::text::jsonb, $15, $16::text::jsonb, $17::text::jsonb,
-                     $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb)
+                     $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb,
+                     $23::text::jsonb)
              ON CONFLICT (id) DO NOTHING",
             &[
                 &run.id,
@@ -295,6 +310,7 @@ impl PostgresStore {
                 &c.listing.loads,
                 &c.progress.state,
                 &c.progress.json,
+                &c.series,
             ],
         ));
         let inserted = match inserted {
@@ -525,7 +541,7 @@ impl RunStore for PostgresStore {
                      run = $11::text::jsonb, name = $12, tags = $13::text::jsonb, note = $14,
                      probes = $15::text::jsonb, periods = $16::text::jsonb,
                      cpus = $17::text::jsonb, duration_ns = $18, loads = $19::text::jsonb,
-                     state = $20, progress = $21::text::jsonb
+                     state = $20, progress = $21::text::jsonb, series = $22::text::jsonb
                  WHERE id = $1",
                 &[
                     &run.id,
@@ -549,10 +565,27 @@ impl RunStore for PostgresStore {
                     &c.listing.loads,
                     &c.progress.state,
                     &c.progress.json,
+                    &c.series,
                 ],
             ))
             .map_err(fail)?;
         waiter.wait(tx.commit()).map_err(fail)
+    }
+
+    fn series_figures(
+        &self,
+        runs: &[RunSummary],
+    ) -> Result<BTreeMap<String, Vec<SeriesFigures>>, StoreError> {
+        if self.empty || !self.series_column {
+            return crate::series_figures_of_runs(self, runs);
+        }
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        let rows = self.answer(self.client().query(
+            "SELECT id, series::text FROM runs WHERE id = ANY($1)",
+            &[&ids],
+        ))?;
+        let rows = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+        crate::series_figures_of_column(self, rows)
     }
 
     fn remove(&mut self, ids: &[String]) -> Result<usize, StoreError> {

@@ -637,3 +637,35 @@ fn rigs_at_once_on_the_farm_store_one_killed_mid_run_is_kept_as_died() {
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::read_to_string(&report).unwrap().contains("DIED"));
 }
+
+#[test]
+fn the_farm_view_reads_each_runs_figures_from_the_index_and_older_runs_whole() {
+    use latlab_model::series::SeriesFigures;
+    let pg = PgCluster::start();
+    let url = pg.url();
+    let mut store = PostgresStore::open(&url).unwrap();
+    let runs = [
+        a_run("20261120T100000Z-00f001", "rig-a"),
+        a_run("20261120T110000Z-00f002", "rig-b"),
+    ];
+    for run in &runs {
+        store.save(run).unwrap();
+    }
+    // As a run stored before the column was: read whole.
+    pg.sql("UPDATE runs SET series = NULL WHERE id = '20261120T110000Z-00f002'");
+    let reader = PostgresStore::open_read_only(&url).unwrap();
+    for store in [&store, &reader] {
+        let listed = store.summaries().unwrap();
+        let figures = store.series_figures(&listed).unwrap();
+        assert_eq!(figures.len(), 2, "{figures:?}");
+        for run in &runs {
+            assert_eq!(figures[&run.id], SeriesFigures::of_run(run), "{}", run.id);
+        }
+        let mine: Vec<_> = listed.into_iter().filter(|s| s.id == runs[0].id).collect();
+        assert_eq!(store.series_figures(&mine).unwrap().len(), 1);
+    }
+    // The column holds what the Run gives, as JSON.
+    let kept = pg.rows("SELECT series::text FROM runs WHERE id = '20261120T100000Z-00f001'");
+    let kept: Vec<SeriesFigures> = serde_json::from_str(kept[0][0].as_deref().unwrap()).unwrap();
+    assert_eq!(kept, SeriesFigures::of_run(&runs[0]));
+}
