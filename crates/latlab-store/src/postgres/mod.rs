@@ -280,38 +280,14 @@ impl PostgresStore {
         let inserted = self.link.waiter.wait(self.client().execute(
             "INSERT INTO runs
                  (id, started_at, host, kernel, scenario, p99_9_ns, p99_9_bound, max_ns,
-                  verdict, degraded, run, source_sha256, name, tags, note, probes,
-                  periods, cpus, duration_ns, loads, state, progress, series)
+                  verdict, degraded, run, name, tags, note, probes, periods, cpus,
+                  duration_ns, loads, state, progress, series, source_sha256)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb, $12,
-                     $13, $14::text::jsonb, $15, $16::text::jsonb, $17::text::jsonb,
-                     $18::text::jsonb, $19, $20::text::jsonb, $21, $22::text::jsonb,
-                     $23::text::jsonb)
+                     $13::text::jsonb, $14, $15::text::jsonb, $16::text::jsonb,
+                     $17::text::jsonb, $18, $19::text::jsonb, $20, $21::text::jsonb,
+                     $22::text::jsonb, $23)
              ON CONFLICT (id) DO NOTHING",
-            &[
-                &run.id,
-                &c.started_at,
-                &c.host,
-                &c.kernel,
-                &run.scenario,
-                &c.p99_9_ns,
-                &c.p99_9_bound,
-                &c.max_ns,
-                &c.verdict,
-                &run.degraded,
-                &c.json,
-                &source_sha256,
-                &c.listing.name,
-                &c.listing.tags,
-                &c.listing.note,
-                &c.listing.probes,
-                &c.listing.periods,
-                &c.listing.cpus,
-                &c.listing.duration_ns,
-                &c.listing.loads,
-                &c.progress.state,
-                &c.progress.json,
-                &c.series,
-            ],
+            &[&index_values(run, &c)[..], &[&source_sha256]].concat(),
         ));
         let inserted = match inserted {
             Err(Failure::Driver(e))
@@ -439,6 +415,35 @@ fn summary_of(r: &Row) -> RunSummary {
     }
 }
 
+/// A run's index row as statement parameters, `$1` to `$22`, in the order of the
+/// `runs` table's index columns that INSERT and UPDATE both name.
+fn index_values<'a>(run: &'a Run, c: &'a IndexRow) -> Vec<&'a (dyn ToSql + Sync)> {
+    vec![
+        &run.id,
+        &c.started_at,
+        &c.host,
+        &c.kernel,
+        &run.scenario,
+        &c.p99_9_ns,
+        &c.p99_9_bound,
+        &c.max_ns,
+        &c.verdict,
+        &run.degraded,
+        &c.json,
+        &c.listing.name,
+        &c.listing.tags,
+        &c.listing.note,
+        &c.listing.probes,
+        &c.listing.periods,
+        &c.listing.cpus,
+        &c.listing.duration_ns,
+        &c.listing.loads,
+        &c.progress.state,
+        &c.progress.json,
+        &c.series,
+    ]
+}
+
 impl RunStore for PostgresStore {
     fn location(&self) -> String {
         self.location.clone()
@@ -543,30 +548,7 @@ impl RunStore for PostgresStore {
                      cpus = $17::text::jsonb, duration_ns = $18, loads = $19::text::jsonb,
                      state = $20, progress = $21::text::jsonb, series = $22::text::jsonb
                  WHERE id = $1",
-                &[
-                    &run.id,
-                    &c.started_at,
-                    &c.host,
-                    &c.kernel,
-                    &run.scenario,
-                    &c.p99_9_ns,
-                    &c.p99_9_bound,
-                    &c.max_ns,
-                    &c.verdict,
-                    &run.degraded,
-                    &c.json,
-                    &c.listing.name,
-                    &c.listing.tags,
-                    &c.listing.note,
-                    &c.listing.probes,
-                    &c.listing.periods,
-                    &c.listing.cpus,
-                    &c.listing.duration_ns,
-                    &c.listing.loads,
-                    &c.progress.state,
-                    &c.progress.json,
-                    &c.series,
-                ],
+                &index_values(run, &c),
             ))
             .map_err(fail)?;
         waiter.wait(tx.commit()).map_err(fail)
