@@ -118,6 +118,18 @@ fn owed_whole(outbox: &Path, url: &str, name: &str) -> Run {
     run
 }
 
+/// `latlab push` of the outbox at `outbox` to `url`, which must succeed: its output.
+fn pushed(outbox: &Path, url: &str) -> std::process::Output {
+    let out = latlab()
+        .env("LATLAB_OUTBOX", outbox)
+        .args(["push", "--store", url])
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
+}
+
 /// What a run says when its store went quiet: what happened, where the run went, how
 /// it gets delivered — and no password.
 fn assert_says_outbox(err: &str, server: &str) {
@@ -199,13 +211,7 @@ fn a_server_stopped_mid_run_leaves_the_run_whole_in_the_outbox() {
     let run = owed_whole(&outbox, &url, "frozen");
     assert!(!run.interrupted && run.streams[0].samples > 0);
     // The server goes on: the central copy, kept from the start, is replaced.
-    let out = latlab()
-        .env("LATLAB_OUTBOX", &outbox)
-        .args(["push", "--store", &url])
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = pushed(&outbox, &url);
     assert!(
         text(&out.stdout).contains("updated in"),
         "{}",
@@ -304,13 +310,7 @@ fn a_table_locked_elsewhere_delays_a_runs_start_by_the_lock_timeout_only() {
 
     // Unlocked: the run is pushed.
     drop(lock);
-    let out = latlab()
-        .env("LATLAB_OUTBOX", &outbox)
-        .args(["push", "--store", &url])
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    pushed(&outbox, &url);
     assert_eq!(
         pg.sql("SELECT count(*) FROM runs WHERE name = 'locked-out' AND state IS NULL"),
         "1"
