@@ -17,6 +17,7 @@ use crate::common::latlab_path;
 use crate::real_tools::{assert_as_stated, import, stated_by_histogram, stated_by_json};
 use latlab_model::audit::{Audit, CheckVerdict};
 use latlab_model::run::{CpuChoice, Run};
+use latlab_model::telemetry::SourceState;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -268,6 +269,20 @@ fn rt_lane_isolated_cpus_are_measured_by_default_and_when_named() {
     assert!(named.streams[0].samples > 0);
     let host = named.host.as_ref().unwrap();
     assert_eq!(host.isolated_cpus.as_deref(), Some(&[1][..]));
+    // Telemetry on the real-time kernel: sampled off the isolated CPU, from the /proc
+    // files as this kernel writes them.
+    let telemetry = named
+        .telemetry
+        .as_ref()
+        .expect("telemetry is on by default");
+    assert_eq!(telemetry.sampler_cpu, Some(0), "{telemetry:?}");
+    for name in ["interrupts", "softirqs", "steal"] {
+        let source = telemetry.sources.iter().find(|s| s.name == name);
+        assert!(
+            source.is_some_and(|s| s.state == SourceState::Measured),
+            "{name}: {telemetry:?}"
+        );
+    }
     assert_eq!(host.nohz_full_cpus.as_deref(), Some(&[1][..]));
     // Not named: the isolated CPU is the one measured, and the summary says why.
     let plain = boot.run_file("plain.json");
