@@ -23,9 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// The longest the sampler sleeps before looking at its stop flag.
-const STOP_POLL_NS: i64 = 50_000_000;
-
 /// What a phase's sampler produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sampled {
@@ -202,9 +199,10 @@ impl Sampler {
     }
 
     /// Stops it, with a last reading for a partial interval, and returns what it
-    /// sampled.
+    /// sampled. The flag is set before the thread is woken, so it sees it.
     pub fn finish(self) -> Option<Sampled> {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Release);
+        self.handle.thread().unpark();
         self.handle.join().ok()
     }
 }
@@ -256,18 +254,20 @@ fn sample(plan: &SamplerPlan, stop: &AtomicBool) -> Sampled {
     }
 }
 
-/// Sleeps until `deadline_ns` on `clock` in slices, so a stop is seen within
-/// [`STOP_POLL_NS`]; false when stopped first.
+/// Sleeps until `deadline_ns` on `clock`, parked, so that it wakes once per interval
+/// (on the measured CPUs when it has no other) and at once when [`Sampler::finish`]
+/// unparks it; false when stopped first. A wake-up before the deadline (an unpark, or
+/// the park's own clock running apart from the probe's) parks again for the rest.
 fn sleep_until(clock: Clock, deadline_ns: i64, stop: &AtomicBool) -> bool {
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Acquire) {
             return false;
         }
         let now = clock.now_ns();
         if now >= deadline_ns {
             return true;
         }
-        let _ = latlab_rt::wake::sleep_until(clock, deadline_ns.min(now + STOP_POLL_NS));
+        std::thread::park_timeout(std::time::Duration::from_nanos((deadline_ns - now) as u64));
     }
 }
 
